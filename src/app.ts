@@ -1,0 +1,63 @@
+import fastifySwagger from '@fastify/swagger';
+import scalar from '@scalar/fastify-api-reference';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import {
+  jsonSchemaTransform,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import type { AppDeps } from './deps.ts';
+import { registerAuth } from './shared/auth.ts';
+import { registerErrorHandling } from './shared/error-handler.ts';
+import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
+import { authRoutes } from './modules/auth/auth.routes.ts';
+import { healthRoutes } from './modules/health/health.routes.ts';
+import { userRoutes } from './modules/users/users.routes.ts';
+
+export type App = FastifyInstance;
+export type ZodApp = ReturnType<FastifyInstance['withTypeProvider']> & FastifyInstance;
+/** A feature's HTTP layer: registers its routes on the (zod-typed) app. */
+export type RouteModule = (app: ReturnType<typeof typed>, deps: AppDeps) => void;
+
+const typed = (app: FastifyInstance) => app.withTypeProvider<ZodTypeProvider>();
+
+/** Route modules in registration order; each feature adds its own line. */
+const routeModules: RouteModule[] = [healthRoutes, authRoutes, apiKeyRoutes, userRoutes];
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    trustProxy: deps.config.TRUST_PROXY,
+    logController: new LogController({ disableRequestLogging: deps.config.LOG_LEVEL !== 'debug' && deps.config.LOG_LEVEL !== 'trace' }),
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+    bodyLimit: 10 * 1024 * 1024,
+    routerOptions: { ignoreTrailingSlash: true },
+  }) as unknown as FastifyInstance;
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  registerErrorHandling(app);
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Quarry API',
+        version: '0.1.0',
+        description:
+          'Self-hostable lead scraping and outreach. Every answer is the envelope `{success, data | error}`; ' +
+          'errors carry `error.code` (see the Errors table of the README) and, for bad input, `error.details[] {field, message}`.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key `qk_live_…`' } } },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/api/openapi.json' } });
+  app.get('/api/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+
+  registerAuth(app, deps.apiKeys);
+  for (const register of routeModules) register(typed(app), deps);
+  return app;
+}

@@ -1,0 +1,127 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import { sql, type SQL } from 'drizzle-orm';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
+import pg from 'pg';
+import * as schema from './schema/index.ts';
+import { acquireDataDirLock } from './lock.ts';
+
+export type Schema = typeof schema;
+export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+/** A transaction handle is used wherever a Db is. */
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+
+export interface Database {
+  kind: 'pglite' | 'postgres';
+  db: Db;
+  /** Set in embedded mode: the single PGlite instance (pg-boss shares it). */
+  pglite?: PGlite;
+  /** Set on PostgreSQL: the shared pool. */
+  pool?: pg.Pool;
+  /** Raw parameterised query, used where an ORM would only add cost (benchmarks, health). */
+  query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+  close(): Promise<void>;
+}
+
+const migrationsFolder = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
+
+// Dates come back as JS Date from both drivers; bigint counts (count(*)) as numbers where safe.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export interface OpenOptions {
+  databaseUrl?: string;
+  dataDir?: string;
+  /** In-memory PGlite restored from a dump (tests). */
+  loadDataDir?: Blob | File;
+  poolSize?: number;
+}
+
+export async function openDatabase(options: OpenOptions): Promise<Database> {
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize ?? 10);
+  return openPglite(options);
+}
+
+async function openPostgres(connectionString: string, max: number): Promise<Database> {
+  const pool = new pg.Pool({ connectionString, max, application_name: 'quarry' });
+  pool.on('error', () => {}); // idle-client errors surface on the next query instead of crashing
+  const db = drizzlePg(pool, { schema }) as unknown as Db;
+  return {
+    kind: 'postgres',
+    db,
+    pool,
+    async query(text, params) {
+      return (await pool.query(text, params as unknown[])).rows;
+    },
+    async close() {
+      await pool.end();
+    },
+  };
+}
+
+async function openPglite(options: OpenOptions): Promise<Database> {
+  let release = () => {};
+  let pglite: PGlite;
+  if (options.loadDataDir) {
+    pglite = await PGlite.create({ loadDataDir: options.loadDataDir });
+  } else if (options.dataDir) {
+    const dir = path.join(options.dataDir, 'pgdata');
+    fs.mkdirSync(options.dataDir, { recursive: true });
+    release = acquireDataDirLock(options.dataDir);
+    try {
+      pglite = await PGlite.create({ dataDir: dir });
+    } catch (err) {
+      release();
+      throw err;
+    }
+  } else {
+    pglite = await PGlite.create();
+  }
+  const db = drizzlePglite(pglite, { schema }) as unknown as Db;
+  return {
+    kind: 'pglite',
+    db,
+    pglite,
+    async query(text, params) {
+      return (await pglite.query(text, params as unknown[])).rows as never[];
+    },
+    async close() {
+      try {
+        await pglite.close();
+      } finally {
+        release();
+      }
+    },
+  };
+}
+
+/** Applies pending migrations; on PostgreSQL under an advisory lock so concurrent starts don't race. */
+export async function migrate(database: Database): Promise<void> {
+  if (database.kind === 'pglite') {
+    await migratePglite(database.db as never, { migrationsFolder });
+    return;
+  }
+  const client = await database.pool!.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock(7231001)');
+    await migratePg(drizzlePg(client, { schema }), { migrationsFolder });
+  } finally {
+    await client.query('SELECT pg_advisory_unlock(7231001)').catch(() => {});
+    client.release();
+  }
+}
+
+export async function ping(database: Database): Promise<void> {
+  await database.db.execute(sql`SELECT 1`);
+}
+
+/** Runs a raw `sql` query through drizzle on either driver and returns its rows. */
+export async function queryRows<T>(db: Db | Tx, query: SQL): Promise<T[]> {
+  const result = (await db.execute(query)) as unknown as { rows: T[] };
+  return result.rows;
+}

@@ -1,0 +1,6 @@
+export * from './users.ts';
+export * from './gdpr.ts';
+export * from './projects.ts';
+export * from './sources.ts';
+export * from './leads.ts';
+export * from './profiles.ts';

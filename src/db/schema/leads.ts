@@ -1,0 +1,91 @@
+import { sql } from 'drizzle-orm';
+import { index, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { createdAt, idColumn, tsColumn, updatedAt } from './columns.ts';
+import { jobs, sources } from './sources.ts';
+import { users } from './users.ts';
+
+export const leadStatuses = [
+  'NEW',
+  'VALID',
+  'INVALID',
+  'RISKY',
+  'CONTACTED',
+  'REPLIED',
+  'QUALIFIED',
+  'DISQUALIFIED',
+  'CONVERTED',
+  'UNSUBSCRIBED',
+] as const;
+export type LeadStatus = (typeof leadStatuses)[number];
+
+/** Where a scraped lead came from: the page, the selector that matched, whether it was visible. */
+export interface LeadProvenance {
+  pageUrl?: string;
+  selector?: string;
+  visible?: boolean;
+  [key: string]: unknown;
+}
+
+export interface EmailValidationResult {
+  status: 'valid' | 'risky' | 'invalid' | 'unknown';
+  tier: 'syntax' | 'domain' | 'mailbox';
+  errors: string[];
+  flags: string[];
+  checkedAt: string;
+  [key: string]: unknown;
+}
+
+export const leads = pgTable(
+  'leads',
+  {
+    id: idColumn(),
+    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    sourceId: uuid('source_id').references(() => sources.id, { onDelete: 'cascade' }),
+    jobId: uuid('job_id').references(() => jobs.id, { onDelete: 'set null' }),
+    firstName: text('first_name'),
+    lastName: text('last_name'),
+    email: text('email'),
+    phone: text('phone'),
+    company: text('company'),
+    jobTitle: text('job_title'),
+    sourceUrl: text('source_url'),
+    status: text('status', { enum: leadStatuses }).notNull().default('NEW'),
+    tags: text('tags').array().notNull().default(sql`'{}'::text[]`),
+    notes: text('notes'),
+    customFields: jsonb('custom_fields').$type<Record<string, unknown>>().notNull().default({}),
+    provenance: jsonb('provenance').$type<LeadProvenance>(),
+    emailValidation: jsonb('email_validation').$type<EmailValidationResult>(),
+    validatedAt: tsColumn('validated_at'),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    // Keyset pagination: newest first within one user, optionally narrowed by company/status/job.
+    index('leads_user_id_idx').on(t.userId, t.id),
+    index('leads_user_company_idx').on(t.userId, sql`lower(${t.company})`, t.id),
+    index('leads_user_status_idx').on(t.userId, t.status, t.id),
+    index('leads_job_idx').on(t.jobId),
+    // De-duplication per source (scraping): by email, else by name + company.
+    uniqueIndex('leads_source_email_key')
+      .on(t.sourceId, sql`lower(${t.email})`)
+      .where(sql`${t.sourceId} IS NOT NULL AND ${t.email} IS NOT NULL`),
+    uniqueIndex('leads_source_name_company_key')
+      .on(t.sourceId, sql`lower(coalesce(${t.firstName}, ''))`, sql`lower(coalesce(${t.lastName}, ''))`, sql`lower(coalesce(${t.company}, ''))`)
+      .where(sql`${t.sourceId} IS NOT NULL AND ${t.email} IS NULL`),
+  ],
+);
+
+/** Addresses and domains that must never be contacted (enterprise suppression lists; bounces add to it). */
+export const suppressions = pgTable(
+  'suppressions',
+  {
+    id: idColumn(),
+    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    type: text('type', { enum: ['email', 'domain'] }).notNull(),
+    /** Lower-cased address or domain. */
+    value: text('value').notNull(),
+    reason: text('reason'),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex('suppressions_user_value_key').on(t.userId, t.type, t.value)],
+);

@@ -1,0 +1,60 @@
+import { boolean, index, integer, jsonb, pgTable, text, uuid } from 'drizzle-orm/pg-core';
+import { createdAt, idColumn, tsColumn, updatedAt } from './columns.ts';
+import { projects } from './projects.ts';
+import { users } from './users.ts';
+import { profileTypes } from './profiles.ts';
+
+export const scrapeTypes = ['STATIC', 'DYNAMIC', 'API'] as const;
+export const sourceStatuses = ['DRAFT', 'ACTIVE', 'ARCHIVED'] as const;
+export const scheduleTypes = ['MANUAL', 'HOURLY', 'DAILY', 'WEEKLY'] as const;
+
+export const sources = pgTable(
+  'sources',
+  {
+    id: idColumn(),
+    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    projectId: uuid('project_id').references(() => projects.id, { onDelete: 'cascade' }),
+    profileTypeId: uuid('profile_type_id').references(() => profileTypes.id, { onDelete: 'set null' }),
+    name: text('name').notNull(),
+    url: text('url').notNull(),
+    scrapeType: text('scrape_type', { enum: scrapeTypes }).notNull(),
+    status: text('status', { enum: sourceStatuses }).notNull().default('DRAFT'),
+    description: text('description'),
+    selectors: jsonb('selectors').$type<Record<string, string>>().notNull().default({}),
+    scheduleType: text('schedule_type', { enum: scheduleTypes }).notNull().default('MANUAL'),
+    reasoning: text('reasoning'),
+    /** Crawl options (page limit, robots opt-out, user agent, politeness…); defined by the scraping engine. */
+    options: jsonb('options').$type<Record<string, unknown>>().notNull().default({}),
+    respectRobotsTxt: boolean('respect_robots_txt').notNull().default(true),
+    maxPages: integer('max_pages'),
+    lastRunAt: tsColumn('last_run_at'),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index('sources_user_idx').on(t.userId, t.id), index('sources_project_idx').on(t.projectId)],
+);
+
+export const jobStatuses = ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
+
+export const jobs = pgTable(
+  'jobs',
+  {
+    id: idColumn(),
+    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    sourceId: uuid('source_id').notNull().references(() => sources.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    status: text('status', { enum: jobStatuses }).notNull().default('PENDING'),
+    progress: integer('progress').notNull().default(0),
+    leadsFound: integer('leads_found').notNull().default(0),
+    pagesVisited: integer('pages_visited').notNull().default(0),
+    error: text('error'),
+    trigger: text('trigger', { enum: ['manual', 'schedule', 'retry'] }).notNull().default('manual'),
+    attempts: integer('attempts').notNull().default(0),
+    startedAt: tsColumn('started_at'),
+    finishedAt: tsColumn('finished_at'),
+    heartbeatAt: tsColumn('heartbeat_at'),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index('jobs_user_idx').on(t.userId, t.id), index('jobs_source_idx').on(t.sourceId), index('jobs_status_idx').on(t.status)],
+);

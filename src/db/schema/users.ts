@@ -1,0 +1,71 @@
+import { sql } from 'drizzle-orm';
+import { boolean, index, inet, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { createdAt, idColumn, tsColumn, updatedAt } from './columns.ts';
+
+export const users = pgTable(
+  'users',
+  {
+    id: idColumn(),
+    /** Stored lower-cased; unique. */
+    email: text('email').notNull(),
+    name: text('name'),
+    passwordHash: text('password_hash').notNull(),
+    status: text('status', { enum: ['active', 'suspended'] }).notNull().default('active'),
+    role: text('role', { enum: ['user', 'admin'] }).notNull().default('user'),
+    termsAcceptedAt: tsColumn('terms_accepted_at'),
+    privacyAcceptedAt: tsColumn('privacy_accepted_at'),
+    marketingConsent: boolean('marketing_consent').notNull().default(false),
+    consentUpdatedAt: tsColumn('consent_updated_at').notNull().defaultNow(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [uniqueIndex('users_email_key').on(t.email)],
+);
+
+/** Append-only audit trail of consent changes (GDPR art. 7(1): demonstrate consent). */
+export const consentEvents = pgTable(
+  'consent_events',
+  {
+    id: idColumn(),
+    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    consentType: text('consent_type', { enum: ['terms', 'privacy', 'marketing'] }).notNull(),
+    granted: boolean('granted').notNull(),
+    ipAddress: inet('ip_address'),
+    changedAt: tsColumn('changed_at').notNull().defaultNow(),
+  },
+  (t) => [index('consent_events_user_idx').on(t.userId, t.changedAt.desc())],
+);
+
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    id: idColumn(),
+    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    /** First 12 characters of the key, shown in listings. */
+    prefix: text('prefix').notNull(),
+    /** SHA-256 of the whole key, hex. The key itself is never stored. */
+    keyHash: text('key_hash').notNull(),
+    scopes: text('scopes').array().notNull().default(sql`'{}'::text[]`),
+    orgId: uuid('org_id'),
+    expiresAt: tsColumn('expires_at'),
+    lastUsedAt: tsColumn('last_used_at'),
+    revokedAt: tsColumn('revoked_at'),
+    /** Set on the old key when rotated: the key that replaced it. */
+    replacedById: uuid('replaced_by_id'),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex('api_keys_hash_key').on(t.keyHash), index('api_keys_user_idx').on(t.userId, t.createdAt)],
+);
+
+/** Sliding-window log for per-IP limits; shared by every API process through the database. */
+export const rateLimitEvents = pgTable(
+  'rate_limit_events',
+  {
+    id: idColumn(),
+    bucket: text('bucket').notNull(),
+    subject: text('subject').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('rate_limit_events_lookup_idx').on(t.bucket, t.subject, t.createdAt)],
+);

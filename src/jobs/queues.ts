@@ -1,0 +1,31 @@
+import { PgBoss, fromPglite } from 'pg-boss';
+import type { Database } from '../db/client.ts';
+
+/** Every background queue of the service. */
+export const QUEUES = {
+  dataExport: 'data-export',
+  emailValidation: 'email-validation',
+  accountPurge: 'account-purge',
+  maintenance: 'maintenance',
+} as const;
+
+/** pg-boss on the service's own database: PGlite in-process, or PostgreSQL shared by any number of processes. */
+export async function startBoss(database: Database, options: { databaseUrl?: string; poolSize?: number; schedule?: boolean }): Promise<PgBoss> {
+  const common = {
+    schema: 'pgboss',
+    schedule: options.schedule ?? true,
+    useListenNotify: true,
+    monitorIntervalSeconds: 60,
+  };
+  const boss = database.pglite
+    ? new PgBoss({ ...common, db: fromPglite(database.pglite), backend: 'pglite' })
+    : new PgBoss({ ...common, connectionString: options.databaseUrl!, max: Math.max(2, Math.min(options.poolSize ?? 4, 10)) });
+  await boss.start();
+  await Promise.all([
+    boss.createQueue(QUEUES.dataExport, { retryLimit: 2, retryDelay: 10, retryBackoff: true, expireInSeconds: 900, notify: true }),
+    boss.createQueue(QUEUES.emailValidation, { retryLimit: 2, retryDelay: 5, retryBackoff: true, expireInSeconds: 300, notify: true }),
+    boss.createQueue(QUEUES.accountPurge, { retryLimit: 3, retryDelay: 60, expireInSeconds: 900 }),
+    boss.createQueue(QUEUES.maintenance, { retryLimit: 1, expireInSeconds: 600 }),
+  ]);
+  return boss;
+}

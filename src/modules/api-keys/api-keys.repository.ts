@@ -1,0 +1,62 @@
+import { and, desc, eq, isNull, sql } from 'drizzle-orm';
+import type { Db } from '../../db/client.ts';
+import { apiKeys, users } from '../../db/schema/index.ts';
+
+export type ApiKeyRow = typeof apiKeys.$inferSelect;
+
+export interface KeyIdentity {
+  keyId: string;
+  userId: string;
+  email: string;
+  scopes: string[];
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+  userStatus: 'active' | 'suspended';
+}
+
+export function apiKeyRepository(db: Db) {
+  return {
+    async insert(values: typeof apiKeys.$inferInsert): Promise<ApiKeyRow> {
+      const [row] = await db.insert(apiKeys).values(values).returning();
+      return row!;
+    },
+    /** The key with its owner, or undefined. */
+    async findIdentityByHash(keyHash: string): Promise<KeyIdentity | undefined> {
+      const [row] = await db
+        .select({
+          keyId: apiKeys.id,
+          userId: apiKeys.userId,
+          email: users.email,
+          scopes: apiKeys.scopes,
+          expiresAt: apiKeys.expiresAt,
+          revokedAt: apiKeys.revokedAt,
+          userStatus: users.status,
+        })
+        .from(apiKeys)
+        .innerJoin(users, eq(users.id, apiKeys.userId))
+        .where(eq(apiKeys.keyHash, keyHash))
+        .limit(1);
+      return row;
+    },
+    listForUser(userId: string): Promise<ApiKeyRow[]> {
+      return db.select().from(apiKeys).where(and(eq(apiKeys.userId, userId), isNull(apiKeys.revokedAt))).orderBy(desc(apiKeys.id));
+    },
+    async findForUser(userId: string, id: string): Promise<ApiKeyRow | undefined> {
+      const [row] = await db
+        .select()
+        .from(apiKeys)
+        .where(and(eq(apiKeys.userId, userId), eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
+        .limit(1);
+      return row;
+    },
+    async update(id: string, values: Partial<typeof apiKeys.$inferInsert>): Promise<void> {
+      await db.update(apiKeys).set(values).where(eq(apiKeys.id, id));
+    },
+    async touch(id: string, at: Date): Promise<void> {
+      await db
+        .update(apiKeys)
+        .set({ lastUsedAt: at })
+        .where(and(eq(apiKeys.id, id), sql`(${apiKeys.lastUsedAt} IS NULL OR ${apiKeys.lastUsedAt} < ${new Date(at.getTime() - 60_000).toISOString()})`));
+    },
+  };
+}

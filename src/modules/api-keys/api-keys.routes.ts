@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import type { RouteModule } from '../../app.ts';
+import { principalOf } from '../../shared/auth.ts';
+import { envelope, errorResponses, idParams, successOnly } from '../../shared/http.ts';
+import { apiKeyView, createApiKeyBody, createdApiKeyView } from './api-keys.schemas.ts';
+
+export const apiKeyRoutes: RouteModule = (app, deps) => {
+  const tags = ['API keys'];
+
+  app.post('/api/api-keys', {
+    config: { scope: 'api-keys:write' },
+    schema: {
+      tags,
+      summary: 'Mint a scoped, optionally expiring key (shown once)',
+      description: 'A key can only grant scopes that the calling key holds.',
+      body: createApiKeyBody,
+      response: { 201: envelope(z.object({ apiKey: createdApiKeyView })), ...errorResponses(400, 401, 403) },
+    },
+    handler: async (request, reply) => {
+      reply.code(201);
+      return { success: true as const, data: { apiKey: await deps.apiKeys.create(principalOf(request), request.body) } };
+    },
+  });
+
+  app.get('/api/api-keys', {
+    config: { scope: 'api-keys:read' },
+    schema: {
+      tags,
+      summary: 'Live keys of the caller (prefix, scopes, lastUsedAt, expiresAt)',
+      response: { 200: envelope(z.object({ apiKeys: z.array(apiKeyView) })), ...errorResponses(401) },
+    },
+    handler: async (request) => ({ success: true as const, data: { apiKeys: await deps.apiKeys.list(principalOf(request).userId) } }),
+  });
+
+  app.post('/api/api-keys/:id/rotate', {
+    config: { scope: 'api-keys:write' },
+    schema: {
+      tags,
+      summary: 'Replace a key; the old one keeps working for 24 hours',
+      params: idParams,
+      response: {
+        200: envelope(z.object({ apiKey: createdApiKeyView.extend({ previousKey: z.object({ id: z.string(), expiresAt: z.string() }) }) })),
+        ...errorResponses(401, 404),
+      },
+    },
+    handler: async (request) => ({
+      success: true as const,
+      data: { apiKey: await deps.apiKeys.rotate(principalOf(request), request.params.id) },
+    }),
+  });
+
+  app.delete('/api/api-keys/:id', {
+    config: { scope: 'api-keys:write' },
+    schema: { tags, summary: 'Revoke a key at once', params: idParams, response: { 200: successOnly, ...errorResponses(401, 404) } },
+    handler: async (request) => {
+      await deps.apiKeys.revoke(principalOf(request), request.params.id);
+      return { success: true as const, message: 'API key revoked' };
+    },
+  });
+};

@@ -1,0 +1,154 @@
+import type { Db } from '../../db/client.ts';
+import type { Clock } from '../../shared/clock.ts';
+import { generateToken, sha256, tokenLooksValid } from '../../shared/crypto.ts';
+import { AppError, notFound, validationError } from '../../shared/errors.ts';
+import { isUuid } from '../../shared/ids.ts';
+import type { Notifier } from '../../shared/notify.ts';
+import { coversScopes } from '../../shared/scopes.ts';
+import { apiKeyRepository, type ApiKeyRow, type KeyIdentity } from './api-keys.repository.ts';
+
+export const KEY_PREFIX = 'qk_live_';
+const CACHE_TTL_MS = 30_000;
+const CACHE_MAX = 10_000;
+const ROTATION_GRACE_MS = 24 * 60 * 60_000;
+const INVALIDATE_CHANNEL = 'quarry_api_key_invalidate';
+
+export interface Principal {
+  userId: string;
+  keyId: string;
+  email: string;
+  scopes: string[];
+}
+
+interface CacheEntry {
+  identity: KeyIdentity;
+  loadedAt: number;
+  touchedAt: number;
+}
+
+export const publicKeyView = (row: ApiKeyRow) => ({
+  id: row.id,
+  name: row.name,
+  prefix: row.prefix,
+  scopes: row.scopes,
+  orgId: row.orgId,
+  expiresAt: row.expiresAt?.toISOString() ?? null,
+  lastUsedAt: row.lastUsedAt?.toISOString() ?? null,
+  createdAt: row.createdAt.toISOString(),
+});
+
+export type ApiKeyService = ReturnType<typeof createApiKeyService>;
+
+/**
+ * API keys: minted, listed, rotated, revoked; and resolved on every request from a short-lived
+ * in-process cache (no database round trip per request), invalidated across processes on revoke.
+ */
+export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Notifier }) {
+  const repo = apiKeyRepository(deps.db);
+  const cache = new Map<string, CacheEntry>();
+
+  const evict = (payload: string) => {
+    if (!payload.startsWith('user:')) return void cache.delete(payload);
+    const userId = payload.slice(5);
+    for (const [hash, entry] of cache) if (entry.identity.userId === userId) cache.delete(hash);
+  };
+  void deps.notifier.subscribe(INVALIDATE_CHANNEL, evict);
+  const invalidate = async (keyHash: string) => {
+    evict(keyHash);
+    await deps.notifier.publish(INVALIDATE_CHANNEL, keyHash);
+  };
+
+  /** Stores a new key (inside the caller's transaction when `db` is one) and returns it once. */
+  async function mint(
+    userId: string,
+    input: { name: string; scopes: string[]; expiresAt?: Date | null; orgId?: string | null },
+    db: Db = deps.db,
+  ) {
+    const key = generateToken(KEY_PREFIX);
+    const row = await apiKeyRepository(db).insert({
+      userId,
+      name: input.name,
+      prefix: key.slice(0, 12),
+      keyHash: sha256(key),
+      scopes: input.scopes,
+      expiresAt: input.expiresAt ?? null,
+      orgId: input.orgId ?? null,
+      createdAt: deps.clock.now(),
+    });
+    return { key, row };
+  }
+
+  return {
+    mint,
+
+    /** Resolves a bearer token to its principal, or undefined when it is not a live key. */
+    async authenticate(token: string): Promise<Principal | undefined> {
+      if (!tokenLooksValid(KEY_PREFIX, token)) return undefined;
+      const keyHash = sha256(token);
+      const now = deps.clock.now().getTime();
+      let entry = cache.get(keyHash);
+      if (!entry || now - entry.loadedAt > CACHE_TTL_MS) {
+        const identity = await repo.findIdentityByHash(keyHash);
+        if (!identity) {
+          cache.delete(keyHash);
+          return undefined;
+        }
+        entry = { identity, loadedAt: now, touchedAt: entry?.touchedAt ?? 0 };
+        if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!);
+        cache.set(keyHash, entry);
+      }
+      const { identity } = entry;
+      if (identity.revokedAt || identity.userStatus !== 'active') return undefined;
+      if (identity.expiresAt && identity.expiresAt.getTime() <= now) return undefined;
+      if (now - entry.touchedAt >= 60_000) {
+        // lastUsedAt is written at most once a minute per process, off the request's path.
+        entry.touchedAt = now;
+        repo.touch(identity.keyId, new Date(now)).catch(() => {});
+      }
+      return { userId: identity.userId, keyId: identity.keyId, email: identity.email, scopes: identity.scopes };
+    },
+
+    async create(principal: Principal, input: { name: string; scopes: string[]; expiresAt?: string | null; orgId?: string | null }) {
+      if (!coversScopes(principal.scopes, input.scopes)) {
+        throw new AppError('FORBIDDEN', 'A key cannot grant scopes its creator does not hold', {
+          details: [{ field: 'scopes', message: 'exceeds the scopes of the calling key' }],
+        });
+      }
+      const expiresAt = input.expiresAt ? new Date(input.expiresAt) : null;
+      if (expiresAt && expiresAt.getTime() <= deps.clock.now().getTime()) throw validationError('expiresAt', 'must be in the future');
+      const { key, row } = await mint(principal.userId, { ...input, expiresAt });
+      return { ...publicKeyView(row), key };
+    },
+
+    async list(userId: string) {
+      const now = deps.clock.now().getTime();
+      return (await repo.listForUser(userId)).filter((r) => !r.expiresAt || r.expiresAt.getTime() > now).map(publicKeyView);
+    },
+
+    /** A new key with the same name and scopes; the old one keeps working for 24 h. */
+    async rotate(principal: Principal, id: string) {
+      const old = isUuid(id) ? await repo.findForUser(principal.userId, id) : undefined;
+      if (!old) throw notFound('API key');
+      const now = deps.clock.now();
+      const graceEnd = new Date(now.getTime() + ROTATION_GRACE_MS);
+      const { key, row } = await mint(principal.userId, { name: old.name, scopes: old.scopes, expiresAt: old.expiresAt, orgId: old.orgId });
+      const oldExpiry = old.expiresAt && old.expiresAt < graceEnd ? old.expiresAt : graceEnd;
+      await repo.update(old.id, { expiresAt: oldExpiry, replacedById: row.id });
+      await invalidate(old.keyHash);
+      return { ...publicKeyView(row), key, previousKey: { id: old.id, expiresAt: oldExpiry.toISOString() } };
+    },
+
+    async revoke(principal: Principal, id: string) {
+      const row = isUuid(id) ? await repo.findForUser(principal.userId, id) : undefined;
+      if (!row) throw notFound('API key');
+      await repo.update(row.id, { revokedAt: deps.clock.now() });
+      await invalidate(row.keyHash);
+    },
+
+    /** Drops cached identities of a user (suspension, deletion) in every process. */
+    async invalidateUser(userId: string) {
+      evict(`user:${userId}`);
+      await deps.notifier.publish(INVALIDATE_CHANNEL, `user:${userId}`);
+    },
+  };
+}

@@ -1,0 +1,41 @@
+import type { RouteModule } from '../../app.ts';
+import { envelope, errorResponses } from '../../shared/http.ts';
+import { hitWindowLimit, LOGIN_LIMIT, SIGNUP_LIMIT } from '../../shared/rate-limit.ts';
+import { loginBody, sessionView, signupBody } from './auth.schemas.ts';
+import { createAuthService } from './auth.service.ts';
+
+export const authRoutes: RouteModule = (app, deps) => {
+  const auth = createAuthService(deps);
+
+  app.post('/api/auth/signup', {
+    config: { public: true },
+    // Counted before parsing: per-IP limits count every request, refused ones included.
+    onRequest: async (request) => hitWindowLimit(deps.db, deps.clock, SIGNUP_LIMIT, request.ip),
+    schema: {
+      tags: ['Authentication'],
+      summary: 'Create an account; answers the first API key (shown once)',
+      description: 'Rate limit: 5 requests per 15 minutes per client IP.',
+      security: [],
+      body: signupBody,
+      response: { 201: envelope(sessionView), ...errorResponses(400, 409, 429) },
+    },
+    handler: async (request, reply) => {
+      reply.code(201);
+      return { success: true as const, data: await auth.signup(request.body, request.ip) };
+    },
+  });
+
+  app.post('/api/auth/login', {
+    config: { public: true },
+    onRequest: async (request) => hitWindowLimit(deps.db, deps.clock, LOGIN_LIMIT, request.ip),
+    schema: {
+      tags: ['Authentication'],
+      summary: 'Exchange email and password for a new API key',
+      description: 'Rate limit: 5 requests per 15 minutes per client IP.',
+      security: [],
+      body: loginBody,
+      response: { 200: envelope(sessionView), ...errorResponses(400, 401, 403, 429) },
+    },
+    handler: async (request) => ({ success: true as const, data: await auth.login(request.body.email, request.body.password) }),
+  });
+};

@@ -1,0 +1,18 @@
+import { z } from 'zod';
+import { emailInput, password, userView } from '../users/users.schemas.ts';
+
+export const signupBody = z.object({
+  email: emailInput,
+  password,
+  name: z.string().trim().min(1).max(200).optional(),
+  termsAccepted: z.literal(true, { error: 'must be true' }),
+  privacyAccepted: z.literal(true, { error: 'must be true' }),
+  marketingConsent: z.boolean().optional(),
+});
+
+export const loginBody = z.object({ email: emailInput, password: z.string().min(1).max(1024) });
+
+export const sessionView = z.object({
+  user: userView,
+  apiKey: z.string().describe('Bearer credential with every scope; shown once, stored only as a hash'),
+});

@@ -1,0 +1,76 @@
+import type { AppDeps } from '../../deps.ts';
+import { consentEvents, users } from '../../db/schema/index.ts';
+import { hashPassword, verifyPassword } from '../../shared/crypto.ts';
+import { isUniqueViolation } from '../../shared/db-errors.ts';
+import { AppError } from '../../shared/errors.ts';
+import { toUserView } from '../users/users.schemas.ts';
+import { userRepository } from '../users/users.repository.ts';
+
+// Verified against when the email is unknown, so both failures take the same time.
+const DUMMY_HASH = hashPassword('quarry-timing-equaliser');
+
+export interface SignupInput {
+  email: string;
+  password: string;
+  name?: string;
+  termsAccepted: true;
+  privacyAccepted: true;
+  marketingConsent?: boolean;
+}
+
+export function createAuthService(deps: Pick<AppDeps, 'db' | 'clock' | 'apiKeys'>) {
+  const repo = userRepository(deps.db);
+  return {
+    /** Creates the user, the first consent records and an all-scopes key, in one transaction. */
+    async signup(input: SignupInput, ipAddress: string | undefined) {
+      const passwordHash = await hashPassword(input.password);
+      const now = deps.clock.now();
+      try {
+        return await deps.db.transaction(async (tx) => {
+          const [user] = await tx
+            .insert(users)
+            .values({
+              email: input.email,
+              name: input.name ?? null,
+              passwordHash,
+              termsAcceptedAt: now,
+              privacyAcceptedAt: now,
+              marketingConsent: input.marketingConsent ?? false,
+              consentUpdatedAt: now,
+              createdAt: now,
+              updatedAt: now,
+            })
+            .returning();
+          await tx.insert(consentEvents).values(
+            (['terms', 'privacy', 'marketing'] as const).map((consentType) => ({
+              userId: user!.id,
+              consentType,
+              granted: consentType === 'marketing' ? (input.marketingConsent ?? false) : true,
+              ipAddress: ipAddress ?? null,
+              changedAt: now,
+            })),
+          );
+          const { key } = await deps.apiKeys.mint(user!.id, { name: 'signup', scopes: ['*'] }, tx);
+          return { user: toUserView(user!), apiKey: key };
+        });
+      } catch (err) {
+        if (isUniqueViolation(err)) {
+          throw new AppError('CONFLICT', 'An account with this email already exists', {
+            details: [{ field: 'email', message: 'already registered' }],
+          });
+        }
+        throw err;
+      }
+    },
+
+    /** Checks the password and mints a new all-scopes key. */
+    async login(email: string, password: string) {
+      const user = await repo.findByEmail(email);
+      const valid = await verifyPassword(user?.passwordHash ?? (await DUMMY_HASH), password);
+      if (!user || !valid) throw new AppError('INVALID_CREDENTIALS', 'Email or password is incorrect');
+      if (user.status !== 'active') throw new AppError('FORBIDDEN', 'This account is suspended');
+      const { key } = await deps.apiKeys.mint(user.id, { name: `login ${deps.clock.now().toISOString()}`, scopes: ['*'] });
+      return { user: toUserView(user), apiKey: key };
+    },
+  };
+}

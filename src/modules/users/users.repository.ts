@@ -1,0 +1,29 @@
+import { eq, sql } from 'drizzle-orm';
+import { queryRows, type Db } from '../../db/client.ts';
+import { jobs, leads, sources, users } from '../../db/schema/index.ts';
+
+export type UserRow = typeof users.$inferSelect;
+
+export function userRepository(db: Db) {
+  return {
+    async findById(id: string): Promise<UserRow | undefined> {
+      const [row] = await db.select().from(users).where(eq(users.id, id)).limit(1);
+      return row;
+    },
+    async findByEmail(email: string): Promise<UserRow | undefined> {
+      const [row] = await db.select().from(users).where(eq(users.email, email)).limit(1);
+      return row;
+    },
+    async stats(userId: string): Promise<{ sources: number; jobs: number; leads: number }> {
+      const rows = await queryRows<{ sources: number; jobs: number; leads: number }>(db, sql`
+        SELECT (SELECT count(*) FROM ${sources} WHERE user_id = ${userId})::int AS sources,
+               (SELECT count(*) FROM ${jobs} WHERE user_id = ${userId})::int AS jobs,
+               (SELECT count(*) FROM ${leads} WHERE user_id = ${userId})::int AS leads`);
+      const r = rows[0]!;
+      return { sources: Number(r.sources), jobs: Number(r.jobs), leads: Number(r.leads) };
+    },
+    async updatePassword(id: string, passwordHash: string, at: Date): Promise<void> {
+      await db.update(users).set({ passwordHash, updatedAt: at }).where(eq(users.id, id));
+    },
+  };
+}

@@ -1,0 +1,34 @@
+import type { RouteModule } from '../../app.ts';
+import { principalOf } from '../../shared/auth.ts';
+import { envelope, errorResponses, successOnly } from '../../shared/http.ts';
+import { changePasswordBody, userStats, userView } from './users.schemas.ts';
+import { createUserService } from './users.service.ts';
+import { z } from 'zod';
+
+export const userRoutes: RouteModule = (app, deps) => {
+  const users = createUserService(deps);
+
+  app.get('/api/users', {
+    config: { scope: 'users:read' },
+    schema: {
+      tags: ['Users'],
+      summary: 'The current user with counts of their sources, jobs and leads',
+      response: { 200: envelope(z.object({ user: userView, stats: userStats })), ...errorResponses(401) },
+    },
+    handler: async (request) => ({ success: true as const, data: await users.profile(principalOf(request).userId) }),
+  });
+
+  app.patch('/api/users/password', {
+    config: { scope: 'users:write' },
+    schema: {
+      tags: ['Users'],
+      summary: 'Change the password (the current one is required)',
+      body: changePasswordBody,
+      response: { 200: successOnly, ...errorResponses(400, 401) },
+    },
+    handler: async (request) => {
+      await users.changePassword(principalOf(request).userId, request.body.currentPassword, request.body.newPassword);
+      return { success: true as const, message: 'Password changed' };
+    },
+  });
+};

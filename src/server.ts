@@ -1,0 +1,3 @@
+import { main } from './runtime.ts';
+
+await main({ http: true, workers: true });

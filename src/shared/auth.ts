@@ -1,0 +1,47 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ApiKeyService, Principal } from '../modules/api-keys/api-keys.service.ts';
+import { AppError } from './errors.ts';
+import { hasScope } from './scopes.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** No credential needed. */
+    public?: boolean;
+    /** Scope the calling key must hold, e.g. `leads:read`. */
+    scope?: string;
+  }
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+}
+
+const unauthorized = () => new AppError('UNAUTHORIZED', 'Authentication required: send Authorization: Bearer <API key>');
+
+/** Bearer API-key authentication for every route not marked `config.public`. */
+export function registerAuth(app: FastifyInstance, apiKeys: ApiKeyService): void {
+  app.decorateRequest('principal', undefined);
+  app.addHook('onRequest', async (request) => {
+    const config = request.routeOptions.config;
+    const url = request.routeOptions.url;
+    // Unknown routes fall through to 404; pages outside /api (docs) are public.
+    if (config?.public || !url || !url.startsWith('/api/')) return;
+    const header = request.headers.authorization;
+    if (!header) throw unauthorized();
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match) throw unauthorized();
+    const principal = await apiKeys.authenticate(match[1]!);
+    if (!principal) throw new AppError('UNAUTHORIZED', 'Invalid, expired or revoked API key');
+    if (config?.scope && !hasScope(principal.scopes, config.scope)) {
+      throw new AppError('INSUFFICIENT_SCOPE', `This API key lacks the scope ${config.scope}`, {
+        details: [{ field: 'authorization', message: `requires scope ${config.scope}` }],
+      });
+    }
+    request.principal = principal;
+  });
+}
+
+/** The authenticated caller of a protected route. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw unauthorized();
+  return request.principal;
+}

@@ -1,0 +1,54 @@
+/** One error type for the whole service; the code decides the HTTP status (Documenso-style). */
+export const errorStatus = {
+  VALIDATION_ERROR: 400,
+  INVALID_PASSWORD: 400,
+  INVALID_TOKEN: 400,
+  NO_PENDING_DELETION: 400,
+  ALREADY_ACTIVE: 400,
+  INVALID_STATUS: 400,
+  NO_EMAIL: 400,
+  SOURCE_NOT_ACTIVE: 400,
+  UNAUTHORIZED: 401,
+  INVALID_CREDENTIALS: 401,
+  FORBIDDEN: 403,
+  INSUFFICIENT_SCOPE: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMIT_EXCEEDED: 429,
+  INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+  AI_NOT_CONFIGURED: 503,
+} as const;
+
+export type ErrorCode = keyof typeof errorStatus;
+
+export interface ErrorDetail {
+  field: string;
+  message: string;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly details?: ErrorDetail[];
+  readonly headers?: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, options: { details?: ErrorDetail[]; headers?: Record<string, string> } = {}) {
+    super(message);
+    this.name = 'AppError';
+    this.code = code;
+    this.details = options.details;
+    this.headers = options.headers;
+  }
+
+  get status(): number {
+    return errorStatus[this.code];
+  }
+}
+
+export const notFound = (what: string, field?: string) =>
+  new AppError('NOT_FOUND', `${what} not found`, field ? { details: [{ field, message: `${what} not found` }] } : {});
+
+export const validationError = (field: string, message: string) =>
+  new AppError('VALIDATION_ERROR', `${field}: ${message}`, { details: [{ field, message }] });

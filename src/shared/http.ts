@@ -1,0 +1,27 @@
+import { z } from 'zod';
+
+/** `{ success: true, data }`: the envelope of every successful answer (api-spec.md). */
+export const envelope = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
+
+export const successOnly = z.object({ success: z.literal(true), message: z.string().optional() });
+
+export const errorEnvelope = z.object({
+  success: z.literal(false),
+  error: z.object({
+    code: z.string(),
+    message: z.string(),
+    details: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
+  }),
+});
+
+export const ok = <T>(data: T) => ({ success: true as const, data });
+
+/** Path parameter `{id}`: any string; ids that name nothing of the caller's answer 404, not 400. */
+export const idParams = z.object({ id: z.string().min(1).max(200) });
+
+export const isoDate = z.iso.datetime({ offset: true });
+
+/** Standard error responses attached to a route's OpenAPI description. */
+export function errorResponses(...statuses: number[]) {
+  return Object.fromEntries(statuses.map((s) => [s, errorEnvelope])) as Record<number, typeof errorEnvelope>;
+}

@@ -1,0 +1,26 @@
+import { z } from 'zod';
+import { isUuid } from './ids.ts';
+import { validationError } from './errors.ts';
+
+/** Cursor pagination (endpoints.md): `limit` + opaque `cursor` → `nextCursor` (null at the end). */
+export const paginationQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(50),
+  cursor: z.string().max(200).optional(),
+});
+
+export const encodeCursor = (id: string): string => Buffer.from(id, 'utf8').toString('base64url');
+
+/** The id a cursor stands for; a cursor that isn't one of ours is a 400 naming `cursor`. */
+export function decodeCursor(cursor: string | undefined): string | undefined {
+  if (cursor === undefined || cursor === '') return undefined;
+  const id = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!isUuid(id)) throw validationError('cursor', 'invalid cursor');
+  return id;
+}
+
+/** Given `limit + 1` rows fetched in order, the page and the cursor to the next one. */
+export function pageOf<T extends { id: string }>(rows: T[], limit: number): { items: T[]; nextCursor: string | null } {
+  if (rows.length <= limit) return { items: rows, nextCursor: null };
+  const items = rows.slice(0, limit);
+  return { items, nextCursor: encodeCursor(items[items.length - 1]!.id) };
+}
