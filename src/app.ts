@@ -10,10 +10,18 @@ import {
 import type { AppDeps } from './deps.ts';
 import { registerAuth } from './shared/auth.ts';
 import { registerErrorHandling } from './shared/error-handler.ts';
+import { registerIdempotency } from './shared/idempotency.ts';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { authRoutes } from './modules/auth/auth.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { userRoutes } from './modules/users/users.routes.ts';
+import { projectRoutes } from './modules/projects/projects.routes.ts';
+import { profileTypeRoutes } from './modules/profile-types/profile-types.routes.ts';
+import { profileRoutes } from './modules/profiles/profiles.routes.ts';
+import { consentRoutes } from './modules/consent/consent.routes.ts';
+import { dataExportRoutes } from './modules/data-export/data-export.routes.ts';
+import { accountDeletionRoutes } from './modules/account-deletion/account-deletion.routes.ts';
+import { leadRoutes } from './modules/leads/leads.routes.ts';
 
 export type App = FastifyInstance;
 export type ZodApp = ReturnType<FastifyInstance['withTypeProvider']> & FastifyInstance;
@@ -23,7 +31,7 @@ export type RouteModule = (app: ReturnType<typeof typed>, deps: AppDeps) => void
 const typed = (app: FastifyInstance) => app.withTypeProvider<ZodTypeProvider>();
 
 /** Route modules in registration order; each feature adds its own line. */
-const routeModules: RouteModule[] = [healthRoutes, authRoutes, apiKeyRoutes, userRoutes];
+const routeModules: RouteModule[] = [healthRoutes, authRoutes, apiKeyRoutes, userRoutes, consentRoutes, dataExportRoutes, accountDeletionRoutes, projectRoutes, profileTypeRoutes, profileRoutes, leadRoutes];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
@@ -58,6 +66,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get('/api/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
 
   registerAuth(app, deps.apiKeys);
+  registerIdempotency(app, deps);
   for (const register of routeModules) register(typed(app), deps);
   return app;
 }

@@ -52,8 +52,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(cleaned);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    const name = issue.path.join('.');
-    throw new ConfigError(`Invalid configuration: ${name}=${JSON.stringify(env[name] ?? '')}: ${issue.message}`);
+    const name = String(issue.path[0]);
+    const at = issue.path.length > 1 ? ` (item ${issue.path.slice(1).join('.')})` : '';
+    // Secrets are not echoed back.
+    const shown = /KEY|SECRET|PASSWORD/.test(name) ? '[redacted]' : JSON.stringify(env[name] ?? '');
+    throw new ConfigError(`Invalid configuration: ${name}=${shown}${at}: ${issue.message}`);
   }
   return { ...parsed.data, dataDir: path.resolve(parsed.data.DATA_DIR) };
 }

@@ -35,6 +35,8 @@ export interface TestContext {
   config: Config;
   dataDir: string;
   inject(options: InjectOptions): Promise<LightMyRequestResponse & { body: string; json(): any }>;
+  /** `inject` as `user` (no credential when undefined), with an optional JSON body. */
+  call(user: TestUser | undefined, method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, payload?: unknown): Promise<LightMyRequestResponse & { body: string; json(): any }>;
   /** Signs a new user up through the API and returns their key. */
   signup(overrides?: Partial<{ email: string; password: string; name: string; marketingConsent: boolean }>): Promise<TestUser>;
   close(): Promise<void>;
@@ -71,6 +73,8 @@ export async function createTestContext(options: TestContextOptions = {}): Promi
     config,
     dataDir,
     inject: (opts) => app.inject(opts) as never,
+    call: (user, method, url, payload) =>
+      app.inject({ method, url, headers: user?.headers ?? {}, ...(payload !== undefined ? { payload: payload as object } : {}) }) as never,
     async signup(overrides = {}) {
       const email = overrides.email ?? `user${process.pid}-${++counter}-${Date.now()}@example.com`;
       const res = await app.inject({

@@ -4,3 +4,4 @@ export * from './projects.ts';
 export * from './sources.ts';
 export * from './leads.ts';
 export * from './profiles.ts';
+export * from './idempotency.ts';

@@ -65,6 +65,11 @@ export const leads = pgTable(
     index('leads_user_company_idx').on(t.userId, sql`lower(${t.company})`, t.id),
     index('leads_user_status_idx').on(t.userId, t.status, t.id),
     index('leads_job_idx').on(t.jobId),
+    // List filters by job / source, newest first, without sorting a whole job's or source's leads.
+    index('leads_user_job_idx').on(t.userId, t.jobId, t.id),
+    index('leads_user_source_idx').on(t.userId, t.sourceId, t.id),
+    // `?tag=` filter (`tags @> ARRAY[tag]`): finds rare tags without walking every lead of the user.
+    index('leads_tags_idx').using('gin', t.tags),
     // De-duplication per source (scraping): by email, else by name + company.
     uniqueIndex('leads_source_email_key')
       .on(t.sourceId, sql`lower(${t.email})`)

@@ -2,15 +2,23 @@ import { index, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-c
 import { createdAt, idColumn, updatedAt } from './columns.ts';
 import { users } from './users.ts';
 
-/** One field of a profile type, JSON-Schema style. */
+export const profileFieldTypes = ['string', 'number', 'integer', 'boolean', 'date', 'url', 'email', 'array'] as const;
+export const profileItemTypes = ['string', 'number', 'integer', 'boolean', 'date', 'url', 'email'] as const;
+export type ProfileFieldType = (typeof profileFieldTypes)[number];
+export type ProfileItemType = (typeof profileItemTypes)[number];
+
+/**
+ * One field of a profile type, JSON-Schema style. `enum` only on string fields; `items` only (and
+ * always) on array fields, where `items.enum` may restrict string elements.
+ */
 export interface ProfileFieldDefinition {
   name: string;
-  type: 'string' | 'number' | 'integer' | 'boolean' | 'date' | 'url' | 'email' | 'array';
+  type: ProfileFieldType;
   label?: string;
   description?: string;
   required?: boolean;
   enum?: string[];
-  items?: { type: 'string' | 'number' | 'integer' | 'boolean' };
+  items?: { type: ProfileItemType; enum?: string[] };
 }
 
 export const profileTypes = pgTable(
@@ -25,10 +33,11 @@ export const profileTypes = pgTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [uniqueIndex('profile_types_user_slug_key').on(t.userId, t.slug)],
+  (t) => [uniqueIndex('profile_types_user_slug_key').on(t.userId, t.slug), index('profile_types_user_idx').on(t.userId, t.id)],
 );
 
 export const profileStatuses = ['NEW', 'REVIEWED', 'QUALIFIED', 'DISQUALIFIED', 'ARCHIVED'] as const;
+export type ProfileStatus = (typeof profileStatuses)[number];
 
 export const profiles = pgTable(
   'profiles',
@@ -49,5 +58,10 @@ export const profiles = pgTable(
   (t) => [
     index('profiles_user_idx').on(t.userId, t.id),
     index('profiles_type_idx').on(t.profileTypeId, t.id),
+    // Status filter with keyset paging, and the byStatus counts of /stats.
+    index('profiles_user_status_idx').on(t.userId, t.status, t.id),
+    // Provenance filters, and the profiles removed with a project's sources.
+    index('profiles_source_idx').on(t.sourceId),
+    index('profiles_job_idx').on(t.jobId),
   ],
 );

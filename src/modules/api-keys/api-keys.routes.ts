@@ -8,7 +8,7 @@ export const apiKeyRoutes: RouteModule = (app, deps) => {
   const tags = ['API keys'];
 
   app.post('/api/api-keys', {
-    config: { scope: 'api-keys:write' },
+    config: { scope: 'api-keys:write', idempotency: false },
     schema: {
       tags,
       summary: 'Mint a scoped, optionally expiring key (shown once)',
@@ -33,7 +33,7 @@ export const apiKeyRoutes: RouteModule = (app, deps) => {
   });
 
   app.post('/api/api-keys/:id/rotate', {
-    config: { scope: 'api-keys:write' },
+    config: { scope: 'api-keys:write', idempotency: false },
     schema: {
       tags,
       summary: 'Replace a key; the old one keeps working for 24 hours',

@@ -179,6 +179,19 @@ CREATE TABLE "profiles" (
 	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE "idempotency_keys" (
+	"user_id" uuid NOT NULL,
+	"key" text NOT NULL,
+	"method" text NOT NULL,
+	"path" text NOT NULL,
+	"request_hash" text NOT NULL,
+	"status_code" integer,
+	"content_type" text,
+	"response_body" text,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	CONSTRAINT "idempotency_keys_user_id_key_pk" PRIMARY KEY("user_id","key")
+);
+--> statement-breakpoint
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "consent_events" ADD CONSTRAINT "consent_events_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "data_exports" ADD CONSTRAINT "data_exports_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -196,6 +209,7 @@ ALTER TABLE "suppressions" ADD CONSTRAINT "suppressions_user_id_users_id_fk" FOR
 ALTER TABLE "profile_types" ADD CONSTRAINT "profile_types_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "profiles" ADD CONSTRAINT "profiles_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "profiles" ADD CONSTRAINT "profiles_profile_type_id_profile_types_id_fk" FOREIGN KEY ("profile_type_id") REFERENCES "public"."profile_types"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "idempotency_keys" ADD CONSTRAINT "idempotency_keys_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "api_keys_hash_key" ON "api_keys" USING btree ("key_hash");--> statement-breakpoint
 CREATE INDEX "api_keys_user_idx" ON "api_keys" USING btree ("user_id","created_at");--> statement-breakpoint
 CREATE INDEX "consent_events_user_idx" ON "consent_events" USING btree ("user_id","changed_at" DESC NULLS LAST);--> statement-breakpoint
@@ -214,9 +228,17 @@ CREATE INDEX "leads_user_id_idx" ON "leads" USING btree ("user_id","id");--> sta
 CREATE INDEX "leads_user_company_idx" ON "leads" USING btree ("user_id",lower("company"),"id");--> statement-breakpoint
 CREATE INDEX "leads_user_status_idx" ON "leads" USING btree ("user_id","status","id");--> statement-breakpoint
 CREATE INDEX "leads_job_idx" ON "leads" USING btree ("job_id");--> statement-breakpoint
+CREATE INDEX "leads_user_job_idx" ON "leads" USING btree ("user_id","job_id","id");--> statement-breakpoint
+CREATE INDEX "leads_user_source_idx" ON "leads" USING btree ("user_id","source_id","id");--> statement-breakpoint
+CREATE INDEX "leads_tags_idx" ON "leads" USING gin ("tags");--> statement-breakpoint
 CREATE UNIQUE INDEX "leads_source_email_key" ON "leads" USING btree ("source_id",lower("email")) WHERE "leads"."source_id" IS NOT NULL AND "leads"."email" IS NOT NULL;--> statement-breakpoint
 CREATE UNIQUE INDEX "leads_source_name_company_key" ON "leads" USING btree ("source_id",lower(coalesce("first_name", '')),lower(coalesce("last_name", '')),lower(coalesce("company", ''))) WHERE "leads"."source_id" IS NOT NULL AND "leads"."email" IS NULL;--> statement-breakpoint
 CREATE UNIQUE INDEX "suppressions_user_value_key" ON "suppressions" USING btree ("user_id","type","value");--> statement-breakpoint
 CREATE UNIQUE INDEX "profile_types_user_slug_key" ON "profile_types" USING btree ("user_id","slug");--> statement-breakpoint
+CREATE INDEX "profile_types_user_idx" ON "profile_types" USING btree ("user_id","id");--> statement-breakpoint
 CREATE INDEX "profiles_user_idx" ON "profiles" USING btree ("user_id","id");--> statement-breakpoint
-CREATE INDEX "profiles_type_idx" ON "profiles" USING btree ("profile_type_id","id");
+CREATE INDEX "profiles_type_idx" ON "profiles" USING btree ("profile_type_id","id");--> statement-breakpoint
+CREATE INDEX "profiles_user_status_idx" ON "profiles" USING btree ("user_id","status","id");--> statement-breakpoint
+CREATE INDEX "profiles_source_idx" ON "profiles" USING btree ("source_id");--> statement-breakpoint
+CREATE INDEX "profiles_job_idx" ON "profiles" USING btree ("job_id");--> statement-breakpoint
+CREATE INDEX "idempotency_keys_created_idx" ON "idempotency_keys" USING btree ("created_at");

@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import type { RouteModule } from '../../app.ts';
+import { principalOf } from '../../shared/auth.ts';
+import { envelope, errorResponses } from '../../shared/http.ts';
+import { consentEventView, consentHistoryQuery, consentView, updateConsentBody } from './consent.schemas.ts';
+import { createConsentService } from './consent.service.ts';
+
+export const consentRoutes: RouteModule = (app, deps) => {
+  const consent = createConsentService(deps);
+  const tags = ['Consent'];
+
+  app.get('/api/users/consent', {
+    config: { scope: 'users:read' },
+    schema: {
+      tags,
+      summary: 'Current consent preferences',
+      response: { 200: envelope(z.object({ consent: consentView })), ...errorResponses(401) },
+    },
+    handler: async (request) => ({ success: true as const, data: { consent: await consent.get(principalOf(request).userId) } }),
+  });
+
+  app.patch('/api/users/consent', {
+    config: { scope: 'users:write' },
+    schema: {
+      tags,
+      summary: 'Change marketing consent (recorded in the consent history with the client address)',
+      body: updateConsentBody,
+      response: { 200: envelope(z.object({ consent: consentView })), ...errorResponses(400, 401) },
+    },
+    handler: async (request) => ({
+      success: true as const,
+      data: { consent: await consent.updateMarketing(principalOf(request).userId, request.body.marketingConsent, request.ip) },
+    }),
+  });
+
+  app.get('/api/users/consent/history', {
+    config: { scope: 'users:read' },
+    schema: {
+      tags,
+      summary: 'Audit trail of consent changes, newest first (signup writes the first entries)',
+      querystring: consentHistoryQuery,
+      response: {
+        200: envelope(z.object({ history: z.array(consentEventView), nextCursor: z.string().nullable() })),
+        ...errorResponses(400, 401),
+      },
+    },
+    handler: async (request) => ({
+      success: true as const,
+      data: await consent.history(principalOf(request).userId, request.query.limit, request.query.cursor),
+    }),
+  });
+};

@@ -1,0 +1,92 @@
+import type { Job } from 'pg-boss';
+import type { AppDeps } from '../../deps.ts';
+import type { EmailValidationResult, LeadStatus } from '../../db/schema/index.ts';
+import { QUEUES } from '../../jobs/queues.ts';
+import { createEmailValidator, type EmailValidation, type EmailValidator } from '../../shared/email/validate.ts';
+import { AppError, notFound } from '../../shared/errors.ts';
+import { isUuid } from '../../shared/ids.ts';
+import { leadRepository } from './leads.repository.ts';
+import { distinctIds } from './leads.service.ts';
+
+/** Where a validation outcome moves a lead (unknown: nowhere). */
+const statusFor: Record<EmailValidation['status'], LeadStatus | null> = { valid: 'VALID', invalid: 'INVALID', risky: 'RISKY', unknown: null };
+
+export interface EmailValidationJob {
+  userId: string;
+  leadId: string;
+}
+
+export type LeadValidationDeps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'boss' | 'logger'>;
+
+export function createLeadValidationService(deps: LeadValidationDeps, validator: EmailValidator = createEmailValidator(deps)) {
+  const repo = leadRepository(deps.db);
+
+  /** Validates the lead's current email, stores the result and moves the status. */
+  async function validateAndStore(userId: string, leadId: string, email: string) {
+    const result = await validator.validateEmail(email, { userId });
+    const now = deps.clock.now();
+    const stored: EmailValidationResult = { ...result, email, checkedAt: now.toISOString() };
+    await repo.saveValidation(userId, leadId, email, stored, statusFor[result.status], now);
+    return { ...result, checkedAt: stored.checkedAt };
+  }
+
+  return {
+    /** POST /api/leads/{id}/validate-email. */
+    async validateLead(userId: string, id: string) {
+      const lead = isUuid(id) ? await repo.findEmail(userId, id.toLowerCase()) : undefined;
+      if (!lead) throw notFound('Lead');
+      if (!lead.email) {
+        throw new AppError('NO_EMAIL', 'This lead has no email to validate', { details: [{ field: 'email', message: 'the lead has no email' }] });
+      }
+      return validateAndStore(userId, lead.id, lead.email);
+    },
+
+    /** POST /api/leads/validate-bulk: one background job per lead with an email. */
+    async queueBulk(userId: string, leadIds: string[]) {
+      const { lookup, spelled } = distinctIds(leadIds);
+      const found = new Map((await repo.findEmails(userId, lookup)).map((r) => [r.id, r.email]));
+      const skipped: Array<{ id: string; reason: 'no_email' | 'not_found' }> = [];
+      const queued: string[] = [];
+      for (const [key, id] of spelled) {
+        if (!found.has(key)) skipped.push({ id, reason: 'not_found' });
+        else if (!found.get(key)) skipped.push({ id, reason: 'no_email' });
+        else queued.push(key);
+      }
+      if (queued.length) {
+        await deps.boss.insert(
+          QUEUES.emailValidation,
+          queued.map((leadId) => ({ data: { userId, leadId } satisfies EmailValidationJob })),
+        );
+      }
+      return { totalRequested: spelled.size, totalQueued: queued.length, skipped };
+    },
+
+    /** Worker body: validates each lead of the batch (they share the per-process DNS cache). */
+    async runJobs(jobs: Array<Job<EmailValidationJob>>) {
+      return Promise.all(
+        jobs.map(async (job) => {
+          try {
+            const { userId, leadId } = job.data;
+            const lead = await repo.findEmail(userId, leadId);
+            // Deleted since, or its email removed: nothing to validate.
+            if (lead?.email) await validateAndStore(userId, leadId, lead.email);
+            return { id: job.id, status: 'completed' as const };
+          } catch (err) {
+            deps.logger.warn({ err, jobId: job.id }, 'email validation job failed');
+            return { id: job.id, status: 'failed' as const, output: { message: String((err as Error).message ?? err) } };
+          }
+        }),
+      );
+    },
+  };
+}
+
+/** Registers the email-validation queue's handler (src/jobs/workers.ts). */
+export async function registerEmailValidationWorker(deps: LeadValidationDeps): Promise<void> {
+  const service = createLeadValidationService(deps);
+  await deps.boss.work(
+    QUEUES.emailValidation,
+    { batchSize: 25, perJobResults: true, burstWhenBatchFull: true, pollingIntervalSeconds: 1 },
+    (jobs: Array<Job<EmailValidationJob>>) => service.runJobs(jobs),
+  );
+}

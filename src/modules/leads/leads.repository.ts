@@ -1,0 +1,184 @@
+import { and, desc, eq, lt, sql, type SQL } from 'drizzle-orm';
+import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
+import type { Db } from '../../db/client.ts';
+import { jobs, leads, sources, type EmailValidationResult, type LeadStatus } from '../../db/schema/index.ts';
+
+export type LeadRow = typeof leads.$inferSelect;
+export type LeadInsert = typeof leads.$inferInsert;
+export interface LeadWithRelations {
+  lead: LeadRow;
+  job: { id: string; name: string; status: string } | null;
+  source: { id: string; name: string; url: string } | null;
+}
+
+export interface LeadFilters {
+  status?: LeadStatus;
+  company?: string;
+  jobId?: string;
+  sourceId?: string;
+  tag?: string;
+}
+
+/** Statuses the email validation may move a lead out of; later pipeline states are kept. */
+export const VALIDATION_STATUSES: readonly LeadStatus[] = ['NEW', 'VALID', 'INVALID', 'RISKY'];
+const validationStatusList = sql.raw(VALIDATION_STATUSES.map((s) => `'${s}'`).join(', '));
+
+const listColumns = {
+  id: leads.id,
+  firstName: leads.firstName,
+  lastName: leads.lastName,
+  email: leads.email,
+  phone: leads.phone,
+  company: leads.company,
+  jobTitle: leads.jobTitle,
+  status: leads.status,
+  tags: leads.tags,
+  sourceUrl: leads.sourceUrl,
+  createdAt: leads.createdAt,
+};
+export type LeadListRow = { [K in keyof typeof listColumns]: LeadRow[K] };
+
+const idIn = (ids: string[]) => sql`${leads.id} = ANY(${sql.param(ids)}::uuid[])`;
+
+export function leadRepository(db: Db) {
+  // GET /api/leads/{id} is the hot path: a named prepared statement skips query building here and
+  // parsing and planning in PostgreSQL (the plan is the same for every id: primary key + joins).
+  const findWithRelations = db
+    .select({
+      lead: leads,
+      job: { id: jobs.id, name: jobs.name, status: jobs.status },
+      source: { id: sources.id, name: sources.name, url: sources.url },
+    })
+    .from(leads)
+    .leftJoin(jobs, eq(jobs.id, leads.jobId))
+    .leftJoin(sources, eq(sources.id, leads.sourceId))
+    .where(and(eq(leads.id, sql.placeholder('id')), eq(leads.userId, sql.placeholder('userId'))))
+    .limit(1)
+    .prepare('leads_find_with_relations');
+
+  return {
+    /**
+     * One page, newest first: `id < cursor ORDER BY id DESC LIMIT n`. Every filter is an equality
+     * on a column of one of the (user_id, …, id) indexes, so the scan stops after `limit` rows; the
+     * company filter compares `lower(company)` to match `leads_user_company_idx`.
+     */
+    async list(userId: string, filters: LeadFilters, cursor: string | undefined, limit: number): Promise<LeadListRow[]> {
+      const where: SQL[] = [eq(leads.userId, userId)];
+      if (filters.company !== undefined) where.push(sql`lower(${leads.company}) = lower(${filters.company})`);
+      if (filters.status) where.push(eq(leads.status, filters.status));
+      if (filters.jobId) where.push(eq(leads.jobId, filters.jobId));
+      if (filters.sourceId) where.push(eq(leads.sourceId, filters.sourceId));
+      if (filters.tag !== undefined) where.push(sql`${leads.tags} @> ARRAY[${filters.tag}::text]`);
+      if (cursor) where.push(lt(leads.id, cursor));
+      return db.select(listColumns).from(leads).where(and(...where)).orderBy(desc(leads.id)).limit(limit);
+    },
+
+    /** The lead with its job and source, in one statement (left joins), prepared once per connection. */
+    async findWithRelations(userId: string, id: string): Promise<LeadWithRelations | undefined> {
+      const [row] = await findWithRelations.execute({ id, userId });
+      return row;
+    },
+
+    async findEmail(userId: string, id: string): Promise<{ id: string; email: string | null } | undefined> {
+      const [row] = await db.select({ id: leads.id, email: leads.email }).from(leads).where(and(eq(leads.id, id), eq(leads.userId, userId))).limit(1);
+      return row;
+    },
+
+    async findEmails(userId: string, ids: string[]): Promise<Array<{ id: string; email: string | null }>> {
+      if (!ids.length) return [];
+      return db.select({ id: leads.id, email: leads.email }).from(leads).where(and(eq(leads.userId, userId), idIn(ids)));
+    },
+
+    async insert(values: LeadInsert): Promise<LeadRow> {
+      const [row] = await db.insert(leads).values(values).returning();
+      return row!;
+    },
+
+    /**
+     * Applies a patch. A new email clears the stored validation and, unless the patch sets a status
+     * or the lead is past validation in the pipeline, resets the status to what a new lead with that
+     * email would get (`emailStatus`).
+     */
+    async update(userId: string, id: string, patch: Partial<LeadInsert>, emailStatus: LeadStatus | undefined, now: Date): Promise<boolean> {
+      const set: PgUpdateSetSource<typeof leads> = { ...patch, updatedAt: now };
+      if (patch.email !== undefined) {
+        const changed = sql`${leads.email} IS DISTINCT FROM ${patch.email}::text`;
+        set.emailValidation = sql`CASE WHEN ${changed} THEN NULL ELSE ${leads.emailValidation} END`;
+        set.validatedAt = sql`CASE WHEN ${changed} THEN NULL ELSE ${leads.validatedAt} END`;
+        if (patch.status === undefined && emailStatus) {
+          set.status = sql`CASE WHEN ${changed} AND ${leads.status} IN (${validationStatusList}) THEN ${emailStatus}::text ELSE ${leads.status} END`;
+        }
+      }
+      const rows = await db
+        .update(leads)
+        .set(set)
+        .where(and(eq(leads.id, id), eq(leads.userId, userId)))
+        .returning({ id: leads.id });
+      return rows.length > 0;
+    },
+
+    async delete(userId: string, id: string): Promise<boolean> {
+      const rows = await db.delete(leads).where(and(eq(leads.id, id), eq(leads.userId, userId))).returning({ id: leads.id });
+      return rows.length > 0;
+    },
+
+    /** One DELETE for the whole list; answers the ids it removed. */
+    async deleteMany(userId: string, ids: string[]): Promise<string[]> {
+      if (!ids.length) return [];
+      const rows = await db.delete(leads).where(and(eq(leads.userId, userId), idIn(ids))).returning({ id: leads.id });
+      return rows.map((r) => r.id);
+    },
+
+    /**
+     * One UPDATE for the whole list. Tags are computed in SQL from the row's current tags: append
+     * `addTags`, keep the first occurrence of each, drop `removeTags`, order preserved. A lead whose
+     * tags would exceed `maxTags` is left alone (`overLimit`; looked up only when some id was not updated).
+     */
+    async updateMany(
+      userId: string,
+      ids: string[],
+      updates: { status?: LeadStatus; addTags?: string[]; removeTags?: string[] },
+      maxTags: number,
+      now: Date,
+    ): Promise<{ updated: string[]; overLimit: string[] }> {
+      if (!ids.length) return { updated: [], overLimit: [] };
+      const add = updates.addTags ?? [];
+      const remove = updates.removeTags ?? [];
+      const set: PgUpdateSetSource<typeof leads> = { updatedAt: now };
+      if (updates.status) set.status = updates.status;
+      const where: SQL[] = [eq(leads.userId, userId), idIn(ids)];
+      if (add.length || remove.length) {
+        const newTags = sql`ARRAY(SELECT x.t FROM unnest(${leads.tags} || ${sql.param(add)}::text[]) WITH ORDINALITY AS x(t, n)
+          WHERE x.t <> ALL(${sql.param(remove)}::text[]) GROUP BY x.t ORDER BY min(x.n))`;
+        set.tags = newTags;
+        // The cheap bound settles almost every row without computing the new tags a second time.
+        if (add.length) where.push(sql`(cardinality(${leads.tags}) + ${add.length} <= ${maxTags} OR cardinality(${newTags}) <= ${maxTags})`);
+      }
+      const rows = await db.update(leads).set(set).where(and(...where)).returning({ id: leads.id });
+      const updated = rows.map((r) => r.id);
+      if (!add.length || updated.length === ids.length) return { updated, overLimit: [] };
+      const done = new Set(updated);
+      const missing = ids.filter((id) => !done.has(id));
+      const found = await db.select({ id: leads.id }).from(leads).where(and(eq(leads.userId, userId), idIn(missing)));
+      return { updated, overLimit: found.map((r) => r.id) };
+    },
+
+    /**
+     * Stores a validation result and moves the status (`newStatus`; null keeps it) unless the lead is
+     * past validation in the pipeline. Skipped when the email changed since it was read.
+     */
+    async saveValidation(userId: string, id: string, email: string, result: EmailValidationResult, newStatus: LeadStatus | null, now: Date): Promise<boolean> {
+      const status = newStatus
+        ? sql`CASE WHEN ${leads.status} IN (${validationStatusList}) THEN ${newStatus}::text ELSE ${leads.status} END`
+        : sql`${leads.status}`;
+      const rows = await db
+        .update(leads)
+        .set({ emailValidation: result, validatedAt: now, updatedAt: now, status })
+        .where(and(eq(leads.id, id), eq(leads.userId, userId), eq(leads.email, email)))
+        .returning({ id: leads.id });
+      return rows.length > 0;
+    },
+  };
+}
+
+export type LeadRepository = ReturnType<typeof leadRepository>;

@@ -1,0 +1,146 @@
+import { z } from 'zod';
+import type { RouteModule } from '../../app.ts';
+import { principalOf } from '../../shared/auth.ts';
+import { envelope, errorResponses, idParams, successOnly } from '../../shared/http.ts';
+import { createLeadValidationService } from './lead-validation.service.ts';
+import {
+  bulkDeleteView,
+  bulkIdsBody,
+  bulkUpdateBody,
+  bulkUpdateView,
+  createLeadBody,
+  emailValidationView,
+  leadListItem,
+  leadView,
+  listLeadsQuery,
+  updateLeadBody,
+  validateBulkView,
+} from './leads.schemas.ts';
+import { createLeadService } from './leads.service.ts';
+
+const tags = ['Leads'];
+const read = { scope: 'leads:read' };
+const write = { scope: 'leads:write' };
+const leadEnvelope = envelope(z.object({ lead: leadView }));
+
+export const leadRoutes: RouteModule = (app, deps) => {
+  const leads = createLeadService(deps);
+  const validation = createLeadValidationService(deps);
+
+  app.get('/api/leads', {
+    config: read,
+    schema: {
+      tags,
+      summary: 'List leads, newest first (cursor pagination)',
+      description: 'Filters combine with AND. `company` matches the whole name, ignoring case. `limit` 1–1000 (default 50); pass `nextCursor` back as `cursor`.',
+      querystring: listLeadsQuery,
+      response: { 200: envelope(z.object({ leads: z.array(leadListItem), nextCursor: z.string().nullable() })), ...errorResponses(400, 401, 403) },
+    },
+    handler: async (request) => ({ success: true as const, data: await leads.list(principalOf(request).userId, request.query) }),
+  });
+
+  app.post('/api/leads', {
+    config: write,
+    schema: {
+      tags,
+      summary: 'Add a lead by hand',
+      description: 'Status is VALID when the email passes the syntax check, NEW otherwise.',
+      body: createLeadBody,
+      response: { 201: leadEnvelope, ...errorResponses(400, 401, 403) },
+    },
+    handler: async (request, reply) => {
+      reply.code(201);
+      return { success: true as const, data: { lead: await leads.create(principalOf(request).userId, request.body) } };
+    },
+  });
+
+  app.post('/api/leads/bulk', {
+    config: write,
+    schema: {
+      tags,
+      summary: 'Delete up to 1000 leads in one operation',
+      description: 'Ids that name none of your leads (unknown, malformed, another user\'s) count in `failed` and are listed in `errors`; duplicates count once.',
+      body: bulkIdsBody,
+      response: { 200: envelope(bulkDeleteView), ...errorResponses(400, 401, 403) },
+    },
+    handler: async (request) => ({ success: true as const, data: await leads.bulkDelete(principalOf(request).userId, request.body.leadIds) }),
+  });
+
+  app.patch('/api/leads/bulk', {
+    config: write,
+    schema: {
+      tags,
+      summary: 'Set the status and add or remove tags on up to 1000 leads',
+      description:
+        'Tags: `addTags` are appended, duplicates dropped, then `removeTags` removed; order is kept. A lead that would end with more than 50 tags is left unchanged and reported with error `too_many_tags`.',
+      body: bulkUpdateBody,
+      response: { 200: envelope(bulkUpdateView), ...errorResponses(400, 401, 403) },
+    },
+    handler: async (request) => ({
+      success: true as const,
+      data: await leads.bulkUpdate(principalOf(request).userId, request.body.leadIds, request.body.updates),
+    }),
+  });
+
+  app.post('/api/leads/validate-bulk', {
+    config: write,
+    schema: {
+      tags,
+      summary: 'Queue email validation for up to 1000 leads',
+      description: 'Each lead with an email is validated in the background; its status then moves as with validate-email. Leads without an email are skipped (`no_email`), ids that name none of your leads too (`not_found`).',
+      body: bulkIdsBody,
+      response: { 200: envelope(validateBulkView), ...errorResponses(400, 401, 403) },
+    },
+    handler: async (request) => ({ success: true as const, data: await validation.queueBulk(principalOf(request).userId, request.body.leadIds) }),
+  });
+
+  app.get('/api/leads/:id', {
+    config: read,
+    schema: {
+      tags,
+      summary: 'One lead with its job and source',
+      params: idParams,
+      response: { 200: leadEnvelope, ...errorResponses(401, 403, 404) },
+    },
+    handler: async (request) => ({ success: true as const, data: { lead: await leads.get(principalOf(request).userId, request.params.id) } }),
+  });
+
+  app.patch('/api/leads/:id', {
+    config: write,
+    schema: {
+      tags,
+      summary: 'Update a lead',
+      description: 'null or "" clears a text field. Changing the email clears the stored validation and, for a lead in NEW, VALID, INVALID or RISKY (and no status in the same request), sets the status a new lead with that email would get.',
+      params: idParams,
+      body: updateLeadBody,
+      response: { 200: leadEnvelope, ...errorResponses(400, 401, 403, 404) },
+    },
+    handler: async (request) => ({
+      success: true as const,
+      data: { lead: await leads.update(principalOf(request).userId, request.params.id, request.body) },
+    }),
+  });
+
+  app.delete('/api/leads/:id', {
+    config: write,
+    schema: { tags, summary: 'Delete a lead', params: idParams, response: { 200: successOnly, ...errorResponses(401, 403, 404) } },
+    handler: async (request) => {
+      await leads.remove(principalOf(request).userId, request.params.id);
+      return { success: true as const };
+    },
+  });
+
+  app.post('/api/leads/:id/validate-email', {
+    config: write,
+    schema: {
+      tags,
+      summary: "Validate the lead's email now (syntax, suppression list, DNS)",
+      description:
+        'Answers `status` (valid, risky, invalid, unknown), `tier` (how deep the check got), `errors[]` and `flags[]` (see the README). ' +
+        'The result is stored on the lead; the status moves to VALID, INVALID or RISKY (unknown: unchanged) unless the lead is already CONTACTED or later.',
+      params: idParams,
+      response: { 200: envelope(emailValidationView), ...errorResponses(400, 401, 403, 404) },
+    },
+    handler: async (request) => ({ success: true as const, data: await validation.validateLead(principalOf(request).userId, request.params.id) }),
+  });
+};

@@ -1,0 +1,141 @@
+import { z } from 'zod';
+import { leadStatuses } from '../../db/schema/index.ts';
+import { isEmailSyntaxValid } from '../../shared/email/syntax.ts';
+import { isUuid } from '../../shared/ids.ts';
+import { paginationQuery } from '../../shared/pagination.ts';
+
+export const MAX_TAGS = 50;
+export const MAX_BULK_IDS = 1000;
+
+const status = z.enum(leadStatuses);
+const uuidString = z.string().refine(isUuid, 'must be a UUID');
+
+/** Optional text: trimmed; an empty string or null clears it. */
+const text = (max: number) =>
+  z
+    .string()
+    .trim()
+    .max(max)
+    .transform((v) => (v === '' ? null : v))
+    .nullable()
+    .optional();
+
+/** An address that passes the syntax check of the email validator (src/shared/email/syntax.ts). */
+export const leadEmail = z
+  .string()
+  .trim()
+  .max(254, 'must be at most 254 characters')
+  .refine((v) => v === '' || isEmailSyntaxValid(v), 'invalid email address')
+  .transform((v) => (v === '' ? null : v))
+  .nullable()
+  .optional();
+
+const tag = z.string().trim().min(1, 'tags must not be empty').max(100);
+/** Distinct tags, first occurrence first. */
+const tagList = (max: number) =>
+  z
+    .array(tag)
+    .max(max * 2)
+    .transform((tags) => [...new Set(tags)])
+    .refine((tags) => tags.length <= max, `at most ${max} distinct tags`);
+
+const leadFields = {
+  firstName: text(200),
+  lastName: text(200),
+  email: leadEmail,
+  phone: text(50),
+  company: text(200),
+  jobTitle: text(200),
+};
+
+export const createLeadBody = z.object({
+  sourceUrl: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048),
+  ...leadFields,
+});
+
+export const updateLeadBody = z
+  .object({
+    ...leadFields,
+    status: status.optional(),
+    tags: tagList(MAX_TAGS).optional().describe(`Replaces the tags: trimmed, de-duplicated, at most ${MAX_TAGS}`),
+    notes: text(10_000),
+  })
+  .refine((b) => Object.values(b).some((v) => v !== undefined), 'nothing to update: send at least one field');
+
+export const listLeadsQuery = paginationQuery.extend({
+  status: status.optional(),
+  company: z.string().trim().min(1).max(200).optional().describe('Exact company name, case-insensitive'),
+  jobId: uuidString.optional().describe('Leads found by this job (UUID)'),
+  sourceId: uuidString.optional().describe('Leads of this source (UUID)'),
+  tag: tag.optional().describe('Leads carrying this tag'),
+});
+
+/** Bulk id lists: 1–1000 entries; an entry that names nothing of the caller's is reported, not refused. */
+const leadIds = z.array(z.string()).min(1, 'at least 1 id').max(MAX_BULK_IDS, `at most ${MAX_BULK_IDS} ids`);
+
+export const bulkIdsBody = z.object({ leadIds });
+
+export const bulkUpdateBody = z.object({
+  leadIds,
+  updates: z
+    .object({
+      status: status.optional(),
+      addTags: tagList(MAX_TAGS).optional(),
+      removeTags: tagList(MAX_TAGS).optional(),
+    })
+    .refine((u) => u.status !== undefined || !!u.addTags?.length || !!u.removeTags?.length, 'must set status, addTags or removeTags'),
+});
+
+// ---- views
+
+export const emailValidationView = z.object({
+  status: z.enum(['valid', 'risky', 'invalid', 'unknown']),
+  tier: z.enum(['syntax', 'domain', 'mailbox']),
+  errors: z.array(z.string()),
+  flags: z.array(z.string()),
+  suggestion: z.string().optional().describe('With the possible_typo flag: the address as probably meant'),
+  checkedAt: z.string(),
+});
+
+export const leadListItem = z.object({
+  id: z.string(),
+  firstName: z.string().nullable(),
+  lastName: z.string().nullable(),
+  email: z.string().nullable(),
+  phone: z.string().nullable(),
+  company: z.string().nullable(),
+  jobTitle: z.string().nullable(),
+  status,
+  tags: z.array(z.string()),
+  sourceUrl: z.string().nullable(),
+  createdAt: z.string(),
+});
+
+export const leadView = leadListItem.extend({
+  notes: z.string().nullable(),
+  customFields: z.record(z.string(), z.unknown()),
+  sourceId: z.string().nullable(),
+  jobId: z.string().nullable(),
+  emailValidation: emailValidationView.nullable(),
+  validatedAt: z.string().nullable(),
+  updatedAt: z.string(),
+  job: z.object({ id: z.string(), name: z.string(), status: z.string() }).nullable(),
+  source: z.object({ id: z.string(), name: z.string(), url: z.string() }).nullable(),
+});
+
+export const bulkError = z.object({ id: z.string(), error: z.string() });
+
+export const bulkDeleteView = z.object({ deleted: z.number().int(), failed: z.number().int(), errors: z.array(bulkError) });
+export const bulkUpdateView = z.object({ updated: z.number().int(), failed: z.number().int(), errors: z.array(bulkError) });
+export const validateBulkView = z.object({
+  totalRequested: z.number().int().describe('Distinct ids in the request'),
+  totalQueued: z.number().int(),
+  skipped: z.array(z.object({ id: z.string(), reason: z.enum(['no_email', 'not_found']) })),
+});
+
+export type LeadListItem = z.infer<typeof leadListItem>;
+export type LeadView = z.infer<typeof leadView>;
+export type CreateLeadInput = z.infer<typeof createLeadBody>;
+export type UpdateLeadInput = z.infer<typeof updateLeadBody>;
+export type ListLeadsQuery = z.infer<typeof listLeadsQuery>;
+export type BulkUpdateInput = z.infer<typeof bulkUpdateBody>['updates'];

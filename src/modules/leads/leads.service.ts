@@ -1,0 +1,136 @@
+import type { AppDeps } from '../../deps.ts';
+import type { LeadStatus } from '../../db/schema/index.ts';
+import { isEmailSyntaxValid } from '../../shared/email/syntax.ts';
+import { notFound } from '../../shared/errors.ts';
+import { isUuid } from '../../shared/ids.ts';
+import { decodeCursor, pageOf } from '../../shared/pagination.ts';
+import { leadRepository, type LeadListRow, type LeadRow, type LeadWithRelations } from './leads.repository.ts';
+import {
+  MAX_TAGS,
+  type BulkUpdateInput,
+  type CreateLeadInput,
+  type LeadListItem,
+  type LeadView,
+  type ListLeadsQuery,
+  type UpdateLeadInput,
+} from './leads.schemas.ts';
+
+/** decisions.md: a lead whose email passes the syntax check starts as VALID, any other as NEW. */
+export const initialLeadStatus = (email: string | null | undefined): LeadStatus => (email && isEmailSyntaxValid(email) ? 'VALID' : 'NEW');
+
+export const toLeadListItem = (r: LeadListRow): LeadListItem => ({
+  id: r.id,
+  firstName: r.firstName,
+  lastName: r.lastName,
+  email: r.email,
+  phone: r.phone,
+  company: r.company,
+  jobTitle: r.jobTitle,
+  status: r.status,
+  tags: r.tags,
+  sourceUrl: r.sourceUrl,
+  createdAt: r.createdAt.toISOString(),
+});
+
+export function toLeadView({ lead, job, source }: { lead: LeadRow; job: LeadWithRelations['job']; source: LeadWithRelations['source'] }): LeadView {
+  const v = lead.emailValidation;
+  return {
+    ...toLeadListItem(lead),
+    notes: lead.notes,
+    customFields: lead.customFields ?? {},
+    sourceId: lead.sourceId,
+    jobId: lead.jobId,
+    emailValidation: v
+      ? { status: v.status, tier: v.tier, errors: v.errors, flags: v.flags, ...(typeof v.suggestion === 'string' ? { suggestion: v.suggestion } : {}), checkedAt: v.checkedAt }
+      : null,
+    validatedAt: lead.validatedAt?.toISOString() ?? null,
+    updatedAt: lead.updatedAt.toISOString(),
+    job,
+    source,
+  };
+}
+
+/**
+ * Ids of a bulk request, each counted once: well-formed UUIDs (lower-cased) to look up, and the
+ * first spelling of each, to report the ones that name nothing of the caller's.
+ */
+export function distinctIds(raw: string[]): { lookup: string[]; spelled: Map<string, string> } {
+  const spelled = new Map<string, string>();
+  for (const id of raw) {
+    const key = isUuid(id) ? id.toLowerCase() : id;
+    if (!spelled.has(key)) spelled.set(key, id);
+  }
+  return { lookup: [...spelled.keys()].filter(isUuid), spelled };
+}
+
+export function createLeadService(deps: Pick<AppDeps, 'db' | 'clock'>) {
+  const repo = leadRepository(deps.db);
+
+  async function view(userId: string, id: string): Promise<LeadView> {
+    const row = isUuid(id) ? await repo.findWithRelations(userId, id.toLowerCase()) : undefined;
+    if (!row) throw notFound('Lead');
+    return toLeadView(row);
+  }
+
+  return {
+    async list(userId: string, query: ListLeadsQuery) {
+      const cursor = decodeCursor(query.cursor);
+      const { cursor: _c, limit, ...filters } = query;
+      const rows = await repo.list(userId, filters, cursor, limit + 1);
+      const { items, nextCursor } = pageOf(rows, limit);
+      return { leads: items.map(toLeadListItem), nextCursor };
+    },
+
+    get: view,
+
+    async create(userId: string, input: CreateLeadInput): Promise<LeadView> {
+      const now = deps.clock.now();
+      const lead = await repo.insert({
+        userId,
+        sourceUrl: input.sourceUrl,
+        firstName: input.firstName ?? null,
+        lastName: input.lastName ?? null,
+        email: input.email ?? null,
+        phone: input.phone ?? null,
+        company: input.company ?? null,
+        jobTitle: input.jobTitle ?? null,
+        status: initialLeadStatus(input.email),
+        createdAt: now,
+        updatedAt: now,
+      });
+      return toLeadView({ lead, job: null, source: null });
+    },
+
+    async update(userId: string, id: string, input: UpdateLeadInput): Promise<LeadView> {
+      if (!isUuid(id)) throw notFound('Lead');
+      const patch = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
+      const emailStatus = input.email !== undefined ? initialLeadStatus(input.email) : undefined;
+      if (!(await repo.update(userId, id.toLowerCase(), patch, emailStatus, deps.clock.now()))) throw notFound('Lead');
+      return view(userId, id);
+    },
+
+    async remove(userId: string, id: string): Promise<void> {
+      if (!isUuid(id) || !(await repo.delete(userId, id.toLowerCase()))) throw notFound('Lead');
+    },
+
+    async bulkDelete(userId: string, leadIds: string[]) {
+      const { lookup, spelled } = distinctIds(leadIds);
+      const deleted = new Set(await repo.deleteMany(userId, lookup));
+      const errors = [...spelled].filter(([key]) => !deleted.has(key)).map(([, id]) => ({ id, error: 'not_found' }));
+      return { deleted: deleted.size, failed: errors.length, errors };
+    },
+
+    async bulkUpdate(userId: string, leadIds: string[], updates: BulkUpdateInput) {
+      const { lookup, spelled } = distinctIds(leadIds);
+      const { updated, overLimit } = await repo.updateMany(userId, lookup, updates, MAX_TAGS, deps.clock.now());
+      const done = new Set(updated);
+      const tooMany = new Set(overLimit);
+      const errors = [...spelled]
+        .filter(([key]) => !done.has(key))
+        .map(([key, id]) => ({ id, error: tooMany.has(key) ? 'too_many_tags' : 'not_found' }));
+      return { updated: done.size, failed: errors.length, errors };
+    },
+  };
+}
+
+export type LeadService = ReturnType<typeof createLeadService>;

@@ -1,0 +1,131 @@
+import { createRequire } from 'node:module';
+import { and, eq, inArray, or, sql } from 'drizzle-orm';
+import { disposableEmailBlocklistSet } from 'disposable-email-domains-js';
+import emailMisspelled, { top100 } from 'email-misspelled';
+import type { Db } from '../../db/client.ts';
+import { suppressions } from '../../db/schema/index.ts';
+import { createMailDomainResolver, type MailDomainResolver, type MailDomainResolverOptions } from './dns.ts';
+import { checkEmailSyntax } from './syntax.ts';
+
+/** Vocabulary of endpoints.md "Validation vocabulary" [Reacher, ZeroBounce]. */
+export type ValidationStatus = 'valid' | 'risky' | 'invalid' | 'unknown';
+export type ValidationTier = 'syntax' | 'domain' | 'mailbox';
+export type ValidationError = 'syntax_invalid' | 'domain_not_found' | 'no_mx' | 'null_mx' | 'mailbox_not_found' | 'hard_bounced' | 'suppressed' | 'spamtrap';
+export type ValidationFlag = 'disposable' | 'role_account' | 'catch_all' | 'free_provider' | 'possible_typo' | 'possible_trap' | 'smtp_unverified';
+
+export interface EmailValidation {
+  status: ValidationStatus;
+  tier: ValidationTier;
+  errors: ValidationError[];
+  flags: ValidationFlag[];
+  /** With `possible_typo`: the address as it was probably meant. */
+  suggestion?: string;
+}
+
+const require = createRequire(import.meta.url);
+
+/** The domain lists, loaded on first use (a process that never validates does not hold them). */
+let lists: { free: Set<string>; common: Set<string>; disposable: Set<string>; roles: Set<string>; typo: (email: string) => Array<{ suggest: string; misspelledCount: number }> } | undefined;
+function domainLists() {
+  return (lists ??= {
+    free: new Set<string>(require('email-providers/all.json') as string[]),
+    common: new Set<string>(require('email-providers/common.json') as string[]),
+    disposable: disposableEmailBlocklistSet(),
+    roles: new Set<string>((require('role-based-email-addresses') as string[]).map((r) => r.toLowerCase())),
+    // Typos are looked for against the most used mailbox providers: one edit, or two adjacent characters
+    // swapped (`gmial.com`); never for a popular provider itself (`gmx.com` is no typo of `gmail.com`).
+    typo: emailMisspelled({ domains: top100, maxMisspelled: 2, lengthDiffMax: 1 }),
+  });
+}
+
+const isTransposition = (a: string, b: string): boolean => {
+  if (a.length !== b.length) return false;
+  const diff = [...a].flatMap((ch, i) => (ch === b[i] ? [] : [i]));
+  return diff.length === 2 && diff[1] === diff[0]! + 1 && a[diff[0]!] === b[diff[1]!] && a[diff[1]!] === b[diff[0]!];
+};
+
+/** The domain and each parent domain with at least two labels (`a.b.example.com` → …, `example.com`). */
+function domainAndParents(domain: string): string[] {
+  const labels = domain.split('.');
+  return labels.slice(0, -1).map((_, i) => labels.slice(i).join('.'));
+}
+
+/** Flags that need no network: disposable, role_account, free_provider, possible_typo. */
+export function addressFlags(local: string, domain: string): { flags: ValidationFlag[]; suggestion?: string } {
+  const flags: ValidationFlag[] = [];
+  let suggestion: string | undefined;
+  const { free, common, disposable, roles, typo } = domainLists();
+  if (domainAndParents(domain).some((d) => disposable.has(d))) flags.push('disposable');
+  if (roles.has(local.toLowerCase().split('+')[0]!)) flags.push('role_account');
+  if (free.has(domain)) flags.push('free_provider');
+  if (!common.has(domain) && domain.length >= 8) {
+    const best = typo(`x@${domain}`).find((r) => r.misspelledCount === 1 || isTransposition(domain, r.suggest));
+    if (best) {
+      flags.push('possible_typo');
+      suggestion = `${local}@${best.suggest}`;
+    }
+  }
+  return { flags, suggestion };
+}
+
+export interface EmailValidatorOptions extends Pick<MailDomainResolverOptions, 'timeoutMs' | 'tries' | 'ttlMs' | 'unknownTtlMs'> {
+  servers?: string[];
+}
+
+export interface EmailValidator {
+  validateEmail(email: string, context: { userId: string }): Promise<EmailValidation>;
+}
+
+const RISKY_FLAGS: ValidationFlag[] = ['disposable', 'possible_typo', 'role_account'];
+
+/**
+ * Validates addresses down to the domain tier: syntax, the user's suppression list, DNS (MX, null
+ * MX, implicit MX) and the flags above. SMTP probing is off, so a checked domain adds `smtp_unverified`.
+ */
+export function createEmailValidator(deps: { db: Db; config: { DNS_SERVERS?: string[] } }, options: EmailValidatorOptions = {}): EmailValidator {
+  const resolver: MailDomainResolver = createMailDomainResolver({ ...options, servers: options.servers ?? deps.config.DNS_SERVERS });
+
+  async function isSuppressed(userId: string, address: string, domain: string): Promise<boolean> {
+    const rows = await deps.db
+      .select({ one: sql<number>`1` })
+      .from(suppressions)
+      .where(
+        and(
+          eq(suppressions.userId, userId),
+          or(
+            and(eq(suppressions.type, 'email'), eq(suppressions.value, address.toLowerCase())),
+            and(eq(suppressions.type, 'domain'), inArray(suppressions.value, domainAndParents(domain))),
+          ),
+        ),
+      )
+      .limit(1);
+    return rows.length > 0;
+  }
+
+  return {
+    async validateEmail(email, { userId }) {
+      const syntax = checkEmailSyntax(email);
+      if (!syntax.ok) return { status: 'invalid', tier: 'syntax', errors: ['syntax_invalid'], flags: [] };
+      const { flags, suggestion } = addressFlags(syntax.local, syntax.asciiDomain);
+      const [suppressed, domainStatus] = await Promise.all([
+        isSuppressed(userId, syntax.address, syntax.asciiDomain),
+        resolver.check(syntax.asciiDomain),
+      ]);
+      const errors: ValidationError[] = [];
+      if (domainStatus === 'not_found') errors.push('domain_not_found');
+      if (domainStatus === 'no_mx') errors.push('no_mx');
+      if (domainStatus === 'null_mx') errors.push('null_mx');
+      if (suppressed) errors.push('suppressed');
+      const tier: ValidationTier = domainStatus === 'unknown' ? 'syntax' : 'domain';
+      if (tier === 'domain') flags.push('smtp_unverified');
+      const status: ValidationStatus = errors.length
+        ? 'invalid'
+        : domainStatus === 'unknown'
+          ? 'unknown'
+          : flags.some((f) => RISKY_FLAGS.includes(f))
+            ? 'risky'
+            : 'valid';
+      return { status, tier, errors, flags, ...(suggestion ? { suggestion } : {}) };
+    },
+  };
+}

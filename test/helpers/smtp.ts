@@ -1,0 +1,87 @@
+import type { AddressInfo } from 'node:net';
+import PostalMime from 'postal-mime';
+import { SMTPServer } from 'smtp-server';
+
+export interface ReceivedMail {
+  from: string;
+  to: string[];
+  subject: string;
+  text: string;
+  raw: Buffer;
+}
+
+export interface TestSmtpServer {
+  /** `smtp://127.0.0.1:<port>` for SMTP_URL. */
+  url: string;
+  port: number;
+  messages: ReceivedMail[];
+  /** Waits for a message to `to` (the first one not yet taken) and returns it. */
+  waitFor(to: string, timeoutMs?: number): Promise<ReceivedMail>;
+  close(): Promise<void>;
+}
+
+/** A real SMTP server on loopback that keeps every message it receives, parsed. */
+export async function startSmtpServer(): Promise<TestSmtpServer> {
+  const messages: ReceivedMail[] = [];
+  const taken = new Set<ReceivedMail>();
+  const waiters: Array<() => void> = [];
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    logger: false,
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('error', callback);
+      stream.on('end', () => {
+        const raw = Buffer.concat(chunks);
+        PostalMime.parse(raw).then(
+          (email) => {
+            messages.push({
+              from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+              to: session.envelope.rcptTo.map((r) => r.address.toLowerCase()),
+              subject: email.subject ?? '',
+              text: email.text ?? '',
+              raw,
+            });
+            waiters.splice(0).forEach((wake) => wake());
+            callback();
+          },
+          (err: Error) => callback(err),
+        );
+      });
+    },
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  server.on('error', () => {});
+  const { port } = server.server.address() as AddressInfo;
+
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    port,
+    messages,
+    async waitFor(to, timeoutMs = 10_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const found = messages.find((m) => !taken.has(m) && m.to.includes(to.toLowerCase()));
+        if (found) {
+          taken.add(found);
+          return found;
+        }
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`no mail to ${to} within ${timeoutMs} ms`);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, left);
+          waiters.push(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
