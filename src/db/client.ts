@@ -34,6 +34,13 @@ const migrationsFolder = path.join(path.dirname(fileURLToPath(import.meta.url)),
 // Dates come back as JS Date from both drivers; bigint counts (count(*)) as numbers where safe.
 pg.types.setTypeParser(20, (v) => Number(v));
 
+/**
+ * PGlite's WASM heap holds PostgreSQL's shared buffers and never gives memory back: the server
+ * default (128 MB) alone keeps the idle process above 500 MB. The files stay in the OS page cache,
+ * so a smaller buffer pool costs little for one embedded process.
+ */
+const EMBEDDED_POSTGRESQL_CONF = ['shared_buffers=32MB', 'maintenance_work_mem=32MB'];
+
 export interface OpenOptions {
   databaseUrl?: string;
   dataDir?: string;
@@ -74,7 +81,7 @@ async function openPglite(options: OpenOptions): Promise<Database> {
     fs.mkdirSync(options.dataDir, { recursive: true });
     release = acquireDataDirLock(options.dataDir);
     try {
-      pglite = await PGlite.create({ dataDir: dir });
+      pglite = await PGlite.create({ dataDir: dir, postgresqlconf: EMBEDDED_POSTGRESQL_CONF });
     } catch (err) {
       release();
       throw err;

@@ -39,7 +39,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
         { field, message: fe.message },
       ]);
     }
-    request.log.error({ err }, 'unhandled error');
+    request.log.error({ err, reqId: request.id, method: request.method, url: request.routeOptions.url }, 'unhandled error');
     return send(reply, 500, 'INTERNAL_ERROR', 'Internal server error');
   });
 

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, onSendAsyncHookHandler, preHandlerAsyncHookHandler } from 'fastify';
 import { and, eq, lt } from 'drizzle-orm';
 import type { Db } from '../db/client.ts';
 import { idempotencyKeys } from '../db/schema/index.ts';
@@ -27,10 +27,9 @@ declare module 'fastify' {
 export function registerIdempotency(app: FastifyInstance, deps: { db: Db; clock: Clock }): void {
   app.decorateRequest('idempotency', undefined);
 
-  app.addHook('preHandler', async (request, reply) => {
+  const preHandler: preHandlerAsyncHookHandler = async (request, reply) => {
     const header = request.headers['idempotency-key'];
-    if (header === undefined || request.method === 'GET' || request.method === 'HEAD' || !request.principal) return;
-    if (request.routeOptions.config?.idempotency === false) return;
+    if (header === undefined || !request.principal) return;
     const key = Array.isArray(header) ? header[0]! : header;
     if (!KEY_PATTERN.test(key)) {
       throw new AppError('VALIDATION_ERROR', 'Idempotency-Key must be 1–255 visible ASCII characters', {
@@ -75,9 +74,9 @@ export function registerIdempotency(app: FastifyInstance, deps: { db: Db; clock:
     reply.header('idempotent-replayed', 'true');
     if (stored.contentType) reply.header('content-type', stored.contentType);
     return reply.code(stored.statusCode).send(stored.responseBody);
-  });
+  };
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  const onSend: onSendAsyncHookHandler = async (request, reply, payload) => {
     const marker = request.idempotency;
     if (!marker) return payload;
     request.idempotency = undefined;
@@ -91,14 +90,19 @@ export function registerIdempotency(app: FastifyInstance, deps: { db: Db; clock:
         .where(where);
     }
     return payload;
-  });
+  };
 
-  // A request that failed before onSend (connection dropped) leaves the key free for a retry.
-  app.addHook('onResponse', async (request) => {
-    const marker = request.idempotency;
-    if (marker) await deps.db.delete(idempotencyKeys).where(and(eq(idempotencyKeys.userId, marker.userId), eq(idempotencyKeys.key, marker.key)));
+  // Only writes carry the hooks: reads pay nothing for this feature.
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!methods.some((m) => WRITE_METHODS.has(m)) || route.config?.idempotency === false) return;
+    route.preHandler = [...toArray(route.preHandler), preHandler];
+    route.onSend = [...toArray(route.onSend), onSend];
   });
 }
+
+const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const toArray = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
 
 export async function pruneIdempotencyKeys(db: Db, clock: Clock): Promise<void> {
   await db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, new Date(clock.now().getTime() - TTL_MS)));

@@ -43,7 +43,7 @@ const idIn = (ids: string[]) => sql`${leads.id} = ANY(${sql.param(ids)}::uuid[])
 export function leadRepository(db: Db) {
   // GET /api/leads/{id} is the hot path: a named prepared statement skips query building here and
   // parsing and planning in PostgreSQL (the plan is the same for every id: primary key + joins).
-  const findWithRelations = db
+  const findWithRelationsQuery = db
     .select({
       lead: leads,
       job: { id: jobs.id, name: jobs.name, status: jobs.status },
@@ -53,10 +53,13 @@ export function leadRepository(db: Db) {
     .leftJoin(jobs, eq(jobs.id, leads.jobId))
     .leftJoin(sources, eq(sources.id, leads.sourceId))
     .where(and(eq(leads.id, sql.placeholder('id')), eq(leads.userId, sql.placeholder('userId'))))
-    .limit(1)
-    .prepare('leads_find_with_relations');
+    .limit(1);
+  const findWithRelations = findWithRelationsQuery.prepare('leads_find_with_relations');
 
   return {
+    /** The hot statement itself, for the benchmark's baseline. */
+    findWithRelationsQuery,
+
     /**
      * One page, newest first: `id < cursor ORDER BY id DESC LIMIT n`. Every filter is an equality
      * on a column of one of the (user_id, …, id) indexes, so the scan stops after `limit` rows; the
