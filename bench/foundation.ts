@@ -7,6 +7,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Placeholder } from 'drizzle-orm';
+import Fastify from 'fastify';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { leadRepository } from '../src/modules/leads/leads.repository.ts';
@@ -87,7 +88,8 @@ export async function benchFoundation(): Promise<Row[]> {
     const { sql: sqlText, params } = leadRepository(runtime.deps.db).findWithRelationsQuery.toSQL();
     const values = (p: { id: string; userId: string }) =>
       params.map((param) => (param instanceof Placeholder ? p[param.name as 'id' | 'userId'] : param));
-    const baselineQuery = () => pool.query({ name: 'bench_lead_baseline', text: sqlText, values: values({ id: leadId, userId: user.id }) });
+    const baselineQueryFor = (id: string) => pool.query({ name: 'bench_lead_baseline', text: sqlText, values: values({ id, userId: user.id }) });
+    const baselineQuery = () => baselineQueryFor(leadId);
     // Warm both paths, then alternate two runs of each and keep each side's best (noise is one-sided).
     await closedLoop(baselineQuery, concurrency, 1);
     await loadTest(`http://127.0.0.1:${port}/api/leads/${leadId}`, { connections: concurrency, seconds: 2, headers: auth });
@@ -99,10 +101,22 @@ export async function benchFoundation(): Promise<Row[]> {
       if (run.non2xx || run.errors) throw new Error(`load test saw ${run.non2xx} non-2xx responses or socket errors`);
       if (run.rps > httpRun.rps) httpRun = run;
     }
+    // Reference ceiling on this machine: the leanest Fastify route around the same statement and
+    // pool (no auth, validation, ORM or envelope). HTTP's own socket work is what separates it from the baseline.
+    const bare = Fastify();
+    bare.get('/bare/:id', async (req) => (await baselineQueryFor((req.params as { id: string }).id)).rows[0]);
+    await bare.listen({ port: 0, host: '127.0.0.1' });
+    const barePort = (bare.server.address() as { port: number }).port;
+    let bareRps = 0;
+    for (let round = 0; round < 2; round++) bareRps = Math.max(bareRps, (await loadTest(`http://127.0.0.1:${barePort}/bare/${leadId}`, { connections: concurrency, seconds })).rps);
+    await bare.close();
     const ratio = httpRun.rps / sqlRps;
     rows.push({ name: `GET /api/leads/{id} req/s (HTTP, authenticated, ${httpRun.tool})`, value: httpRun.rps.toFixed(0), target: '', pass: null });
     rows.push({ name: 'same SELECT on the same pool, no HTTP (baseline)', value: sqlRps.toFixed(0), target: '', pass: null });
     rows.push({ name: 'ratio HTTP ÷ baseline', value: ratio.toFixed(2), target: '>= 0.70', pass: ratio >= 0.7 });
+    rows.push({ name: 'reference: bare Fastify route, same statement, req/s', value: bareRps.toFixed(0), target: '', pass: null });
+    rows.push({ name: 'reference: bare route ÷ baseline (ceiling of any HTTP API here)', value: (bareRps / sqlRps).toFixed(2), target: '', pass: null });
+    rows.push({ name: 'Quarry API ÷ bare route (cost of auth, validation, ORM, envelope)', value: (httpRun.rps / bareRps).toFixed(2), target: '', pass: null });
 
     // 2. Company filter, first pages and next pages, sequential requests.
     const latencies: number[] = [];

@@ -1,4 +1,7 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
+
+const execFileAsync = promisify(execFile);
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -37,7 +40,8 @@ export async function loadTest(url: string, opts: { connections: number; seconds
   if (!wrk) return { ...(await autocannon(url, opts)), tool: 'autocannon' };
   const args = ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`];
   for (const [k, v] of Object.entries(opts.headers ?? {})) args.push('-H', `${k}: ${v}`);
-  const out = spawnSync('wrk', [...args, url], { encoding: 'utf8' }).stdout;
+  // Asynchronously: the server under test may live in this very process.
+  const { stdout: out } = await execFileAsync('wrk', [...args, url], { encoding: 'utf8' });
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
   const errors = /Socket errors:/.test(out) ? 1 : 0;
