@@ -1,6 +1,6 @@
 import fastifySwagger from '@fastify/swagger';
 import scalar from '@scalar/fastify-api-reference';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import { jsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from './deps.ts';
 import { registerAuth } from './shared/auth.ts';
@@ -40,7 +40,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     childLoggerFactory: (logger) => logger,
     return503OnClosing: true,
     bodyLimit: 10 * 1024 * 1024,
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: {
+      ignoreTrailingSlash: true,
+      maxParamLength: 500,
+      // A path segment longer than any id names nothing: the same 404 as an unknown id.
+      onMaxParamLength: (_path, _req, res) => {
+        res.writeHead(404, { 'content-type': 'application/json; charset=utf-8' });
+        res.end(JSON.stringify({ success: false, error: { code: 'NOT_FOUND', message: 'Resource not found' } }));
+      },
+    },
+    frameworkErrors: (error, _request, reply) => {
+      (reply as FastifyReply).code(400).send({ success: false, error: { code: 'VALIDATION_ERROR', message: error.message, details: [{ field: 'url', message: error.message }] } });
+    },
   }) as unknown as FastifyInstance;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler);
