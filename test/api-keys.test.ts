@@ -152,6 +152,58 @@ describe('API keys', () => {
   });
 });
 
+describe('API keys: who may manage which key', () => {
+  test('a narrowly scoped key cannot rotate or revoke a broader key (no escalation through rotation)', async () => {
+    const u = await ctx.signup();
+    const narrow = (await create(u.headers, { name: 'keys only', scopes: ['api-keys:write'] })).json().data.apiKey;
+    const narrowH = { authorization: `Bearer ${narrow.key}` };
+    const keys = (await ctx.inject({ method: 'GET', url: '/api/api-keys', headers: u.headers })).json().data.apiKeys;
+    const signupKey = keys.find((k: { name: string }) => k.name === 'signup');
+    const rotate = await ctx.inject({ method: 'POST', url: `/api/api-keys/${signupKey.id}/rotate`, headers: narrowH });
+    assert.equal(rotate.statusCode, 403);
+    assert.equal(rotate.json().error.code, 'FORBIDDEN');
+    assert.equal((await ctx.inject({ method: 'DELETE', url: `/api/api-keys/${signupKey.id}`, headers: narrowH })).statusCode, 403);
+    assert.equal((await ctx.inject({ method: 'GET', url: '/api/users', headers: u.headers })).statusCode, 200, 'the broad key still works');
+    // A key it covers is fine.
+    const sibling = (await create(u.headers, { name: 'sibling', scopes: ['api-keys:read'] })).json().data.apiKey;
+    const ok = await ctx.inject({ method: 'POST', url: `/api/api-keys/${sibling.id}/rotate`, headers: narrowH });
+    assert.equal(ok.statusCode, 200);
+    assert.deepEqual(ok.json().data.apiKey.scopes, ['api-keys:read']);
+  });
+
+  test('a rotated key cannot be rotated again (409); an expired key is a 404', async () => {
+    const u = await ctx.signup();
+    const k = (await create(u.headers, { name: 'once', scopes: ['users:read'] })).json().data.apiKey;
+    const first = await ctx.inject({ method: 'POST', url: `/api/api-keys/${k.id}/rotate`, headers: u.headers });
+    assert.equal(first.statusCode, 200);
+    assert.equal(first.json().data.apiKey.expiresAt, null, 'the successor keeps the original (no) expiry');
+    const again = await ctx.inject({ method: 'POST', url: `/api/api-keys/${k.id}/rotate`, headers: u.headers });
+    assert.equal(again.statusCode, 409);
+    assert.equal(again.json().error.code, 'CONFLICT');
+    clock.advance(25 * 60 * 60_000); // past the rotation grace period
+    assert.equal((await ctx.inject({ method: 'POST', url: `/api/api-keys/${k.id}/rotate`, headers: u.headers })).statusCode, 404);
+    assert.equal((await ctx.inject({ method: 'DELETE', url: `/api/api-keys/${k.id}`, headers: u.headers })).statusCode, 404);
+  });
+
+  test('an orgId that names no organization of the caller is a 404 naming orgId', async () => {
+    const u = await ctx.signup();
+    const res = await create(u.headers, { name: 'org', scopes: ['*'], orgId: '0190a8a0-0000-7000-8000-000000000000' });
+    assert.equal(res.statusCode, 404);
+    assert.equal(res.json().error.details[0].field, 'orgId');
+  });
+
+  test('the list is cursor-paginated, newest first', async () => {
+    const u = await ctx.signup();
+    for (const name of ['k1', 'k2', 'k3']) assert.equal((await create(u.headers, { name, scopes: ['leads:read'] })).statusCode, 201);
+    const p1 = (await ctx.inject({ method: 'GET', url: '/api/api-keys?limit=2', headers: u.headers })).json().data;
+    assert.deepEqual(p1.apiKeys.map((k: { name: string }) => k.name), ['k3', 'k2']);
+    assert.ok(p1.nextCursor);
+    const p2 = (await ctx.inject({ method: 'GET', url: `/api/api-keys?limit=2&cursor=${p1.nextCursor}`, headers: u.headers })).json().data;
+    assert.deepEqual(p2.apiKeys.map((k: { name: string }) => k.name), ['k1', 'signup']);
+    assert.equal(p2.nextCursor, null);
+  });
+});
+
 describe('Idempotency-Key', () => {
   test('a retried write gets the first answer; the same key with another request is a 409', async () => {
     const u = await ctx.signup();

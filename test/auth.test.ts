@@ -143,3 +143,13 @@ describe('rate limits', () => {
     assert.equal(Number(row!.n), 6);
   });
 });
+
+describe('signup name', () => {
+  test('optional: empty or null means no name', async () => {
+    for (const [i, name] of ['', null].entries()) {
+      const res = await ctx.inject({ method: 'POST', url: '/api/auth/signup', remoteAddress: `127.0.13.${i + 1}`, payload: { ...signupBody(`noname${i}@example.com`), name } });
+      assert.equal(res.statusCode, 201, res.body);
+      assert.equal(res.json().data.user.name, null);
+    }
+  });
+});

@@ -90,3 +90,38 @@ describe('bad input never causes a 500', () => {
     assert.deepEqual(long.json(), { success: false, error: { code: 'NOT_FOUND', message: 'Resource not found' } });
   });
 });
+
+describe('input PostgreSQL cannot store', () => {
+  test('a NUL character anywhere in a body or query is a 400 naming the field', async () => {
+    const cases: Array<[string, string, unknown, string]> = [
+      ['POST', '/api/projects', { name: 'a\u0000b' }, 'name'],
+      ['POST', '/api/leads', { sourceUrl: 'https://example.com', firstName: 'x\u0000' }, 'firstName'],
+      ['POST', '/api/profile-types', { name: 'T', slug: 't', fields: [{ name: 'a', type: 'string', enum: ['x\u0000'] }] }, 'fields.0.enum.0'],
+      ['GET', '/api/leads?company=x%00y', undefined, 'company'],
+      ['POST', '/api/api-keys', { name: 'k\u0000', scopes: ['*'] }, 'name'],
+    ];
+    for (const [method, url, payload, field] of cases) {
+      const res = await ctx.inject({ method: method as 'GET', url, headers: user.headers, ...(payload ? { payload: payload as object } : {}) });
+      assert.equal(res.statusCode, 400, `${method} ${url}: ${res.body}`);
+      assert.equal(res.json().error.details[0].field, field);
+    }
+    const signup = await ctx.inject({ method: 'POST', url: '/api/auth/signup', remoteAddress: '127.8.0.1', payload: { email: 'nul@example.com', password: 'long enough pw', name: 'a\u0000b', termsAccepted: true, privacyAccepted: true } });
+    assert.equal(signup.statusCode, 400);
+    const rows = await ctx.deps.database.query(`SELECT 1 FROM users WHERE email = 'nul@example.com'`);
+    assert.equal(rows.length, 0, 'no partial write');
+  });
+});
+
+describe('logs', () => {
+  test('a failed query is logged without its bound parameters (no password or key hashes)', async () => {
+    const { scrubError } = await import('../src/shared/logger.ts');
+    const err = new Error('Failed query: insert into "users" values ($1, $2)\nparams: a@example.com,$argon2id$v=19$m=19456$secret', {
+      cause: Object.assign(new Error('invalid byte sequence'), { code: '22021' }),
+    });
+    Object.assign(err, { params: ['a@example.com', '$argon2id$secret'] });
+    const out = JSON.stringify(scrubError(err));
+    assert.ok(!out.includes('argon2'), out);
+    assert.ok(out.includes('Failed query: insert into'), 'the statement itself stays');
+    assert.ok(out.includes('invalid byte sequence'), 'the cause stays');
+  });
+});

@@ -182,3 +182,23 @@ describe('GET /api/users/consent/history', () => {
     assert.equal(res.statusCode, 401);
   });
 });
+
+describe('client address behind a proxy', () => {
+  test('with TRUST_PROXY a forwarded address that is not an IP is not stored (and is no 500)', async () => {
+    const proxied = await createTestContext({ env: { TRUST_PROXY: 'true' }, workers: false });
+    try {
+      const u = await proxied.signup();
+      for (const forwarded of ['garbage', '203.0.113.7']) {
+        const res = await proxied.inject({ method: 'PATCH', url: '/api/users/consent', headers: { ...u.headers, 'x-forwarded-for': forwarded }, payload: { marketingConsent: true } });
+        assert.equal(res.statusCode, 200, res.body);
+      }
+      const history = (await proxied.inject({ method: 'GET', url: '/api/users/consent/history', headers: u.headers })).json().data.history;
+      assert.equal(history[0].ipAddress, '203.0.113.7');
+      assert.ok(!history[1].ipAddress, 'the non-IP value was dropped');
+      const signup = await proxied.inject({ method: 'POST', url: '/api/auth/signup', headers: { 'x-forwarded-for': 'unknown' }, payload: { email: 'xff@example.com', password: 'long enough pw', termsAccepted: true, privacyAccepted: true } });
+      assert.equal(signup.statusCode, 201, signup.body);
+    } finally {
+      await proxied.close();
+    }
+  });
+});

@@ -175,6 +175,24 @@ describe('deletion flow', () => {
     await requestToken(u);
   });
 
+  test('once the grace period has ended the deletion can no longer be cancelled', async () => {
+    // Its own clock: moving the shared one 30 days would make the other tests' users due.
+    const ownClock = new ManualClock(new Date());
+    const own = await createTestContext({ clock: ownClock, env: { SMTP_URL: smtp.url }, workers: false });
+    try {
+      const u = await own.signup();
+      assert.equal((await own.call(u, 'POST', '/api/users/deletion')).statusCode, 200);
+      const mail = await smtp.waitFor(u.email);
+      const token = /^\s+([A-Za-z0-9_-]{43})$/m.exec(mail.text)![1];
+      assert.equal((await own.call(u, 'POST', '/api/users/deletion/confirm', { token })).statusCode, 200);
+      ownClock.advance(30 * DAY_MS + 1000); // due; the hourly purge has not run yet
+      assertError(await own.call(u, 'POST', '/api/users/deletion/cancel'), 400, 'NO_PENDING_DELETION');
+      assert.equal((await own.call(u, 'GET', '/api/users/deletion/status')).json().data.status, 'scheduled');
+    } finally {
+      await own.close();
+    }
+  });
+
   test('401 without a key; users:read cannot request deletion', async () => {
     for (const [method, path] of [['POST', ''], ['POST', '/confirm'], ['POST', '/cancel'], ['GET', '/status']] as const) {
       assertError(await ctx.inject({ method, url: `/api/users/deletion${path}` }), 401, 'UNAUTHORIZED');

@@ -95,6 +95,13 @@ describe('POST /api/users/export', () => {
     // The oldest of the three was accepted 3 minutes ago: it leaves the window in 7 days minus 3 minutes.
     assert.equal(retryAfter, (7 * DAY_MS - 3 * 60_000) / 1000);
     assert.equal((await statusOf(u)).length, 3);
+    // The status list is cursor-paginated like every list.
+    const page1 = (await ctx.inject({ method: 'GET', url: '/api/users/export/status?limit=2', headers: u.headers })).json().data;
+    assert.equal(page1.exports.length, 2);
+    const page2 = (await ctx.inject({ method: 'GET', url: `/api/users/export/status?limit=2&cursor=${page1.nextCursor}`, headers: u.headers })).json().data;
+    assert.equal(page2.exports.length, 1);
+    assert.equal(page2.nextCursor, null);
+    assert.equal(new Set([...page1.exports, ...page2.exports].map((e: { requestId: string }) => e.requestId)).size, 3);
     assert.equal((await post(u)).statusCode, 429, 'refused requests do not count, but do not reset either');
 
     clock.advance(retryAfter * 1000 + 1);

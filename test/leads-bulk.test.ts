@@ -144,3 +144,18 @@ describe('PATCH /api/leads/bulk', () => {
     console.log(`# bulk PATCH 1000 ids: median ${timings[2]!.toFixed(1)} ms (${timings.map((t) => t.toFixed(0)).join(', ')})`);
   });
 });
+
+describe('bulk ids of any shape', () => {
+  test('non-string entries count as failed, they do not refuse the request', async () => {
+    const [lead] = await ctx.deps.db.insert(leads).values({ userId: alice.id, email: 'shape@example.com' }).returning();
+    const res = await ctx.inject({ method: 'POST', url: '/api/leads/bulk', headers: alice.headers, payload: { leadIds: [lead!.id, 'abc', 123, null, { id: 1 }] } });
+    assert.equal(res.statusCode, 200, res.body);
+    const data = res.json().data;
+    assert.equal(data.deleted, 1);
+    assert.equal(data.failed, 4);
+    assert.deepEqual(data.errors.map((e: { id: string }) => e.id).sort(), ['123', 'abc', 'null', '{"id":1}'].sort());
+    const upd = await ctx.inject({ method: 'PATCH', url: '/api/leads/bulk', headers: alice.headers, payload: { leadIds: [42], updates: { status: 'QUALIFIED' } } });
+    assert.equal(upd.statusCode, 200, upd.body);
+    assert.deepEqual(upd.json().data, { updated: 0, failed: 1, errors: [{ id: '42', error: 'not_found' }] });
+  });
+});

@@ -208,14 +208,16 @@ describe('PATCH /api/leads/{id}', () => {
     assert.equal((await patch(alice, lead.id, { email: 'c@three.example' })).json().data.lead.status, 'REPLIED');
   });
 
-  test('400 naming the field: unknown status, bad email, 51 tags, empty tag, nothing to update', async () => {
+  test('400 naming the field: unknown status, bad email, 51 tags, empty tag; an empty body changes nothing', async () => {
     const lead = await createLead(alice);
     assertValidation(await patch(alice, lead.id, { status: 'HOT' }), 'status');
     assertValidation(await patch(alice, lead.id, { email: 'nope@' }), 'email');
     assertValidation(await patch(alice, lead.id, { tags: Array.from({ length: 51 }, (_, i) => `t${i}`) }), 'tags');
     assertValidation(await patch(alice, lead.id, { tags: ['ok', '  '] }), 'tags.1');
     assertValidation(await patch(alice, lead.id, { tags: 'vip' }), 'tags');
-    assertValidation(await patch(alice, lead.id, {}), 'body');
+    const empty = await patch(alice, lead.id, {});
+    assert.equal(empty.statusCode, 200);
+    assert.equal(empty.json().data.lead.updatedAt, lead.updatedAt, 'a no-op does not touch the lead');
     assert.equal((await patch(alice, lead.id, { tags: Array.from({ length: 50 }, (_, i) => `t${i}`) })).statusCode, 200);
   });
 
@@ -263,5 +265,28 @@ describe('scopes', () => {
       assert.equal(res.json().error.code, 'INSUFFICIENT_SCOPE');
     }
     assert.equal((await get(alice, `/api/leads/${lead.id}`)).statusCode, 200);
+  });
+});
+
+describe('de-duplication conflicts', () => {
+  test('an edit that duplicates another lead of the same source is a 409 naming the field', async () => {
+    const [source] = await ctx.deps.db.insert(sources).values({ userId: alice.id, name: 's', url: 'https://example.com', scrapeType: 'STATIC' }).returning();
+    const rows = await ctx.deps.db
+      .insert(leads)
+      .values([
+        { userId: alice.id, sourceId: source!.id, email: 'a@example.com' },
+        { userId: alice.id, sourceId: source!.id, email: 'b@example.com' },
+        { userId: alice.id, sourceId: source!.id, firstName: 'Ann', lastName: 'Lee', company: 'Acme' },
+        { userId: alice.id, sourceId: source!.id, firstName: 'Bob', lastName: 'Lee', company: 'Acme' },
+      ])
+      .returning();
+    const byEmail = await ctx.inject({ method: 'PATCH', url: `/api/leads/${rows[1]!.id}`, headers: alice.headers, payload: { email: 'A@example.com' } });
+    assert.equal(byEmail.statusCode, 409, byEmail.body);
+    assert.equal(byEmail.json().error.code, 'CONFLICT');
+    assert.equal(byEmail.json().error.details[0].field, 'email');
+    const byName = await ctx.inject({ method: 'PATCH', url: `/api/leads/${rows[3]!.id}`, headers: alice.headers, payload: { firstName: 'ann' } });
+    assert.equal(byName.statusCode, 409, byName.body);
+    const unchanged = await ctx.inject({ method: 'GET', url: `/api/leads/${rows[1]!.id}`, headers: alice.headers });
+    assert.equal(unchanged.json().data.lead.email, 'b@example.com');
   });
 });

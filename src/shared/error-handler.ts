@@ -1,7 +1,8 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { ZodError } from 'zod';
-import { AppError, type ErrorDetail } from './errors.ts';
+import { pgErrorCode } from './db-errors.ts';
+import { AppError, validationError, type ErrorDetail } from './errors.ts';
 
 const send = (reply: import('fastify').FastifyReply, status: number, code: string, message: string, details?: ErrorDetail[]) =>
   reply.code(status).send({ success: false, error: { code, message, ...(details ? { details } : {}) } });
@@ -27,6 +28,11 @@ export function registerErrorHandling(app: FastifyInstance): void {
       const details = err.issues.map((i) => ({ field: i.path.join('.') || 'body', message: i.message }));
       return send(reply, 400, 'VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}`, details);
     }
+    // A value PostgreSQL refuses (SQLSTATE class 22, data exception) is the client's input: a 400.
+    if (pgErrorCode(err)?.startsWith('22')) {
+      request.log.warn({ err, reqId: request.id }, 'input refused by the database');
+      return send(reply, 400, 'VALIDATION_ERROR', 'A value could not be stored', [{ field: 'body', message: 'a value could not be stored' }]);
+    }
     const fe = err as FastifyError;
     if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
       return send(reply, 415, 'UNSUPPORTED_MEDIA_TYPE', fe.message, [{ field: 'content-type', message: fe.message }]);
@@ -43,7 +49,28 @@ export function registerErrorHandling(app: FastifyInstance): void {
     return send(reply, 500, 'INTERNAL_ERROR', 'Internal server error');
   });
 
+  // PostgreSQL text cannot hold U+0000: refuse it up front, naming the field, rather than fail in SQL.
+  app.addHook('preValidation', async (request) => {
+    for (const [part, value] of [['body', request.body], ['query', request.query]] as const) {
+      const at = findNul(value, '');
+      if (at !== undefined) throw validationError(at || part, 'must not contain NUL (U+0000) characters');
+    }
+  });
+
   app.setNotFoundHandler((request, reply) =>
     send(reply, 404, 'NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`),
   );
+}
+
+/** Path of the first string (or key) holding U+0000, or undefined. */
+function findNul(value: unknown, path: string, depth = 0): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+  if (!value || typeof value !== 'object' || depth > 32) return undefined;
+  for (const [key, v] of Object.entries(value)) {
+    const sub = path ? `${path}.${key}` : key;
+    if (key.includes('\u0000')) return sub;
+    const found = findNul(v, sub, depth + 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }

@@ -1,3 +1,5 @@
+import net from 'node:net';
+import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 
 /** `{ success: true, data }`: the envelope of every successful answer (api-spec.md). */
@@ -20,6 +22,12 @@ export const ok = <T>(data: T) => ({ success: true as const, data });
 export const idParams = z.object({ id: z.string().min(1).max(200) });
 
 export const isoDate = z.iso.datetime({ offset: true });
+
+/**
+ * The client's address for records that store one (consent audit): the socket address, or with
+ * TRUST_PROXY the forwarded one, and only when it is an IP at all (X-Forwarded-For is client text).
+ */
+export const clientIp = (request: FastifyRequest): string | undefined => (net.isIP(request.ip) ? request.ip : undefined);
 
 /** Standard error responses attached to a route's OpenAPI description. */
 export function errorResponses(...statuses: number[]) {

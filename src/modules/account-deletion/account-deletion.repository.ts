@@ -8,6 +8,13 @@ export type DeletionRequestRow = typeof deletionRequests.$inferSelect;
 const pending = (now: Date) =>
   or(eq(deletionRequests.status, 'scheduled'), and(eq(deletionRequests.status, 'requested'), gt(deletionRequests.tokenExpiresAt, now)));
 
+/** What cancel may still stop: a scheduled deletion within its grace period, or an open request. */
+const cancellable = (now: Date) =>
+  or(
+    and(eq(deletionRequests.status, 'scheduled'), gt(deletionRequests.scheduledAt, now)),
+    and(eq(deletionRequests.status, 'requested'), gt(deletionRequests.tokenExpiresAt, now)),
+  );
+
 export function deletionRepository(db: Db) {
   return {
     /**
@@ -69,7 +76,7 @@ export function deletionRepository(db: Db) {
       const rows = await db
         .update(deletionRequests)
         .set({ status: 'cancelled', cancelledAt: now })
-        .where(and(eq(deletionRequests.userId, userId), pending(now)))
+        .where(and(eq(deletionRequests.userId, userId), cancellable(now)))
         .returning({ id: deletionRequests.id });
       return rows.length;
     },

@@ -1,4 +1,4 @@
-import { and, desc, eq, isNull, sql } from 'drizzle-orm';
+import { and, desc, eq, gt, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import { apiKeys, users } from '../../db/schema/index.ts';
 
@@ -38,8 +38,20 @@ export function apiKeyRepository(db: Db) {
         .limit(1);
       return row;
     },
-    listForUser(userId: string): Promise<ApiKeyRow[]> {
-      return db.select().from(apiKeys).where(and(eq(apiKeys.userId, userId), isNull(apiKeys.revokedAt))).orderBy(desc(apiKeys.id));
+    listLive(userId: string, now: Date, beforeId: string | undefined, limit: number): Promise<ApiKeyRow[]> {
+      return db
+        .select()
+        .from(apiKeys)
+        .where(
+          and(
+            eq(apiKeys.userId, userId),
+            isNull(apiKeys.revokedAt),
+            or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now)),
+            beforeId ? lt(apiKeys.id, beforeId) : undefined,
+          ),
+        )
+        .orderBy(desc(apiKeys.id))
+        .limit(limit);
     },
     async findForUser(userId: string, id: string): Promise<ApiKeyRow | undefined> {
       const [row] = await db

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { RouteModule } from '../../app.ts';
 import { principalOf } from '../../shared/auth.ts';
 import { envelope, errorResponses, idParams, successOnly } from '../../shared/http.ts';
+import { paginationQuery } from '../../shared/pagination.ts';
 import { apiKeyView, createApiKeyBody, createdApiKeyView } from './api-keys.schemas.ts';
 
 export const apiKeyRoutes: RouteModule = (app, deps) => {
@@ -26,10 +27,11 @@ export const apiKeyRoutes: RouteModule = (app, deps) => {
     config: { scope: 'api-keys:read' },
     schema: {
       tags,
-      summary: 'Live keys of the caller (prefix, scopes, lastUsedAt, expiresAt)',
-      response: { 200: envelope(z.object({ apiKeys: z.array(apiKeyView) })), ...errorResponses(401) },
+      summary: 'Live keys of the caller (prefix, scopes, lastUsedAt, expiresAt), newest first',
+      querystring: paginationQuery,
+      response: { 200: envelope(z.object({ apiKeys: z.array(apiKeyView), nextCursor: z.string().nullable() })), ...errorResponses(400, 401) },
     },
-    handler: async (request) => ({ success: true as const, data: { apiKeys: await deps.apiKeys.list(principalOf(request).userId) } }),
+    handler: async (request) => ({ success: true as const, data: await deps.apiKeys.list(principalOf(request).userId, request.query) }),
   });
 
   app.post('/api/api-keys/:id/rotate', {
@@ -37,10 +39,11 @@ export const apiKeyRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'Replace a key; the old one keeps working for 24 hours',
+      description: 'The new key has the same name, scopes and expiry. A key that was already rotated answers 409 (rotate its replacement). The calling key must hold every scope of the key it rotates or revokes (403 otherwise).',
       params: idParams,
       response: {
         200: envelope(z.object({ apiKey: createdApiKeyView.extend({ previousKey: z.object({ id: z.string(), expiresAt: z.string() }) }) })),
-        ...errorResponses(401, 404),
+        ...errorResponses(401, 403, 404, 409),
       },
     },
     handler: async (request) => ({
@@ -51,7 +54,7 @@ export const apiKeyRoutes: RouteModule = (app, deps) => {
 
   app.delete('/api/api-keys/:id', {
     config: { scope: 'api-keys:write' },
-    schema: { tags, summary: 'Revoke a key at once', params: idParams, response: { 200: successOnly, ...errorResponses(401, 404) } },
+    schema: { tags, summary: 'Revoke a key at once', params: idParams, response: { 200: successOnly, ...errorResponses(401, 403, 404) } },
     handler: async (request) => {
       await deps.apiKeys.revoke(principalOf(request), request.params.id);
       return { success: true as const, message: 'API key revoked' };

@@ -22,5 +22,5 @@ export const createApiKeyBody = z.object({
     .max(50)
     .describe('e.g. ["leads:read", "browser:write"]; `*` for all'),
   expiresAt: z.iso.datetime({ offset: true }).optional().nullable(),
-  orgId: z.uuid().optional().nullable(),
+  orgId: z.uuid().optional().nullable().describe('Organization the key acts for (organizations come with the enterprise section)'),
 });

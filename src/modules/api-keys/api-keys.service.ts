@@ -3,6 +3,7 @@ import type { Clock } from '../../shared/clock.ts';
 import { generateToken, sha256, tokenLooksValid } from '../../shared/crypto.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
 import { isUuid } from '../../shared/ids.ts';
+import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import type { Notifier } from '../../shared/notify.ts';
 import { coversScopes } from '../../shared/scopes.ts';
 import { apiKeyRepository, type ApiKeyRow, type KeyIdentity } from './api-keys.repository.ts';
@@ -78,6 +79,16 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
     return { key, row };
   }
 
+  /** A live key of the caller that the calling key may manage: it must hold every scope the key has. */
+  async function findManageable(principal: Principal, id: string): Promise<ApiKeyRow> {
+    const row = isUuid(id) ? await repo.findForUser(principal.userId, id) : undefined;
+    if (!row || (row.expiresAt && row.expiresAt.getTime() <= deps.clock.now().getTime())) throw notFound('API key');
+    if (!coversScopes(principal.scopes, row.scopes)) {
+      throw new AppError('FORBIDDEN', 'A key can only rotate or revoke keys whose scopes it holds itself');
+    }
+    return row;
+  }
+
   return {
     mint,
 
@@ -114,21 +125,27 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
           details: [{ field: 'scopes', message: 'exceeds the scopes of the calling key' }],
         });
       }
+      // Organizations arrive with the enterprise section; until then no orgId names anything.
+      if (input.orgId) throw notFound('Organization', 'orgId');
       const expiresAt = input.expiresAt ? new Date(input.expiresAt) : null;
       if (expiresAt && expiresAt.getTime() <= deps.clock.now().getTime()) throw validationError('expiresAt', 'must be in the future');
       const { key, row } = await mint(principal.userId, { ...input, expiresAt });
       return { ...publicKeyView(row), key };
     },
 
-    async list(userId: string) {
-      const now = deps.clock.now().getTime();
-      return (await repo.listForUser(userId)).filter((r) => !r.expiresAt || r.expiresAt.getTime() > now).map(publicKeyView);
+    /** Live (unrevoked, unexpired) keys, newest first, cursor-paginated. */
+    async list(userId: string, page: { limit: number; cursor?: string }) {
+      const rows = await repo.listLive(userId, deps.clock.now(), decodeCursor(page.cursor), page.limit + 1);
+      const { items, nextCursor } = pageOf(rows, page.limit);
+      return { apiKeys: items.map(publicKeyView), nextCursor };
     },
 
-    /** A new key with the same name and scopes; the old one keeps working for 24 h. */
+    /** A new key with the same name, scopes and expiry; the old one keeps working for 24 h. */
     async rotate(principal: Principal, id: string) {
-      const old = isUuid(id) ? await repo.findForUser(principal.userId, id) : undefined;
-      if (!old) throw notFound('API key');
+      const old = await findManageable(principal, id);
+      if (old.replacedById) {
+        throw new AppError('CONFLICT', 'This key was already rotated; rotate its replacement instead');
+      }
       const now = deps.clock.now();
       const graceEnd = new Date(now.getTime() + ROTATION_GRACE_MS);
       const { key, row } = await mint(principal.userId, { name: old.name, scopes: old.scopes, expiresAt: old.expiresAt, orgId: old.orgId });
@@ -139,8 +156,7 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
     },
 
     async revoke(principal: Principal, id: string) {
-      const row = isUuid(id) ? await repo.findForUser(principal.userId, id) : undefined;
-      if (!row) throw notFound('API key');
+      const row = await findManageable(principal, id);
       await repo.update(row.id, { revokedAt: deps.clock.now() });
       await invalidate(row.keyHash);
     },

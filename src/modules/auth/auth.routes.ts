@@ -1,5 +1,5 @@
 import type { RouteModule } from '../../app.ts';
-import { envelope, errorResponses } from '../../shared/http.ts';
+import { clientIp, envelope, errorResponses } from '../../shared/http.ts';
 import { hitWindowLimit, LOGIN_LIMIT, SIGNUP_LIMIT } from '../../shared/rate-limit.ts';
 import { loginBody, sessionView, signupBody } from './auth.schemas.ts';
 import { createAuthService } from './auth.service.ts';
@@ -21,7 +21,7 @@ export const authRoutes: RouteModule = (app, deps) => {
     },
     handler: async (request, reply) => {
       reply.code(201);
-      return { success: true as const, data: await auth.signup(request.body, request.ip) };
+      return { success: true as const, data: await auth.signup(request.body, clientIp(request)) };
     },
   });
 

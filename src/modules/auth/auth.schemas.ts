@@ -4,7 +4,13 @@ import { emailInput, password, userView } from '../users/users.schemas.ts';
 export const signupBody = z.object({
   email: emailInput,
   password,
-  name: z.string().trim().min(1).max(200).optional(),
+  name: z
+    .string()
+    .trim()
+    .max(200)
+    .nullish()
+    .transform((v) => v || undefined)
+    .describe('Display name; empty or null means none'),
   termsAccepted: z.literal(true, { error: 'must be true' }),
   privacyAccepted: z.literal(true, { error: 'must be true' }),
   marketingConsent: z.boolean().optional(),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { RouteModule } from '../../app.ts';
 import { principalOf } from '../../shared/auth.ts';
-import { envelope, errorResponses } from '../../shared/http.ts';
+import { envelope, errorResponses, clientIp } from '../../shared/http.ts';
 import { consentEventView, consentHistoryQuery, consentView, updateConsentBody } from './consent.schemas.ts';
 import { createConsentService } from './consent.service.ts';
 
@@ -29,7 +29,7 @@ export const consentRoutes: RouteModule = (app, deps) => {
     },
     handler: async (request) => ({
       success: true as const,
-      data: { consent: await consent.updateMarketing(principalOf(request).userId, request.body.marketingConsent, request.ip) },
+      data: { consent: await consent.updateMarketing(principalOf(request).userId, request.body.marketingConsent, clientIp(request)) },
     }),
   });
 

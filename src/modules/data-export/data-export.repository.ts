@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, lt, sql } from 'drizzle-orm';
 import { queryRows, type Db } from '../../db/client.ts';
 import { dataExports } from '../../db/schema/index.ts';
 import type { ExportFormat } from './data-export.schemas.ts';
@@ -39,8 +39,13 @@ export function dataExportRepository(db: Db) {
         return { ok: true as const, row: row! };
       });
     },
-    listForUser(userId: string): Promise<DataExportMeta[]> {
-      return db.select(metaColumns).from(dataExports).where(eq(dataExports.userId, userId)).orderBy(desc(dataExports.id));
+    listForUser(userId: string, beforeId: string | undefined, limit: number): Promise<DataExportMeta[]> {
+      return db
+        .select(metaColumns)
+        .from(dataExports)
+        .where(and(eq(dataExports.userId, userId), beforeId ? lt(dataExports.id, beforeId) : undefined))
+        .orderBy(desc(dataExports.id))
+        .limit(limit);
     },
     async findMeta(id: string): Promise<DataExportMeta | undefined> {
       const [row] = await db.select(metaColumns).from(dataExports).where(eq(dataExports.id, id)).limit(1);

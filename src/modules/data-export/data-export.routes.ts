@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { RouteModule } from '../../app.ts';
 import { principalOf } from '../../shared/auth.ts';
 import { envelope, errorResponses } from '../../shared/http.ts';
+import { paginationQuery } from '../../shared/pagination.ts';
 import { createExportBody, downloadQuery, exportView } from './data-export.schemas.ts';
 import { createDataExportService } from './data-export.service.ts';
 
@@ -31,9 +32,10 @@ export const dataExportRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'Your export requests, newest first',
-      response: { 200: envelope(z.object({ exports: z.array(exportView) })), ...errorResponses(401) },
+      querystring: paginationQuery,
+      response: { 200: envelope(z.object({ exports: z.array(exportView), nextCursor: z.string().nullable() })), ...errorResponses(400, 401) },
     },
-    handler: async (request) => ({ success: true as const, data: { exports: await exports.list(principalOf(request).userId) } }),
+    handler: async (request) => ({ success: true as const, data: await exports.list(principalOf(request).userId, request.query) }),
   });
 
   app.get('/api/users/export/download', {

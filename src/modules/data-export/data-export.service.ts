@@ -3,6 +3,7 @@ import { QUEUES } from '../../jobs/queues.ts';
 import { DAY_MS } from '../../shared/clock.ts';
 import { AppError, notFound } from '../../shared/errors.ts';
 import { isUuid } from '../../shared/ids.ts';
+import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { rateLimitError } from '../../shared/rate-limit.ts';
 import { buildExportFile } from './data-export.builder.ts';
 import { dataExportRepository } from './data-export.repository.ts';
@@ -38,8 +39,9 @@ export function createDataExportService(deps: Pick<AppDeps, 'db' | 'clock' | 'bo
       return toExportView(result.row);
     },
 
-    async list(userId: string) {
-      return (await repo.listForUser(userId)).map(toExportView);
+    async list(userId: string, page: { limit: number; cursor?: string }) {
+      const { items, nextCursor } = pageOf(await repo.listForUser(userId, decodeCursor(page.cursor), page.limit + 1), page.limit);
+      return { exports: items.map(toExportView), nextCursor };
     },
 
     /** The file of a COMPLETED, unexpired export of the caller; 404 for anything else. */

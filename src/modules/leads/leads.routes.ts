@@ -113,7 +113,7 @@ export const leadRoutes: RouteModule = (app, deps) => {
       description: 'null or "" clears a text field. Changing the email clears the stored validation and, for a lead in NEW, VALID, INVALID or RISKY (and no status in the same request), sets the status a new lead with that email would get.',
       params: idParams,
       body: updateLeadBody,
-      response: { 200: leadEnvelope, ...errorResponses(400, 401, 403, 404) },
+      response: { 200: leadEnvelope, ...errorResponses(400, 401, 403, 404, 409) },
     },
     handler: async (request) => ({
       success: true as const,

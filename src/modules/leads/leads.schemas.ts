@@ -60,7 +60,7 @@ export const updateLeadBody = z
     tags: tagList(MAX_TAGS).optional().describe(`Replaces the tags: trimmed, de-duplicated, at most ${MAX_TAGS}`),
     notes: text(10_000),
   })
-  .refine((b) => Object.values(b).some((v) => v !== undefined), 'nothing to update: send at least one field');
+  .describe('Every field is optional; an empty body changes nothing and answers the lead.');
 
 export const listLeadsQuery = paginationQuery.extend({
   status: status.optional(),
@@ -70,8 +70,15 @@ export const listLeadsQuery = paginationQuery.extend({
   tag: tag.optional().describe('Leads carrying this tag'),
 });
 
-/** Bulk id lists: 1–1000 entries; an entry that names nothing of the caller's is reported, not refused. */
-const leadIds = z.array(z.string()).min(1, 'at least 1 id').max(MAX_BULK_IDS, `at most ${MAX_BULK_IDS} ids`);
+/**
+ * Bulk id lists: 1–1000 entries. An entry that names nothing of the caller's, whatever its shape
+ * (decisions.md), is reported in `errors`, not refused: non-strings are reported as their JSON text.
+ */
+const leadIds = z
+  .array(z.unknown().transform((v) => (typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v)))))
+  .min(1, 'at least 1 id')
+  .max(MAX_BULK_IDS, `at most ${MAX_BULK_IDS} ids`)
+  .describe('Lead ids; entries that name none of your leads are reported per id');
 
 export const bulkIdsBody = z.object({ leadIds });
 

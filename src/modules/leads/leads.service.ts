@@ -1,7 +1,8 @@
 import type { AppDeps } from '../../deps.ts';
 import type { LeadStatus } from '../../db/schema/index.ts';
 import { isEmailSyntaxValid } from '../../shared/email/syntax.ts';
-import { notFound } from '../../shared/errors.ts';
+import { isUniqueViolation, pgConstraint } from '../../shared/db-errors.ts';
+import { AppError, notFound } from '../../shared/errors.ts';
 import { isUuid } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { leadRepository, type LeadListRow, type LeadRow, type LeadWithRelations } from './leads.repository.ts';
@@ -104,8 +105,20 @@ export function createLeadService(deps: Pick<AppDeps, 'db' | 'clock'>) {
     async update(userId: string, id: string, input: UpdateLeadInput): Promise<LeadView> {
       if (!isUuid(id)) throw notFound('Lead');
       const patch = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
+      if (!Object.keys(patch).length) return view(userId, id);
       const emailStatus = input.email !== undefined ? initialLeadStatus(input.email) : undefined;
-      if (!(await repo.update(userId, id.toLowerCase(), patch, emailStatus, deps.clock.now()))) throw notFound('Lead');
+      let updated: boolean;
+      try {
+        updated = await repo.update(userId, id.toLowerCase(), patch, emailStatus, deps.clock.now());
+      } catch (err) {
+        // Leads of one source are unique by email, else by name + company (scraping de-duplication).
+        if (!isUniqueViolation(err)) throw err;
+        const field = String(pgConstraint(err)).includes('email') ? 'email' : 'company';
+        throw new AppError('CONFLICT', 'Another lead of the same source already has this email, or this name and company', {
+          details: [{ field, message: 'duplicates another lead of the same source' }],
+        });
+      }
+      if (!updated) throw notFound('Lead');
       return view(userId, id);
     },
 

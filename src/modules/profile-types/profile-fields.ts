@@ -44,7 +44,6 @@ export const profileFieldDefinition = z
 
 export const profileFieldList = z
   .array(profileFieldDefinition)
-  .min(1)
   .max(MAX_FIELDS)
   .superRefine((fields, ctx) => {
     const seen = new Set<string>();

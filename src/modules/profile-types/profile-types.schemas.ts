@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { paginationQuery } from '../../shared/pagination.ts';
 import { profileFieldList, profileFieldView } from './profile-fields.ts';
 
-export const SLUG_PATTERN = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+export const SLUG_PATTERN = /^[a-z0-9]+(?:[-_][a-z0-9]+)*$/;
 
 const name = z.string().trim().min(1).max(200);
 const description = z.string().trim().max(2000);
@@ -14,7 +14,7 @@ export const createProfileTypeBody = z.object({
     .trim()
     .min(1)
     .max(64)
-    .regex(SLUG_PATTERN, 'must be lower-case letters and digits separated by single hyphens, e.g. software-company')
+    .regex(SLUG_PATTERN, 'must be lower-case letters and digits separated by single hyphens or underscores, e.g. software-company')
     .describe('URL-safe identifier, unique per user; cannot be changed later'),
   description: description.nullable().optional(),
   fields: profileFieldList,
@@ -22,9 +22,8 @@ export const createProfileTypeBody = z.object({
 
 export const updateProfileTypeBody = z
   .object({ name: name.optional(), description: description.nullable().optional(), fields: profileFieldList.optional() })
-  .refine((b) => Object.values(b).some((v) => v !== undefined), 'at least one of name, description, fields is required')
   .describe(
-    'Replaces the given attributes. `fields` replaces the whole list; stored profile data is not rewritten ' +
+    'Replaces the given attributes (an empty body changes nothing). `fields` replaces the whole list; stored profile data is not rewritten ' +
       '(values of removed fields stay in `data` but are no longer exported, counted or editable).',
   );
 

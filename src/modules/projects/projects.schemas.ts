@@ -27,7 +27,7 @@ export const updateProjectBody = z
     description: description.nullable().optional().describe('null (or an empty string) clears it'),
     color: hexColor.nullable().optional().describe('null clears it'),
   })
-  .refine((b) => Object.values(b).some((v) => v !== undefined), 'at least one of name, description, color is required');
+  .describe('Every attribute is optional; an empty body changes nothing and answers the project.');
 
 export const projectView = z.object({
   id: z.string(),

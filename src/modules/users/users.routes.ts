@@ -19,7 +19,8 @@ export const userRoutes: RouteModule = (app, deps) => {
   });
 
   app.patch('/api/users/password', {
-    config: { scope: 'users:write' },
+    // Retrying a password change is harmless, and its body (passwords) must not be fingerprinted and kept.
+    config: { scope: 'users:write', idempotency: false },
     schema: {
       tags: ['Users'],
       summary: 'Change the password (the current one is required)',
