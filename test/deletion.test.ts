@@ -30,14 +30,17 @@ const status = async (u: TestUser) => {
   assert.equal(res.statusCode, 200);
   return res.json().data;
 };
+/** The confirmation token in a received mail (an indented line of 43 base64url characters). */
+function tokenIn(mail: { text: string }): string {
+  const match = /^\s+([A-Za-z0-9_-]{43})$/m.exec(mail.text);
+  assert.ok(match, mail.text);
+  return match[1]!;
+}
 /** Requests deletion and reads the token from the mail the SMTP server received. */
 async function requestToken(u: TestUser): Promise<string> {
   const res = await call(u, 'POST', '');
   assert.equal(res.statusCode, 200, res.body);
-  const mail = await smtp.waitFor(u.email);
-  const match = /^\s+([A-Za-z0-9_-]{43})$/m.exec(mail.text);
-  assert.ok(match, mail.text);
-  return match[1]!;
+  return tokenIn(await smtp.waitFor(u.email));
 }
 async function schedule(u: TestUser) {
   const token = await requestToken(u);
@@ -57,8 +60,7 @@ describe('deletion flow', () => {
     const mail = await smtp.waitFor(u.email);
     assert.deepEqual(mail.to, [u.email]);
     assert.match(mail.subject, /deletion/i);
-    const token = /^\s+([A-Za-z0-9_-]{43})$/m.exec(mail.text)?.[1];
-    assert.ok(token, mail.text);
+    const token = tokenIn(mail);
 
     // Only the token's SHA-256 is stored.
     const rows = await ctx.deps.database.query<{ token_hash: string }>('SELECT * FROM deletion_requests WHERE user_id = $1', [u.id]);
@@ -183,7 +185,7 @@ describe('deletion flow', () => {
       const u = await own.signup();
       assert.equal((await own.call(u, 'POST', '/api/users/deletion')).statusCode, 200);
       const mail = await smtp.waitFor(u.email);
-      const token = /^\s+([A-Za-z0-9_-]{43})$/m.exec(mail.text)![1];
+      const token = tokenIn(mail);
       assert.equal((await own.call(u, 'POST', '/api/users/deletion/confirm', { token })).statusCode, 200);
       ownClock.advance(30 * DAY_MS + 1000); // due; the hourly purge has not run yet
       assertError(await own.call(u, 'POST', '/api/users/deletion/cancel'), 400, 'NO_PENDING_DELETION');

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import { jobs, leads, sources } from '../src/db/schema/index.ts';
-import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
+import { createTwoUserContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertValidation } from './helpers/assertions.ts';
 
 let ctx: TestContext;
@@ -10,8 +10,7 @@ let alice: TestUser;
 let bob: TestUser;
 
 before(async () => {
-  ctx = await createTestContext({ workers: false });
-  [alice, bob] = await Promise.all([ctx.signup(), ctx.signup()]);
+  ({ ctx, alice, bob } = await createTwoUserContext({ workers: false }));
 });
 after(async () => ctx?.close());
 

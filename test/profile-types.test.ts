@@ -4,16 +4,14 @@ import { eq, inArray } from 'drizzle-orm';
 import { profiles, profileTypes, sources } from '../src/db/schema/index.ts';
 import { coerceFieldValue, parseNumber } from '../src/modules/profile-types/profile-fields.ts';
 import { createProfileService } from '../src/modules/profiles/profiles.service.ts';
-import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
+import { createTwoUserContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertValidation } from './helpers/assertions.ts';
 
 let ctx: TestContext;
 let alice: TestUser;
 let bob: TestUser;
 before(async () => {
-  ctx = await createTestContext({ workers: false });
-  alice = await ctx.signup();
-  bob = await ctx.signup();
+  ({ ctx, alice, bob } = await createTwoUserContext({ workers: false }));
 });
 after(async () => ctx?.close());
 

@@ -3,16 +3,14 @@ import { after, before, describe, test } from 'node:test';
 import { eq, inArray } from 'drizzle-orm';
 import { jobs, leads, profiles, profileTypes, projects, sources } from '../src/db/schema/index.ts';
 import { newId } from '../src/shared/ids.ts';
-import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
+import { createTwoUserContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertValidation } from './helpers/assertions.ts';
 
 let ctx: TestContext;
 let alice: TestUser;
 let bob: TestUser;
 before(async () => {
-  ctx = await createTestContext({ workers: false });
-  alice = await ctx.signup();
-  bob = await ctx.signup();
+  ({ ctx, alice, bob } = await createTwoUserContext({ workers: false }));
 });
 after(async () => ctx?.close());
 

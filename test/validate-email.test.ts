@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import { leads, suppressions } from '../src/db/schema/index.ts';
-import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
+import { createTwoUserContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import { startTestDnsServer, TEST_ZONES, type TestDnsServer } from './helpers/dns.ts';
 
 let ctx: TestContext;
@@ -12,8 +12,7 @@ let bob: TestUser;
 
 before(async () => {
   dns = await startTestDnsServer({ ...TEST_ZONES, 'bulk.test': { mx: [{ exchange: 'mx.bulk.test', priority: 10 }] } });
-  ctx = await createTestContext({ env: { DNS_SERVERS: dns.address } });
-  [alice, bob] = await Promise.all([ctx.signup(), ctx.signup()]);
+  ({ ctx, alice, bob } = await createTwoUserContext({ env: { DNS_SERVERS: dns.address } }));
 });
 after(async () => {
   await ctx?.close();

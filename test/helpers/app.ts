@@ -101,6 +101,13 @@ export async function createTestContext(options: TestContextOptions = {}): Promi
   return ctx;
 }
 
+/** A test context with two signed-up users: `alice` owns things, `bob` checks he cannot see them. */
+export async function createTwoUserContext(options: TestContextOptions = {}): Promise<{ ctx: TestContext; alice: TestUser; bob: TestUser }> {
+  const ctx = await createTestContext(options);
+  const [alice, bob] = await Promise.all([ctx.signup(), ctx.signup()]);
+  return { ctx, alice, bob };
+}
+
 /** Polls `check` until it returns a truthy value or the time runs out. */
 export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 15_000, intervalMs = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;
