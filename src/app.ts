@@ -11,6 +11,9 @@ import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { authRoutes } from './modules/auth/auth.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { userRoutes } from './modules/users/users.routes.ts';
+import { sourceRoutes } from './modules/sources/sources.routes.ts';
+import { sourceDiscoveryRoutes } from './modules/source-discovery/source-discovery.routes.ts';
+import { jobRoutes } from './modules/jobs/jobs.routes.ts';
 import { projectRoutes } from './modules/projects/projects.routes.ts';
 import { profileTypeRoutes } from './modules/profile-types/profile-types.routes.ts';
 import { profileRoutes } from './modules/profiles/profiles.routes.ts';
@@ -27,7 +30,22 @@ export type RouteModule = (app: ReturnType<typeof typed>, deps: AppDeps) => void
 const typed = (app: FastifyInstance) => app.withTypeProvider<ZodTypeProvider>();
 
 /** Route modules in registration order; each feature adds its own line. */
-const routeModules: RouteModule[] = [healthRoutes, authRoutes, apiKeyRoutes, userRoutes, consentRoutes, dataExportRoutes, accountDeletionRoutes, projectRoutes, profileTypeRoutes, profileRoutes, leadRoutes];
+const routeModules: RouteModule[] = [
+  healthRoutes,
+  authRoutes,
+  apiKeyRoutes,
+  userRoutes,
+  consentRoutes,
+  dataExportRoutes,
+  accountDeletionRoutes,
+  projectRoutes,
+  sourceRoutes,
+  sourceDiscoveryRoutes,
+  jobRoutes,
+  profileTypeRoutes,
+  profileRoutes,
+  leadRoutes,
+];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({

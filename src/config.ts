@@ -29,6 +29,25 @@ const envSchema = z.object({
   AI_API_KEY: z.string().optional(),
   AI_MODEL: z.string().optional(),
   AI_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
+  /** Per-call timeout and retries of the AI provider. */
+  AI_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(60_000),
+  AI_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  /** Web search for source discovery: the Brave Search API (`X-Subscription-Token`) or a server speaking its format. */
+  SEARCH_API_URL: z.url().default('https://api.search.brave.com/res/v1/web/search'),
+  SEARCH_API_KEY: z.string().optional(),
+  /** Scraping defaults; a source's `options` may narrow them. */
+  SCRAPER_USER_AGENT: z.string().min(1).default('Mozilla/5.0 (compatible; QuarryBot/0.1; +https://github.com/quarry)'),
+  SCRAPER_MAX_PAGES: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  SCRAPER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+  SCRAPER_BROWSER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  SCRAPER_DOMAIN_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
+  SCRAPER_DOMAIN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
+  SCRAPER_REQUEST_TIMEOUT_SECS: z.coerce.number().int().min(1).max(600).default(30),
+  /** Every crawl goes out through this proxy (http://user:pass@host:port) when set; proxy profiles will refine it. */
+  SCRAPER_PROXY_URL: z.url({ protocol: /^https?$/ }).optional(),
+  SCRAPER_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  /** Scraping jobs one worker process runs at once. */
+  JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   CHROMIUM_PATH: z.string().default('/usr/bin/chromium'),
   ADMIN_EMAILS: emailList.default([]),
   SECRET_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
@@ -55,7 +74,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const name = String(issue.path[0]);
     const at = issue.path.length > 1 ? ` (item ${issue.path.slice(1).join('.')})` : '';
     // Secrets are not echoed back.
-    const shown = /KEY|SECRET|PASSWORD/.test(name) ? '[redacted]' : JSON.stringify(env[name] ?? '');
+    const shown = /KEY|SECRET|PASSWORD|PROXY/.test(name) ? '[redacted]' : JSON.stringify(env[name] ?? '');
     throw new ConfigError(`Invalid configuration: ${name}=${shown}${at}: ${issue.message}`);
   }
   return { ...parsed.data, dataDir: path.resolve(parsed.data.DATA_DIR) };

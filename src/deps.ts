@@ -3,6 +3,8 @@ import type { PgBoss } from 'pg-boss';
 import type { Config } from './config.ts';
 import type { Database, Db } from './db/client.ts';
 import { createApiKeyService, type ApiKeyService } from './modules/api-keys/api-keys.service.ts';
+import { createAiService, type AiModel, type AiService } from './shared/ai/ai.service.ts';
+import { createSearchProvider, type SearchProvider } from './shared/ai/search.ts';
 import type { Clock } from './shared/clock.ts';
 import type { Mailer } from './shared/mail.ts';
 import type { Notifier } from './shared/notify.ts';
@@ -18,9 +20,25 @@ export interface AppDeps {
   notifier: Notifier;
   logger: Logger;
   apiKeys: ApiKeyService;
+  /** The AI layer every AI feature shares (structured output, concurrency bound, usage per user). */
+  ai: AiService;
+  /** Web search for source discovery (Brave Search API format). */
+  search: SearchProvider;
 }
 
-export function assembleDeps(parts: Omit<AppDeps, 'apiKeys' | 'db'>): AppDeps {
+/** Parts tests swap in: a model instead of the configured AI endpoint, a search provider. */
+export interface DepsOverrides {
+  aiModel?: AiModel;
+  search?: SearchProvider;
+}
+
+export function assembleDeps(parts: Omit<AppDeps, 'apiKeys' | 'db' | 'ai' | 'search'>, overrides: DepsOverrides = {}): AppDeps {
   const db = parts.database.db;
-  return { ...parts, db, apiKeys: createApiKeyService({ db, clock: parts.clock, notifier: parts.notifier }) };
+  return {
+    ...parts,
+    db,
+    apiKeys: createApiKeyService({ db, clock: parts.clock, notifier: parts.notifier }),
+    ai: createAiService({ config: parts.config, db, logger: parts.logger, clock: parts.clock }, { model: overrides.aiModel }),
+    search: overrides.search ?? createSearchProvider(parts.config),
+  };
 }

@@ -5,7 +5,7 @@ import { migrate, openDatabase } from './db/client.ts';
 import { DataDirLockedError } from './db/lock.ts';
 import { assembleDeps, type AppDeps } from './deps.ts';
 import { startBoss } from './jobs/queues.ts';
-import { registerSchedules, registerWorkers } from './jobs/workers.ts';
+import { registerSchedules, registerWorkers, type Workers } from './jobs/workers.ts';
 import { systemClock } from './shared/clock.ts';
 import { createLogger } from './shared/logger.ts';
 import { createMailer } from './shared/mail.ts';
@@ -28,8 +28,9 @@ export async function startRuntime(config: Config, role: { http: boolean; worker
   const mailer = createMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, dataDir: config.dataDir, logger });
   const deps = assembleDeps({ config, database, clock: systemClock, mailer, boss, notifier, logger });
 
+  let workers: Workers | undefined;
   if (role.workers) {
-    await registerWorkers(deps);
+    workers = await registerWorkers(deps);
     await registerSchedules(deps);
   }
   let app: FastifyInstance | undefined;
@@ -43,6 +44,8 @@ export async function startRuntime(config: Config, role: { http: boolean; worker
     (stopping ??= (async () => {
       // Stop taking requests and let in-flight ones finish, then let running jobs finish.
       await app?.close();
+      // Running crawls stop and their jobs go back to PENDING for another worker or the next start.
+      await workers?.stop();
       await boss.stop({ graceful: true, timeout: 20_000 });
       await notifier.close();
       mailer.close();

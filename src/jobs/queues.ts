@@ -7,6 +7,8 @@ export const QUEUES = {
   emailValidation: 'email-validation',
   accountPurge: 'account-purge',
   maintenance: 'maintenance',
+  scrape: 'scrape',
+  sourceScheduler: 'source-scheduler',
 } as const;
 
 /** pg-boss on the service's own database: PGlite in-process, or PostgreSQL shared by any number of processes. */
@@ -26,6 +28,10 @@ export async function startBoss(database: Database, options: { databaseUrl?: str
     boss.createQueue(QUEUES.emailValidation, { retryLimit: 2, retryDelay: 5, retryBackoff: true, expireInSeconds: 300, notify: true }),
     boss.createQueue(QUEUES.accountPurge, { retryLimit: 3, retryDelay: 60, expireInSeconds: 900 }),
     boss.createQueue(QUEUES.maintenance, { retryLimit: 1, expireInSeconds: 600 }),
+    // A crawl's own retries are per request; a crashed worker's job is recovered from the jobs
+    // table (heartbeats), so pg-boss does not retry or expire scrape messages early.
+    boss.createQueue(QUEUES.scrape, { retryLimit: 0, expireInSeconds: 86_400, notify: true }),
+    boss.createQueue(QUEUES.sourceScheduler, { retryLimit: 0, expireInSeconds: 300 }),
   ]);
   return boss;
 }

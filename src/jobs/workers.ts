@@ -4,10 +4,20 @@ import { pruneRateLimitEvents } from '../shared/rate-limit.ts';
 import { createAccountDeletionService } from '../modules/account-deletion/account-deletion.service.ts';
 import { createDataExportService, type DataExportJob } from '../modules/data-export/data-export.service.ts';
 import { registerEmailValidationWorker } from '../modules/leads/lead-validation.service.ts';
+import { createJobRecovery } from '../modules/jobs/jobs.recovery.ts';
+import { createJobRunner } from '../modules/jobs/jobs.runner.ts';
+import { dispatchDueSources } from '../modules/jobs/jobs.scheduler.ts';
+import { createJobService, type JobMessage } from '../modules/jobs/jobs.service.ts';
+import type { RunCrawl } from '../modules/scraping/scraping.types.ts';
 import { QUEUES } from './queues.ts';
 
+export interface Workers {
+  /** Stops the crawls running here (their jobs go back to PENDING) and the recovery sweep. */
+  stop(): Promise<void>;
+}
+
 /** Registers every queue's handler on this process's pg-boss instance. */
-export async function registerWorkers(deps: AppDeps): Promise<void> {
+export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCrawl } = {}): Promise<Workers> {
   const { boss } = deps;
   await boss.work(QUEUES.maintenance, async () => {
     await pruneRateLimitEvents(deps.db, deps.clock);
@@ -24,10 +34,34 @@ export async function registerWorkers(deps: AppDeps): Promise<void> {
     await deletion.purgeDueAccounts();
   });
   await registerEmailValidationWorker(deps);
+
+  const jobService = createJobService(deps);
+  const runner = createJobRunner(deps, options);
+  await runner.start();
+  const scrapeWork = { localConcurrency: deps.config.JOB_CONCURRENCY, notifyPollingIntervalSeconds: 2 } as const;
+  await boss.work<JobMessage, void, typeof scrapeWork>(QUEUES.scrape, scrapeWork, async ([job]) => {
+    if (job) await runner.run(job.data.jobId);
+  });
+  await boss.work(QUEUES.sourceScheduler, async () => {
+    await dispatchDueSources(deps, jobService);
+  });
+  const recovery = createJobRecovery(deps, jobService);
+  // Embedded: this process is the only one (directory lock), so RUNNING jobs are orphans of the last run.
+  if (deps.database.pglite) await recovery.recoverOrphans();
+  recovery.start();
+
+  return {
+    async stop() {
+      recovery.stop();
+      await runner.stop();
+    },
+  };
 }
 
 /** Cron schedules; pg-boss sends each once per period across all processes. */
 export async function registerSchedules(deps: AppDeps): Promise<void> {
   await deps.boss.schedule(QUEUES.maintenance, '17 3 * * *', null, { tz: 'UTC' });
   await deps.boss.schedule(QUEUES.accountPurge, '7 * * * *', null, { tz: 'UTC' });
+  // Every minute: start the runs of HOURLY, DAILY and WEEKLY sources that are due.
+  await deps.boss.schedule(QUEUES.sourceScheduler, '* * * * *', null, { tz: 'UTC' });
 }

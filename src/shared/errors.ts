@@ -20,6 +20,9 @@ export const errorStatus = {
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
   AI_NOT_CONFIGURED: 503,
+  AI_PROVIDER_ERROR: 502,
+  SEARCH_NOT_CONFIGURED: 503,
+  SEARCH_PROVIDER_ERROR: 502,
 } as const;
 
 export type ErrorCode = keyof typeof errorStatus;

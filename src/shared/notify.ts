@@ -4,7 +4,8 @@ import type { Database } from '../db/client.ts';
 /** Cross-process notifications over PostgreSQL LISTEN/NOTIFY (cache invalidation and the like). */
 export interface Notifier {
   publish(channel: string, payload: string): Promise<void>;
-  subscribe(channel: string, handler: (payload: string) => void): Promise<void>;
+  /** Resolves, once listening, to a function that removes this handler. */
+  subscribe(channel: string, handler: (payload: string) => void): Promise<() => void>;
   close(): Promise<void>;
 }
 
@@ -37,7 +38,9 @@ export function createNotifier(database: Database, databaseUrl?: string): Notifi
     async subscribe(channel, handler) {
       const isNew = !handlers.has(channel);
       handlers.set(channel, [...(handlers.get(channel) ?? []), handler]);
-      if (!isNew) return;
+      // The LISTEN stays for the process's life; only the handler goes (channels are few and fixed).
+      const unsubscribe = () => handlers.set(channel, (handlers.get(channel) ?? []).filter((h) => h !== handler));
+      if (!isNew) return unsubscribe;
       if (database.pglite) {
         unlistens.push(await database.pglite.listen(channel, (payload) => dispatch(channel, payload)));
       } else if (client) {
@@ -45,6 +48,7 @@ export function createNotifier(database: Database, databaseUrl?: string): Notifi
       } else {
         await connect();
       }
+      return unsubscribe;
     },
     async close() {
       closed = true;

@@ -5,8 +5,10 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { assembleDeps, type AppDeps } from '../../src/deps.ts';
+import type { AiModel } from '../../src/shared/ai/ai.service.ts';
 import { startBoss } from '../../src/jobs/queues.ts';
 import { registerWorkers } from '../../src/jobs/workers.ts';
+import type { RunCrawl } from '../../src/modules/scraping/scraping.types.ts';
 import { systemClock, type Clock } from '../../src/shared/clock.ts';
 import { createLogger } from '../../src/shared/logger.ts';
 import { createMailer, type Mailer } from '../../src/shared/mail.ts';
@@ -20,6 +22,10 @@ export interface TestContextOptions {
   /** Run pg-boss workers in this process (default true). */
   workers?: boolean;
   mailer?: Mailer;
+  /** A model for the AI layer instead of the configured endpoint, e.g. `new MockLanguageModelV3(...)` from `ai/test`. */
+  aiModel?: AiModel;
+  /** Replaces the crawl engine under the job runner (e.g. to hold a crawl open). */
+  runCrawl?: RunCrawl;
 }
 
 export interface TestUser {
@@ -62,8 +68,8 @@ export async function createTestContext(options: TestContextOptions = {}): Promi
     boss,
     notifier,
     logger,
-  });
-  if (options.workers ?? true) await registerWorkers(deps);
+  }, { aiModel: options.aiModel });
+  const workers = (options.workers ?? true) ? await registerWorkers(deps, { runCrawl: options.runCrawl }) : undefined;
   const app = await buildApp(deps);
   await app.ready();
 
@@ -90,6 +96,7 @@ export async function createTestContext(options: TestContextOptions = {}): Promi
     },
     async close() {
       await app.close();
+      await workers?.stop();
       await boss.stop({ graceful: false, timeout: 2000 }).catch(() => {});
       await notifier.close();
       mailer.close();

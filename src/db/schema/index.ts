@@ -5,3 +5,4 @@ export * from './sources.ts';
 export * from './leads.ts';
 export * from './profiles.ts';
 export * from './idempotency.ts';
+export * from './ai.ts';

@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { index, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { createdAt, idColumn, updatedAt } from './columns.ts';
 import { users } from './users.ts';
@@ -63,5 +64,7 @@ export const profiles = pgTable(
     // Provenance filters, and the profiles removed with a project's sources.
     index('profiles_source_idx').on(t.sourceId),
     index('profiles_job_idx').on(t.jobId),
+    // One profile per scraped lead and profile type: a re-delivered job adds none twice.
+    uniqueIndex('profiles_type_lead_key').on(t.profileTypeId, t.leadId).where(sql`${t.leadId} IS NOT NULL`),
   ],
 );

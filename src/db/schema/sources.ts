@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { boolean, index, integer, jsonb, pgTable, text, uuid } from 'drizzle-orm/pg-core';
 import { createdAt, idColumn, tsColumn, updatedAt } from './columns.ts';
 import { projects } from './projects.ts';
@@ -28,10 +29,18 @@ export const sources = pgTable(
     respectRobotsTxt: boolean('respect_robots_txt').notNull().default(true),
     maxPages: integer('max_pages'),
     lastRunAt: tsColumn('last_run_at'),
+    /** When the scheduler starts the next run; null for MANUAL or inactive sources. */
+    nextRunAt: tsColumn('next_run_at'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index('sources_user_idx').on(t.userId, t.id), index('sources_project_idx').on(t.projectId)],
+  (t) => [
+    index('sources_user_idx').on(t.userId, t.id),
+    index('sources_project_idx').on(t.projectId),
+    index('sources_user_status_idx').on(t.userId, t.status, t.id),
+    // The scheduler's "due now" scan touches only scheduled sources.
+    index('sources_next_run_idx').on(t.nextRunAt).where(sql`${t.nextRunAt} IS NOT NULL`),
+  ],
 );
 
 export const jobStatuses = ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
@@ -47,14 +56,24 @@ export const jobs = pgTable(
     progress: integer('progress').notNull().default(0),
     leadsFound: integer('leads_found').notNull().default(0),
     pagesVisited: integer('pages_visited').notNull().default(0),
+    /** Requests that failed after their retries (the job still completes when some pages fail). */
+    pagesFailed: integer('pages_failed').notNull().default(0),
     error: text('error'),
     trigger: text('trigger', { enum: ['manual', 'schedule', 'retry'] }).notNull().default('manual'),
     attempts: integer('attempts').notNull().default(0),
     startedAt: tsColumn('started_at'),
     finishedAt: tsColumn('finished_at'),
     heartbeatAt: tsColumn('heartbeat_at'),
+    /** Which worker process holds the running job (host:pid:random), for crash recovery and logs. */
+    workerId: text('worker_id'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index('jobs_user_idx').on(t.userId, t.id), index('jobs_source_idx').on(t.sourceId), index('jobs_status_idx').on(t.status)],
+  (t) => [
+    index('jobs_user_idx').on(t.userId, t.id),
+    index('jobs_source_idx').on(t.sourceId),
+    index('jobs_status_idx').on(t.status),
+    // The stale-job sweep: running jobs whose heartbeat stopped.
+    index('jobs_running_heartbeat_idx').on(t.heartbeatAt).where(sql`${t.status} = 'RUNNING'`),
+  ],
 );

@@ -1,0 +1,71 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { AppDeps } from '../../deps.ts';
+import { jobRepository, type JobRow } from './jobs.repository.ts';
+import { JOB_UPDATE_CHANNEL, jobUpdatePayload } from './jobs.service.ts';
+
+const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
+/** Fallback poll: NOTIFY carries most updates; this also catches leadsFound between heartbeats. */
+const POLL_MS = 1_000;
+const KEEPALIVE_MS = 15_000;
+
+/**
+ * Server-Sent Events of one job (`event: job`, data {id, status, progress, leadsFound, pagesVisited,
+ * error}), sent on every change until the job is finished; `event: deleted` if it disappears.
+ */
+export function createJobEventStreams(app: FastifyInstance, deps: Pick<AppDeps, 'db' | 'notifier'>) {
+  const repo = jobRepository(deps.db);
+  const open = new Set<() => void>();
+  // Streams never end by themselves while a job runs: close them so shutdown is not held up.
+  app.addHook('preClose', async () => {
+    for (const end of [...open]) end();
+  });
+
+  return async function stream(reply: FastifyReply, first: JobRow): Promise<void> {
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    let last = '';
+    let ended = false;
+    const cleanups: Array<() => void> = [];
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      cleanups.forEach((c) => c());
+      open.delete(end);
+      raw.end();
+    };
+    open.add(end);
+    const send = (payload: string, status: string) => {
+      if (ended || payload === last) return;
+      last = payload;
+      raw.write(`event: job\ndata: ${payload}\n\n`);
+      if (TERMINAL.has(status)) end();
+    };
+    const refresh = async () => {
+      const row = await repo.findById(first.id).catch(() => undefined);
+      if (ended) return;
+      if (!row) {
+        raw.write(`event: deleted\ndata: ${JSON.stringify({ id: first.id })}\n\n`);
+        return end();
+      }
+      send(jobUpdatePayload(row), row.status);
+    };
+
+    raw.on('close', end);
+    raw.write('retry: 2000\n\n');
+    send(jobUpdatePayload(first), first.status);
+    if (ended) return;
+    const unsubscribe = await deps.notifier.subscribe(JOB_UPDATE_CHANNEL, (payload) => {
+      if (payload.includes(first.id)) void refresh();
+    });
+    const poll = setInterval(() => void refresh(), POLL_MS);
+    const keepalive = setInterval(() => raw.write(': keep-alive\n\n'), KEEPALIVE_MS);
+    cleanups.push(unsubscribe, () => clearInterval(poll), () => clearInterval(keepalive));
+    if (ended) cleanups.forEach((c) => c());
+  };
+}

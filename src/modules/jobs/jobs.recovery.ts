@@ -1,0 +1,80 @@
+import { and, eq, gte, inArray, lt } from 'drizzle-orm';
+import type { AppDeps } from '../../deps.ts';
+import { jobs } from '../../db/schema/index.ts';
+import { STALE_AFTER_MS } from './jobs.runner.ts';
+import { JOB_UPDATE_CHANNEL, jobUpdatePayload, type JobService } from './jobs.service.ts';
+
+/** A job whose worker died this many times is failed rather than started again. */
+export const MAX_ATTEMPTS = 3;
+/** How often each worker process looks for jobs of dead workers. */
+export const SWEEP_EVERY_MS = 10_000;
+/** A PENDING job untouched this long may have lost its queue message (crash between commit and send): send again. */
+const PENDING_RESEND_MS = 5 * 60_000;
+
+/**
+ * Crash recovery. A worker killed mid-crawl leaves its job RUNNING with a heartbeat that stops;
+ * any live worker's sweep (every 10 s) finds it within STALE_AFTER_MS + SWEEP_EVERY_MS and puts
+ * it back to PENDING (re-sent to the queue) or, after MAX_ATTEMPTS, fails it with a clear error.
+ * The UPDATEs are atomic, so concurrent sweeps in several processes act once.
+ */
+export function createJobRecovery(deps: Pick<AppDeps, 'db' | 'clock' | 'notifier' | 'logger'>, jobsService: Pick<JobService, 'enqueue'>) {
+  let timer: NodeJS.Timeout | undefined;
+
+  async function sweep(): Promise<{ requeued: string[]; failed: string[]; resent: string[] }> {
+    const now = deps.clock.now();
+    const staleBefore = new Date(now.getTime() - STALE_AFTER_MS);
+    const stale = and(eq(jobs.status, 'RUNNING'), lt(jobs.heartbeatAt, staleBefore));
+    const failed = await deps.db
+      .update(jobs)
+      .set({ status: 'FAILED', error: `The worker running this job stopped responding ${MAX_ATTEMPTS} times; it was not started again.`, finishedAt: now, workerId: null, updatedAt: now })
+      .where(and(stale, gte(jobs.attempts, MAX_ATTEMPTS)))
+      .returning();
+    const requeued = await deps.db
+      .update(jobs)
+      .set({ status: 'PENDING', workerId: null, heartbeatAt: null, updatedAt: now })
+      .where(and(stale, lt(jobs.attempts, MAX_ATTEMPTS)))
+      .returning();
+    const resent = await deps.db
+      .update(jobs)
+      .set({ updatedAt: now })
+      .where(and(eq(jobs.status, 'PENDING'), lt(jobs.updatedAt, new Date(now.getTime() - PENDING_RESEND_MS))))
+      .returning({ id: jobs.id });
+    for (const row of [...failed, ...requeued]) await deps.notifier.publish(JOB_UPDATE_CHANNEL, jobUpdatePayload(row)).catch(() => {});
+    for (const row of [...requeued, ...resent]) await jobsService.enqueue(row.id);
+    if (failed.length || requeued.length) deps.logger.warn({ requeued: requeued.map((r) => r.id), failed: failed.map((r) => r.id) }, 'recovered jobs of a dead worker');
+    return { requeued: requeued.map((r) => r.id), failed: failed.map((r) => r.id), resent: resent.map((r) => r.id) };
+  }
+
+  return {
+    sweep,
+    /**
+     * Embedded database only: the directory lock guarantees no other process is alive, so every
+     * RUNNING job was orphaned by the previous run and goes back to the queue at once.
+     */
+    async recoverOrphans(): Promise<string[]> {
+      const now = deps.clock.now();
+      const rows = await deps.db
+        .update(jobs)
+        .set({ status: 'PENDING', workerId: null, heartbeatAt: null, updatedAt: now })
+        .where(inArray(jobs.status, ['RUNNING']))
+        .returning({ id: jobs.id });
+      for (const row of rows) await jobsService.enqueue(row.id);
+      return rows.map((r) => r.id);
+    },
+    start(): void {
+      const tick = () => {
+        sweep()
+          .catch((err) => deps.logger.error({ err }, 'job recovery sweep failed'))
+          .finally(() => {
+            if (timer) timer = setTimeout(tick, SWEEP_EVERY_MS + Math.random() * 2000).unref();
+          });
+      };
+      timer = setTimeout(tick, 1000 + Math.random() * 2000).unref();
+    },
+    stop(): void {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+    },
+  };
+}
+

@@ -1,0 +1,166 @@
+import os from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { eq } from 'drizzle-orm';
+import type { AppDeps } from '../../deps.ts';
+import { QUEUES } from '../../jobs/queues.ts';
+import { profileTypes, sources } from '../../db/schema/index.ts';
+import { CrawlError, type CrawlProgress, type CrawlSettings, type RunCrawl } from '../scraping/scraping.types.ts';
+import type { CrawlOptions } from '../sources/sources.schemas.ts';
+import { jobRepository, type JobRow } from './jobs.repository.ts';
+import { JOB_CANCEL_CHANNEL, JOB_UPDATE_CHANNEL, jobUpdatePayload } from './jobs.service.ts';
+import { createLeadWriter } from './lead-writer.ts';
+
+/** A running job writes its heartbeat this often; one silent for STALE_AFTER_MS belongs to a dead worker. */
+export const HEARTBEAT_MS = 5_000;
+export const STALE_AFTER_MS = 30_000;
+/** Progress rows and SSE updates at most this often per job. */
+const PROGRESS_EVERY_MS = 500;
+
+type SourceRow = typeof sources.$inferSelect;
+
+/** Crawl settings for a source: the operator's SCRAPER_* settings, narrowed by the source's own. */
+export function crawlSettingsFor(source: SourceRow, config: AppDeps['config'], collectPageText: boolean): CrawlSettings {
+  const o = source.options as CrawlOptions;
+  const dynamic = source.scrapeType === 'DYNAMIC';
+  return {
+    url: source.url,
+    scrapeType: source.scrapeType,
+    selectors: source.selectors,
+    maxPages: source.maxPages ?? config.SCRAPER_MAX_PAGES,
+    respectRobotsTxt: source.respectRobotsTxt,
+    userAgent: o.userAgent ?? config.SCRAPER_USER_AGENT,
+    proxyUrl: config.SCRAPER_PROXY_URL,
+    maxConcurrency: dynamic ? config.SCRAPER_BROWSER_CONCURRENCY : config.SCRAPER_CONCURRENCY,
+    domainConcurrency: Math.min(o.domainConcurrency ?? config.SCRAPER_DOMAIN_CONCURRENCY, config.SCRAPER_DOMAIN_CONCURRENCY),
+    domainDelayMs: Math.max(o.domainDelayMs ?? 0, config.SCRAPER_DOMAIN_DELAY_MS),
+    requestTimeoutSecs: o.requestTimeoutSecs ?? config.SCRAPER_REQUEST_TIMEOUT_SECS,
+    maxRetries: o.maxRetries ?? config.SCRAPER_MAX_RETRIES,
+    allowPrivateNetwork: config.ALLOW_PRIVATE_NETWORK,
+    chromiumPath: config.CHROMIUM_PATH,
+    collectPageText,
+  };
+}
+
+const progressPercent = (p: CrawlProgress) => Math.min(99, Math.floor((100 * (p.pagesVisited + p.pagesFailed)) / Math.max(p.pagesPlanned, 1)));
+
+export type JobRunner = ReturnType<typeof createJobRunner>;
+
+/**
+ * Runs scrape jobs in this process: claims the job row, crawls with heartbeats, stores leads as
+ * they are found, and stops within moments of a cancel (NOTIFY) or of losing the row.
+ */
+export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } = {}) {
+  // Crawlee and Playwright load on the first job, not at start-up (start time and idle memory).
+  const loadCrawl = async (): Promise<RunCrawl> => options.runCrawl ?? (await import('../scraping/crawl.ts')).runCrawl;
+  const repo = jobRepository(deps.db);
+  const workerId = `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  const running = new Map<string, AbortController>();
+  let stopping = false;
+
+  const publish = (row: JobRow) => deps.notifier.publish(JOB_UPDATE_CHANNEL, jobUpdatePayload(row)).catch(() => {});
+
+  async function load(job: JobRow) {
+    const [source] = await deps.db.select().from(sources).where(eq(sources.id, job.sourceId)).limit(1);
+    if (!source) return undefined;
+    const [type] = source.profileTypeId
+      ? await deps.db.select({ id: profileTypes.id, fields: profileTypes.fields }).from(profileTypes).where(eq(profileTypes.id, source.profileTypeId)).limit(1)
+      : [];
+    return { source, profileType: type };
+  }
+
+  async function run(jobId: string): Promise<void> {
+    if (stopping) return;
+    const now = deps.clock.now();
+    const job = await repo.claim(jobId, workerId, now, new Date(now.getTime() - STALE_AFTER_MS));
+    if (!job) return; // cancelled, finished, deleted, or held by a live worker: nothing to do
+    await publish(job);
+    const log = deps.logger.child({ jobId, sourceId: job.sourceId, workerId });
+    const controller = new AbortController();
+    running.set(jobId, controller);
+    let progress: CrawlProgress = { pagesVisited: 0, pagesFailed: 0, pagesPlanned: 1 };
+    let percent = 0;
+    let leadsFound = job.leadsFound;
+    let lastWrite = 0;
+    let writing: Promise<unknown> = Promise.resolve();
+
+    /** Heartbeat + progress; losing the row (cancel, delete, takeover) stops the crawl. */
+    const beat = () =>
+      (writing = writing.then(async () => {
+        lastWrite = Date.now();
+        const row = await repo
+          .heartbeat(jobId, workerId, deps.clock.now(), { progress: percent, pagesVisited: progress.pagesVisited, pagesFailed: progress.pagesFailed })
+          .catch((err) => void log.warn({ err }, 'heartbeat failed'));
+        if (row === undefined && !controller.signal.aborted) controller.abort(new Error('job is no longer running here'));
+        if (row) await publish({ ...row, leadsFound });
+      }));
+    const timer = setInterval(beat, HEARTBEAT_MS);
+    timer.unref();
+
+    try {
+      const loaded = await load(job);
+      if (!loaded) return; // the source was deleted (its jobs with it)
+      const { source, profileType } = loaded;
+      await deps.db.update(sources).set({ lastRunAt: now }).where(eq(sources.id, source.id));
+      const writer = createLeadWriter(deps, { userId: job.userId, sourceId: source.id, jobId, profileType });
+      const crawl = await loadCrawl();
+      const result = await crawl(crawlSettingsFor(source, deps.config, !!profileType && deps.ai.configured), {
+        signal: controller.signal,
+        onPage: async (page) => {
+          leadsFound += await writer.writePage(page);
+        },
+        onProgress: (p) => {
+          // The plan grows as links are found; a progress bar must not go back.
+          percent = Math.max(percent, progressPercent(p));
+          progress = p;
+          if (Date.now() - lastWrite >= PROGRESS_EVERY_MS) void beat();
+        },
+      });
+      await writing;
+      if (result.aborted || controller.signal.aborted) {
+        if (stopping) await release(jobId);
+        return;
+      }
+      const done = await repo.finish(jobId, workerId, deps.clock.now(), { status: 'COMPLETED', progress: 100, pagesVisited: result.pagesVisited, pagesFailed: result.pagesFailed });
+      if (done) await publish(done);
+      log.info({ pages: result.pagesVisited, failed: result.pagesFailed, leadsFound }, 'scrape job completed');
+    } catch (error) {
+      await writing;
+      if (controller.signal.aborted) {
+        if (stopping) await release(jobId);
+        return;
+      }
+      const message = error instanceof CrawlError ? error.message : 'The job stopped on an internal error; it can be retried.';
+      if (!(error instanceof CrawlError)) log.error({ err: error }, 'scrape job crashed');
+      const failed = await repo
+        .finish(jobId, workerId, deps.clock.now(), { status: 'FAILED', error: message, pagesVisited: progress.pagesVisited, pagesFailed: progress.pagesFailed })
+        .catch((err) => void log.error({ err }, 'could not mark the job failed'));
+      if (failed) await publish(failed);
+    } finally {
+      clearInterval(timer);
+      running.delete(jobId);
+    }
+  }
+
+  /** A job interrupted by shutdown goes back to PENDING for another worker (or the next start). */
+  async function release(jobId: string): Promise<void> {
+    const row = await repo.release(jobId, workerId, deps.clock.now()).catch(() => undefined);
+    if (row) await deps.boss.send(QUEUES.scrape, { jobId }).catch(() => {});
+  }
+
+  return {
+    workerId,
+    run,
+    /** Listens for cancels addressed to jobs running here. */
+    async start(): Promise<void> {
+      await deps.notifier.subscribe(JOB_CANCEL_CHANNEL, (jobId) => running.get(jobId)?.abort(new Error('cancelled')));
+    },
+    /** Stops every crawl of this process and hands the jobs back (graceful shutdown). */
+    async stop(): Promise<void> {
+      stopping = true;
+      for (const controller of running.values()) controller.abort(new Error('worker shutting down'));
+      const deadline = Date.now() + 5_000;
+      while (running.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    },
+    runningCount: () => running.size,
+  };
+}

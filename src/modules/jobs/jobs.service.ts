@@ -1,0 +1,109 @@
+import type { AppDeps } from '../../deps.ts';
+import { QUEUES } from '../../jobs/queues.ts';
+import { AppError, notFound } from '../../shared/errors.ts';
+import { isUuid } from '../../shared/ids.ts';
+import { decodeCursor, pageOf } from '../../shared/pagination.ts';
+import { sourceRepository } from '../sources/sources.repository.ts';
+import { jobRepository, type JobRow } from './jobs.repository.ts';
+import type { CreateJobInput, JobView, ListJobsQuery } from './jobs.schemas.ts';
+
+/** NOTIFY channels: a cancel reaches the process running the job; updates feed the SSE streams. */
+export const JOB_CANCEL_CHANNEL = 'quarry_job_cancel';
+export const JOB_UPDATE_CHANNEL = 'quarry_job_update';
+
+export interface JobMessage {
+  jobId: string;
+}
+
+export const toJobView = (r: JobRow): JobView => ({
+  id: r.id,
+  name: r.name,
+  sourceId: r.sourceId,
+  status: r.status,
+  progress: r.progress,
+  leadsFound: r.leadsFound,
+  pagesVisited: r.pagesVisited,
+  pagesFailed: r.pagesFailed,
+  error: r.error,
+  trigger: r.trigger,
+  attempts: r.attempts,
+  startedAt: r.startedAt?.toISOString() ?? null,
+  finishedAt: r.finishedAt?.toISOString() ?? null,
+  createdAt: r.createdAt.toISOString(),
+  updatedAt: r.updatedAt.toISOString(),
+});
+
+/** What an SSE subscriber receives on every change. */
+export const jobUpdatePayload = (r: Pick<JobRow, 'id' | 'status' | 'progress' | 'leadsFound' | 'pagesVisited' | 'error'>) =>
+  JSON.stringify({ id: r.id, status: r.status, progress: r.progress, leadsFound: r.leadsFound, pagesVisited: r.pagesVisited, error: r.error });
+
+export type JobService = ReturnType<typeof createJobService>;
+
+export function createJobService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss' | 'notifier' | 'logger'>) {
+  const repo = jobRepository(deps.db);
+  const sources = sourceRepository(deps.db);
+
+  const publish = (row: JobRow) => deps.notifier.publish(JOB_UPDATE_CHANNEL, jobUpdatePayload(row)).catch(() => {});
+
+  async function enqueue(jobId: string): Promise<void> {
+    await deps.boss.send(QUEUES.scrape, { jobId } satisfies JobMessage);
+  }
+
+  async function owned(userId: string, id: string): Promise<JobRow> {
+    const row = isUuid(id) ? await repo.find(userId, id.toLowerCase()) : undefined;
+    if (!row) throw notFound('Job');
+    return row;
+  }
+
+  return {
+    enqueue,
+
+    async list(userId: string, query: ListJobsQuery) {
+      const rows = await repo.list(userId, { status: query.status, sourceId: query.sourceId?.toLowerCase() }, query.limit, decodeCursor(query.cursor));
+      const { items, nextCursor } = pageOf(rows, query.limit);
+      return { jobs: items.map(toJobView), nextCursor };
+    },
+
+    get: async (userId: string, id: string) => toJobView(await owned(userId, id)),
+    owned,
+
+    /** A PENDING job for an ACTIVE source of the caller's, handed to the workers. */
+    async create(userId: string, input: CreateJobInput, trigger: JobRow['trigger'] = 'manual'): Promise<JobView> {
+      const source = await sources.find(userId, input.sourceId.toLowerCase());
+      if (!source) throw notFound('Source', 'sourceId');
+      if (source.status !== 'ACTIVE') throw new AppError('SOURCE_NOT_ACTIVE', `Source is ${source.status}; activate it first`, { details: [{ field: 'sourceId', message: 'source is not ACTIVE' }] });
+      const now = deps.clock.now();
+      const row = await repo.insert({ userId, sourceId: source.id, name: input.name, trigger, createdAt: now, updatedAt: now });
+      await enqueue(row.id);
+      return toJobView(row);
+    },
+
+    /**
+     * A PENDING or RUNNING job is cancelled (kept, status CANCELLED) and its crawl stopped through
+     * NOTIFY; a finished one is deleted, its leads kept.
+     */
+    async cancelOrDelete(userId: string, id: string): Promise<'cancelled' | 'deleted'> {
+      const current = await owned(userId, id);
+      const cancelled = await repo.cancel(userId, current.id, deps.clock.now());
+      if (cancelled) {
+        await deps.notifier.publish(JOB_CANCEL_CHANNEL, cancelled.id);
+        await publish(cancelled);
+        return 'cancelled';
+      }
+      if (await repo.deleteFinished(userId, current.id)) return 'deleted';
+      // It finished between the two statements: delete it now.
+      if (await repo.deleteFinished(userId, current.id)) return 'deleted';
+      throw notFound('Job');
+    },
+
+    /** FAILED → PENDING and back to the workers; any other state is 400 INVALID_STATUS. */
+    async retry(userId: string, id: string): Promise<JobView> {
+      const current = await owned(userId, id);
+      const row = await repo.resetFailed(userId, current.id, deps.clock.now());
+      if (!row) throw new AppError('INVALID_STATUS', `Only a FAILED job can be retried; this one is ${current.status}`);
+      await enqueue(row.id);
+      await publish(row);
+      return toJobView(row);
+    },
+  };
+}

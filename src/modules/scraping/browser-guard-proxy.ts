@@ -1,0 +1,164 @@
+/**
+ * The SSRF guard for Chromium (DYNAMIC): a loopback HTTP proxy, one per crawl, that every browser
+ * connection goes through (Playwright also proxies loopback, see its `<-loopback>` rule). `page.route`
+ * alone cannot guard a browser: Playwright does not call route handlers for redirect hops, so a public
+ * page answering `302 Location: http://169.254.169.254/` would slip past it. Here each connection is
+ * checked as it is opened, by the same lookup the undici guard uses (ssrf.ts), redirects included.
+ *
+ * Plain-HTTP requests are forwarded with undici (refused ones answer 403 with `x-quarry-ssrf`);
+ * HTTPS arrives as CONNECT and is tunnelled to the checked address (refused: 403, recorded in
+ * `refusals` by host:port so the crawler can name the address). With an upstream proxy (a source's
+ * proxy profile) the target host is checked with assertPublicHost and the request chained to it.
+ * Once the crawl's signal aborts, everything is refused: no browser request leaves after a stop.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { ProxyAgent, request as undiciRequest, type Dispatcher } from 'undici';
+import { assertPublicHost, createGuardedDispatcher, guardedLookup, privateAddressReason, SsrfBlockedError, ssrfCause } from '../../shared/ssrf.ts';
+
+export interface GuardProxy {
+  /** http://127.0.0.1:<port>, for Chromium's --proxy-server. */
+  url: string;
+  /** Refused connections by `host:port` (the SsrfBlockedError names the address). */
+  refusals: Map<string, SsrfBlockedError>;
+  close(): Promise<void>;
+}
+
+export interface GuardProxyOptions {
+  allowPrivateNetwork: boolean;
+  /** The source's proxy (http://user:pass@host:port): requests are chained to it. */
+  upstreamProxyUrl?: string;
+  signal: AbortSignal;
+}
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+export const SSRF_HEADER = 'x-quarry-ssrf';
+
+function splitHostPort(authority: string, defaultPort: number): { host: string; port: number } {
+  const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(authority) ?? /^([^:]+)(?::(\d+))?$/.exec(authority);
+  return { host: m?.[1] ?? authority, port: Number(m?.[2] ?? defaultPort) };
+}
+
+/** Opens a TCP connection to host:port after the guard's check (IP literals directly, names by the guarded lookup). */
+function guardedConnect(host: string, port: number, allowPrivate: boolean): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    if (!allowPrivate && net.isIP(host)) {
+      const reason = privateAddressReason(host);
+      if (reason) return reject(new SsrfBlockedError(host, reason, `https://${host}:${port}`));
+    }
+    const socket = net.connect({ host, port, lookup: guardedLookup(allowPrivate) as never });
+    socket.once('connect', () => resolve(socket));
+    socket.once('error', reject);
+  });
+}
+
+/** A tunnel through the upstream proxy (CONNECT host:port), with its credentials. */
+function upstreamConnect(upstream: URL, host: string, port: number): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { host: `${host}:${port}` };
+    if (upstream.username) headers['proxy-authorization'] = `Basic ${Buffer.from(`${decodeURIComponent(upstream.username)}:${decodeURIComponent(upstream.password)}`).toString('base64')}`;
+    const req = http.request({ host: upstream.hostname, port: Number(upstream.port || 80), method: 'CONNECT', path: `${host}:${port}`, headers });
+    req.once('connect', (res, socket) => {
+      if (res.statusCode === 200) return resolve(socket);
+      socket.destroy();
+      reject(new Error(`the proxy answered ${res.statusCode} to CONNECT ${host}:${port}`));
+    });
+    req.once('error', reject);
+    req.end();
+  });
+}
+
+export async function startGuardProxy(options: GuardProxyOptions): Promise<GuardProxy> {
+  const { allowPrivateNetwork, signal } = options;
+  const upstream = options.upstreamProxyUrl ? new URL(options.upstreamProxyUrl) : undefined;
+  const dispatcher: Dispatcher = upstream ? new ProxyAgent({ uri: upstream.href }) : createGuardedDispatcher({ allowPrivate: allowPrivateNetwork });
+  const refusals = new Map<string, SsrfBlockedError>();
+  const sockets = new Set<Duplex>();
+  const track = (s: Duplex) => {
+    sockets.add(s);
+    s.once('close', () => sockets.delete(s));
+  };
+  // Through an upstream proxy the connection goes to the proxy: check the target host first.
+  const checkTarget = (host: string, url: string) => (upstream ? assertPublicHost(host, allowPrivateNetwork, url) : Promise.resolve());
+
+  const server = http.createServer(async (req, res) => {
+    if (signal.aborted) return void res.writeHead(503).end();
+    let target: URL;
+    try {
+      target = new URL(req.url ?? '');
+      if (target.protocol !== 'http:') throw new Error('not http');
+    } catch {
+      return void res.writeHead(400).end('absolute http:// URLs only');
+    }
+    const headers: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) headers[k] = v;
+    try {
+      await checkTarget(target.hostname, target.href);
+      const upstreamRes = await undiciRequest(target, { method: req.method as Dispatcher.HttpMethod, headers, body: req.method === 'GET' || req.method === 'HEAD' ? undefined : req, dispatcher, signal });
+      const outHeaders: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(upstreamRes.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) outHeaders[k] = v;
+      res.writeHead(upstreamRes.statusCode, outHeaders);
+      upstreamRes.body.pipe(res);
+      upstreamRes.body.once('error', () => res.destroy());
+      // The browser gave up (page closed, navigation replaced): stop reading upstream.
+      res.once('close', () => {
+        if (!upstreamRes.body.readableEnded) upstreamRes.body.destroy();
+      });
+    } catch (error) {
+      const blocked = ssrfCause(error);
+      if (blocked) {
+        refusals.set(`${target.hostname}:${target.port || 80}`, blocked);
+        return void res.writeHead(403, { [SSRF_HEADER]: blocked.message.replace(/[^\x20-\x7e]/g, '?'), 'content-type': 'text/plain' }).end(blocked.message);
+      }
+      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' }).end(`Bad gateway: ${(error as Error).message}`);
+      else res.destroy();
+    }
+  });
+
+  server.on('connect', async (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
+    track(client);
+    client.on('error', () => client.destroy());
+    if (signal.aborted) return void client.end('HTTP/1.1 503 Service Unavailable\r\n\r\n');
+    const { host, port } = splitHostPort(req.url ?? '', 443);
+    try {
+      await checkTarget(host, `https://${req.url}`);
+      const remote = upstream ? await upstreamConnect(upstream, host, port) : await guardedConnect(host, port, allowPrivateNetwork);
+      track(remote);
+      if (signal.aborted || client.destroyed) return void remote.destroy();
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length) remote.write(head);
+      remote.pipe(client).on('error', () => client.destroy());
+      client.pipe(remote).on('error', () => remote.destroy());
+      remote.on('error', () => client.destroy());
+      remote.on('close', () => client.destroy());
+      client.on('close', () => remote.destroy());
+    } catch (error) {
+      const blocked = ssrfCause(error);
+      if (blocked) refusals.set(`${host}:${port}`, blocked);
+      client.end(blocked ? 'HTTP/1.1 403 Forbidden\r\n\r\n' : 'HTTP/1.1 502 Bad Gateway\r\n\r\n');
+    }
+  });
+  server.on('connection', track);
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  // A stopped crawl closes its tunnels at once (in-flight browser requests are cancelled).
+  const onAbort = () => {
+    for (const s of sockets) s.destroy();
+  };
+  signal.addEventListener('abort', onAbort, { once: true });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    refusals,
+    close: async () => {
+      signal.removeEventListener('abort', onAbort);
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      });
+      await dispatcher.destroy().catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,287 @@
+/**
+ * The state one crawl shares across its Crawlee crawler, whichever the scrape type: its own memory-only
+ * Configuration and request queue, counters, the page budget (`maxPages`), robots.txt, retries with
+ * backoff, failure messages, the SSRF stop, and abort. Engines (crawl-static/api/dynamic) only fetch
+ * and extract; they hand pages to `deliver` and next-page URLs to `enqueue`.
+ */
+import { Configuration, Log, LogLevel, log as crawleeLog, type Request } from '@crawlee/core';
+import { SsrfBlockedError, ssrfCause } from '../../shared/ssrf.ts';
+import { FetchError, PageFetcher } from './http-client.ts';
+import { HostLimiter, abortableSleep } from './politeness.ts';
+import { InMemoryRequestQueue } from './request-queue.ts';
+import { RobotsCache } from './robots.ts';
+import { CrawlError, type CrawledPage, type CrawlHooks, type CrawlResult, type CrawlSettings } from './scraping.types.ts';
+import type { ParsedSelectors } from './selectors.ts';
+
+// Crawlee's own chatter (per-request retries, statistics) stays off stdout; failures reach the job instead.
+crawleeLog.setLevel(LogLevel.WARNING);
+const quietLog = new Log({ level: LogLevel.OFF, prefix: 'Quarry' });
+
+/** The reason every in-flight operation sees when a crawl stops (abort or a fatal error). */
+export class CrawlAbortedError extends Error {
+  constructor() {
+    super('The crawl was stopped');
+    this.name = 'CrawlAbortedError';
+  }
+}
+
+/** A page that was fetched but could not be extracted (not retried: the same bytes fail the same way). */
+export class PageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PageError';
+  }
+}
+
+const BACKOFF_BASE_MS = 300;
+const BACKOFF_MAX_MS = 15_000;
+/** How long runCrawl waits for in-flight handlers (already cancelled) to settle after a stop. */
+const DRAIN_MS = 1_000;
+
+/** Exponential backoff with ±50 % jitter; a server's Retry-After wins when it is longer (capped). */
+export function backoffMs(retry: number, retryAfterMs?: number): number {
+  const exp = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** retry);
+  const jittered = exp * (0.5 + Math.random());
+  return Math.min(BACKOFF_MAX_MS * 2, Math.max(jittered, retryAfterMs ?? 0));
+}
+
+export function ssrfCrawlError(blocked: SsrfBlockedError, url: string): CrawlError {
+  return new CrawlError('ssrf', `${blocked.message} (while fetching ${url})`);
+}
+
+function isRetryable(error: unknown): boolean {
+  if (error instanceof FetchError) return error.retryable;
+  if (error instanceof PageError || error instanceof CrawlAbortedError || error instanceof CrawlError) return false;
+  return true;
+}
+
+const SESSION_PREFIX = /^Detected a session error, rotating session\.\.\.\s*/;
+
+/** The message a failed page leaves: what went wrong, and after how many attempts. */
+function failureMessage(url: string, error: unknown, attempts: number): string {
+  const base = error instanceof FetchError || error instanceof PageError ? error.message : `GET ${url} failed: ${String((error as Error)?.message ?? error).replace(SESSION_PREFIX, '').split('\n')[0]}`;
+  if (attempts <= 1) return base;
+  return error instanceof FetchError && error.status ? `${base} after ${attempts} attempts` : `${base} (${attempts} attempts)`;
+}
+
+const normalizeUrl = (raw: string, base: string): string | undefined => {
+  try {
+    const u = new URL(raw, base);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return undefined;
+    u.hash = '';
+    return u.href;
+  } catch {
+    return undefined;
+  }
+};
+
+export class CrawlSession {
+  readonly settings: CrawlSettings;
+  readonly hooks: CrawlHooks;
+  readonly parsed: ParsedSelectors;
+  /** One Configuration per crawl: memory-only storage, its own event manager. */
+  readonly config: Configuration;
+  readonly controller = new AbortController();
+  readonly limiter: HostLimiter;
+  readonly fetcher: PageFetcher;
+  readonly robots?: RobotsCache;
+  /** The crawl's own queue (request-queue.ts: why not Crawlee's RequestQueue). */
+  readonly queue = new InMemoryRequestQueue();
+  visited = 0;
+  failed = 0;
+  planned = 0;
+  #firstFailure?: string;
+  #fatal?: unknown;
+  #userAborted = false;
+  readonly #stoppers: Array<() => unknown> = [];
+  readonly #active = new Set<Promise<unknown>>();
+  #enqueueChain: Promise<unknown> = Promise.resolve();
+  readonly #onUserAbort = () => {
+    this.#userAborted = true;
+    this.#stop();
+  };
+
+  constructor(settings: CrawlSettings, hooks: CrawlHooks, parsed: ParsedSelectors, accept: string) {
+    this.settings = settings;
+    this.hooks = hooks;
+    this.parsed = parsed;
+    this.config = new Configuration({
+      persistStorage: false,
+      // Never purge: with the default, Crawlee would delete ./storage folders in the working directory.
+      purgeOnStart: false,
+      storageClientOptions: { persistStorage: false, writeMetadata: false },
+      // System snapshots drive autoscaling, which a fixed concurrency does not use; each one spawns `ps`.
+      systemInfoIntervalMillis: 60_000,
+    });
+    this.limiter = new HostLimiter(settings.domainConcurrency, settings.domainDelayMs);
+    this.fetcher = new PageFetcher({
+      userAgent: settings.userAgent,
+      accept,
+      allowPrivateNetwork: settings.allowPrivateNetwork,
+      proxyUrl: settings.proxyUrl,
+      timeoutMs: settings.requestTimeoutSecs * 1000,
+      signal: this.controller.signal,
+      limiter: this.limiter,
+      connections: Math.max(1, Math.min(settings.maxConcurrency, settings.domainConcurrency)),
+    });
+    if (settings.respectRobotsTxt) {
+      this.robots = new RobotsCache((url) => this.fetcher.text(url), settings.userAgent, (origin, rules) => {
+        if (rules.crawlDelayMs) this.limiter.raiseDelay(new URL(origin).host, rules.crawlDelayMs);
+      });
+    }
+    if (hooks.signal.aborted) this.#onUserAbort();
+    else hooks.signal.addEventListener('abort', this.#onUserAbort, { once: true });
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** True once the crawl was aborted or failed fatally: nothing more may be fetched or delivered. */
+  get stopped(): boolean {
+    return this.controller.signal.aborted;
+  }
+
+  /** Registers what stops the engine (the crawler's pool, the browser). */
+  onStop(stop: () => unknown): void {
+    if (this.stopped) void Promise.resolve().then(stop);
+    else this.#stoppers.push(stop);
+  }
+
+  #stop(): void {
+    if (this.stopped) return;
+    this.controller.abort(new CrawlAbortedError());
+    this.#runStoppers();
+  }
+
+  /** Idempotent: called again when a stopped crawl still hands out requests (stopped before its pool existed). */
+  #runStoppers(): void {
+    for (const stop of this.#stoppers) {
+      try {
+        void Promise.resolve(stop()).catch(() => {});
+      } catch {
+        // A stopper that throws must not keep the others from running.
+      }
+    }
+  }
+
+  /** Stops the crawl because of `error`; runCrawl rethrows it. */
+  fail(error: unknown): void {
+    if (!this.stopped) this.#fatal ??= error;
+    this.#stop();
+  }
+
+  /** Plans the start URL (already checked against robots.txt and the SSRF guard). */
+  async open(): Promise<void> {
+    await this.queue.addRequest({ url: this.settings.url });
+    this.planned = 1;
+  }
+
+  /** Plans next-page URLs: http(s) only, deduplicated, allowed by robots.txt, never beyond maxPages. */
+  enqueue(urls: string[], base: string): Promise<void> {
+    // Serialised so two pages finishing together cannot both take the last slot of the budget.
+    const run = this.#enqueueChain.then(async () => {
+      for (const raw of urls) {
+        if (this.stopped || this.planned >= this.settings.maxPages) return;
+        const url = normalizeUrl(raw, base);
+        if (!url) continue;
+        if (this.robots && !(await this.robots.isAllowed(url))) continue;
+        const { wasAlreadyPresent } = await this.queue.addRequest({ url });
+        if (!wasAlreadyPresent) this.planned++;
+      }
+    });
+    this.#enqueueChain = run.catch(() => {});
+    return run;
+  }
+
+  /** Hands a page to the job (awaited: back-pressure), then reports progress. */
+  async deliver(page: CrawledPage): Promise<void> {
+    if (this.stopped) throw new CrawlAbortedError();
+    try {
+      await this.hooks.onPage(page);
+    } catch (error) {
+      // Storage failing is the job's failure, not the page's.
+      this.fail(error);
+      throw new CrawlAbortedError();
+    }
+    this.visited++;
+    this.#progress();
+  }
+
+  #progress(): void {
+    try {
+      this.hooks.onProgress?.({ pagesVisited: this.visited, pagesFailed: this.failed, pagesPlanned: this.planned });
+    } catch {
+      // A progress listener's error must not fail pages.
+    }
+  }
+
+  /** Keeps count of running handlers so runCrawl can let them settle after a stop. */
+  track<T>(work: Promise<T>): Promise<T> {
+    this.#active.add(work);
+    void work.finally(() => this.#active.delete(work)).catch(() => {});
+    return work;
+  }
+
+  /** Crawlee `errorHandler`: runs before a retry; decides whether there is one and waits the backoff. */
+  readonly errorHandler = async ({ request }: { request: Request }, error: Error): Promise<void> => {
+    const blocked = ssrfCause(error);
+    if (blocked) this.fail(ssrfCrawlError(blocked, request.url));
+    if (this.stopped) this.#runStoppers();
+    if (this.stopped || !isRetryable(error)) {
+      request.noRetry = true;
+      return;
+    }
+    const retryAfter = error instanceof FetchError ? error.retryAfterMs : undefined;
+    await abortableSleep(backoffMs(request.retryCount, retryAfter), this.signal).catch(() => {});
+  };
+
+  /** Crawlee `failedRequestHandler`: the page failed for good. */
+  readonly failedRequestHandler = async ({ request }: { request: Request }, error: Error): Promise<void> => {
+    const blocked = ssrfCause(error);
+    if (blocked) this.fail(ssrfCrawlError(blocked, request.url));
+    if (this.stopped) return this.#runStoppers();
+    this.failed++;
+    this.#firstFailure ??= failureMessage(request.url, error, request.retryCount + 1);
+    this.#progress();
+  };
+
+  /** Options every engine's crawler shares. */
+  crawlerOptions(concurrency: number) {
+    return {
+      // As `requestQueue`: Crawlee 3.18 types a `requestManager` option but its option validation rejects it.
+      requestQueue: this.queue as never,
+      maxRequestsPerCrawl: this.settings.maxPages,
+      maxRequestRetries: this.settings.maxRetries,
+      // No sessions, cookies or fingerprints: a source is one site crawled politely, not an anti-bot contest.
+      useSessionPool: false,
+      persistCookiesPerSession: false,
+      // Start at full concurrency instead of ramping up from 1 (the pool grows 5 % per 10 s by default).
+      minConcurrency: concurrency,
+      maxConcurrency: concurrency,
+      autoscaledPoolOptions: { desiredConcurrency: concurrency, maybeRunIntervalSecs: 0.05, loggingIntervalSecs: null },
+      statusMessageLoggingInterval: 3600,
+      statisticsOptions: { logIntervalSecs: 3600, saveErrorSnapshots: false, persistenceOptions: { enable: false } },
+      log: quietLog,
+      errorHandler: this.errorHandler,
+      failedRequestHandler: this.failedRequestHandler,
+    };
+  }
+
+  /** After the crawler returned: let cancelled work settle, close connections, and give the verdict. */
+  async finish(runError?: unknown): Promise<CrawlResult> {
+    this.hooks.signal.removeEventListener('abort', this.#onUserAbort);
+    if (this.#active.size) {
+      await Promise.race([Promise.allSettled([...this.#active]), new Promise((r) => setTimeout(r, DRAIN_MS).unref())]);
+    }
+    // Nothing leaves after this: the keep-alive pool is destroyed and every later request refused.
+    this.controller.abort(new CrawlAbortedError());
+    await this.fetcher.close();
+    if (this.#fatal) throw this.#fatal;
+    const result = { pagesVisited: this.visited, pagesFailed: this.failed, aborted: this.#userAborted };
+    if (this.#userAborted) return result;
+    if (runError) throw runError instanceof CrawlError ? runError : new CrawlError('other', `The crawl failed: ${(runError as Error)?.message ?? runError}`);
+    if (this.visited === 0 && this.failed > 0) throw new CrawlError('all_failed', this.#firstFailure ?? 'Every page failed');
+    return result;
+  }
+}

@@ -1,0 +1,114 @@
+import { z } from 'zod';
+import type { RouteModule } from '../../app.ts';
+import { principalOf } from '../../shared/auth.ts';
+import { envelope, errorResponses, idParams, ok, successOnly } from '../../shared/http.ts';
+import {
+  batchResultView,
+  batchSourcesBody,
+  createSourceBody,
+  listSourcesQuery,
+  MAX_BATCH_SOURCES,
+  sourceView,
+  updateSourceBody,
+} from './sources.schemas.ts';
+import { createSourceService } from './sources.service.ts';
+
+export const sourceRoutes: RouteModule = (app, deps) => {
+  const sources = createSourceService(deps);
+  const tags = ['Sources'];
+  const source = envelope(z.object({ source: sourceView }));
+  const read = { scope: 'sources:read' };
+  const write = { scope: 'sources:write' };
+
+  app.get('/api/sources', {
+    config: read,
+    schema: {
+      tags,
+      summary: 'List sources, newest first',
+      description: 'Filters: `status`, `projectId`. Cursor pagination (`limit`, `cursor` → `nextCursor`).',
+      querystring: listSourcesQuery,
+      response: { 200: envelope(z.object({ sources: z.array(sourceView), nextCursor: z.string().nullable() })), ...errorResponses(400, 401) },
+    },
+    handler: async (request) => ok(await sources.list(principalOf(request).userId, request.query)),
+  });
+
+  app.post('/api/sources', {
+    config: write,
+    schema: {
+      tags,
+      summary: 'Create a source (status DRAFT)',
+      description:
+        'Selectors follow the convention in the `selectors` description and are checked here: a selector that does not parse is a 400 naming ' +
+        '`selectors.<key>`. `projectId` and `profileTypeId` must be yours (404 naming the field). A DRAFT source does not run; activate it.',
+      body: createSourceBody,
+      response: { 201: source, ...errorResponses(400, 401, 404) },
+    },
+    handler: async (request, reply) => {
+      reply.code(201);
+      return ok({ source: await sources.create(principalOf(request).userId, request.body) });
+    },
+  });
+
+  app.post('/api/sources/batch', {
+    config: write,
+    schema: {
+      tags,
+      summary: 'Create several DRAFT sources at once',
+      description: `1–${MAX_BATCH_SOURCES} sources, all created or none. \`scrapeType\` defaults to DYNAMIC and \`selectors\` to {}.`,
+      body: batchSourcesBody,
+      response: { 201: envelope(batchResultView), ...errorResponses(400, 401, 404) },
+    },
+    handler: async (request, reply) => {
+      const created = await sources.createMany(principalOf(request).userId, request.body.sources, request.body.projectId);
+      reply.code(201);
+      return ok({ sources: created.map(({ id, name, status }) => ({ id, name, status })), count: created.length });
+    },
+  });
+
+  app.get('/api/sources/:id', {
+    config: read,
+    schema: { tags, summary: 'One source', params: idParams, response: { 200: source, ...errorResponses(401, 404) } },
+    handler: async (request) => ok({ source: await sources.get(principalOf(request).userId, request.params.id) }),
+  });
+
+  app.patch('/api/sources/:id', {
+    config: write,
+    schema: {
+      tags,
+      summary: 'Update a source',
+      description:
+        'Any attribute of creation, plus `status` DRAFT (stop scheduled runs) or ARCHIVED. Changing the schedule or the status recomputes `nextRunAt`.',
+      params: idParams,
+      body: updateSourceBody,
+      response: { 200: source, ...errorResponses(400, 401, 404) },
+    },
+    handler: async (request) => ok({ source: await sources.update(principalOf(request).userId, request.params.id, request.body) }),
+  });
+
+  app.delete('/api/sources/:id', {
+    config: write,
+    schema: {
+      tags,
+      summary: 'Delete a source with its jobs, leads and profiles',
+      description: 'Running jobs of the source stop within seconds.',
+      params: idParams,
+      response: { 200: successOnly, ...errorResponses(401, 404) },
+    },
+    handler: async (request) => {
+      await sources.remove(principalOf(request).userId, request.params.id);
+      return { success: true as const, message: 'Source deleted' };
+    },
+  });
+
+  app.post('/api/sources/:id/activate', {
+    config: write,
+    schema: {
+      tags,
+      summary: 'Activate a source',
+      description: 'DRAFT or ARCHIVED → ACTIVE. Scheduled sources (HOURLY, DAILY, WEEKLY) get `nextRunAt` one period from now. Already active: 400 ALREADY_ACTIVE.',
+      params: idParams,
+      response: { 200: source, ...errorResponses(400, 401, 404) },
+    },
+    handler: async (request) => ok({ source: await sources.activate(principalOf(request).userId, request.params.id) }),
+  });
+};

@@ -1,0 +1,120 @@
+import { z } from 'zod';
+import { scheduleTypes, scrapeTypes, sourceStatuses } from '../../db/schema/index.ts';
+import { isUuid } from '../../shared/ids.ts';
+import { paginationQuery } from '../../shared/pagination.ts';
+
+export const MAX_BATCH_SOURCES = 100;
+export const MAX_PAGES_LIMIT = 100_000;
+
+const uuidString = z.string().refine(isUuid, 'must be a UUID');
+const name = z.string().trim().min(1).max(200);
+const url = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048);
+const description = z.string().trim().max(5000);
+const reasoning = z.string().trim().max(5000);
+
+/** decisions.md "Sources and selectors": a flat object of selector strings; checked in depth by the service. */
+export const selectorsSchema = z
+  .record(z.string(), z.string())
+  .describe(
+    'Selector strings by key. `item` (each lead\'s container), lead fields `firstName` `lastName` `fullName` `email` `phone` ' +
+      '`company` `jobTitle`, `nextPage`, `waitFor` (DYNAMIC); any other key is a custom field. CSS, or XPath when it starts with ' +
+      '`/`, `./`, `../` or `(`; a final `@name` takes an attribute. API sources: JSONPath for `item`/`nextPage`, dotted paths for fields.',
+  );
+
+/** Crawl settings a source may narrow (the operator's SCRAPER_* settings are the defaults and ceilings). */
+export const crawlOptionsSchema = z
+  .object({
+    userAgent: z.string().trim().min(1).max(500).optional().describe('User-Agent for this source (default SCRAPER_USER_AGENT)'),
+    domainDelayMs: z.number().int().min(0).max(60_000).optional().describe('Pause between two requests to the same host'),
+    domainConcurrency: z.number().int().min(1).max(64).optional().describe('Parallel requests to one host'),
+    requestTimeoutSecs: z.number().int().min(1).max(300).optional(),
+    maxRetries: z.number().int().min(0).max(10).optional(),
+  })
+  .strict();
+
+const sourceSettings = {
+  description: description.nullable().optional(),
+  scheduleType: z.enum(scheduleTypes).optional().describe('Default MANUAL: never runs by itself'),
+  reasoning: reasoning.nullable().optional(),
+  projectId: uuidString.nullable().optional().describe('One of your projects'),
+  profileTypeId: uuidString
+    .nullable()
+    .optional()
+    .describe('One of your profile types: each scraped item then also yields a profile of that type'),
+  maxPages: z.number().int().min(1).max(MAX_PAGES_LIMIT).nullable().optional().describe('Pages per run at most (default SCRAPER_MAX_PAGES)'),
+  respectRobotsTxt: z.boolean().optional().describe('Default true: pages robots.txt disallows are skipped'),
+  options: crawlOptionsSchema.optional(),
+};
+
+export const createSourceBody = z.object({
+  name,
+  url,
+  scrapeType: z.enum(scrapeTypes),
+  selectors: selectorsSchema,
+  ...sourceSettings,
+});
+
+export const batchSourceItem = z.object({
+  name,
+  url,
+  scrapeType: z.enum(scrapeTypes).default('DYNAMIC'),
+  selectors: selectorsSchema.default({}),
+  description: description.nullable().optional(),
+  reasoning: reasoning.nullable().optional(),
+  scheduleType: z.enum(scheduleTypes).optional(),
+  profileTypeId: sourceSettings.profileTypeId,
+});
+
+export const batchSourcesBody = z.object({
+  sources: z.array(batchSourceItem).min(1).max(MAX_BATCH_SOURCES),
+  projectId: uuidString.optional().describe('Puts every source of the batch in this project'),
+});
+
+export const updateSourceBody = z
+  .object({
+    name: name.optional(),
+    url: url.optional(),
+    scrapeType: z.enum(scrapeTypes).optional(),
+    selectors: selectorsSchema.optional(),
+    status: z.enum(['DRAFT', 'ARCHIVED']).optional().describe('Deactivate (DRAFT) or archive; `POST …/activate` makes a source ACTIVE'),
+    ...sourceSettings,
+  })
+  .describe('Every attribute is optional; an empty body changes nothing.');
+
+export const listSourcesQuery = paginationQuery.extend({
+  status: z.enum(sourceStatuses).optional(),
+  projectId: uuidString.optional(),
+});
+
+export const sourceView = z.object({
+  id: z.string(),
+  name: z.string(),
+  url: z.string(),
+  scrapeType: z.enum(scrapeTypes),
+  status: z.enum(sourceStatuses),
+  description: z.string().nullable(),
+  selectors: z.record(z.string(), z.string()),
+  scheduleType: z.enum(scheduleTypes),
+  reasoning: z.string().nullable(),
+  projectId: z.string().nullable(),
+  profileTypeId: z.string().nullable(),
+  maxPages: z.number().int().nullable(),
+  respectRobotsTxt: z.boolean(),
+  options: crawlOptionsSchema,
+  lastRunAt: z.string().nullable(),
+  nextRunAt: z.string().nullable().describe('When the schedule starts the next job; null for MANUAL or inactive sources'),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+
+export const batchResultView = z.object({
+  sources: z.array(z.object({ id: z.string(), name: z.string(), status: z.enum(sourceStatuses) })),
+  count: z.number().int(),
+});
+
+export type CreateSourceInput = z.infer<typeof createSourceBody>;
+export type BatchSourceInput = z.input<typeof batchSourceItem>;
+export type UpdateSourceInput = z.infer<typeof updateSourceBody>;
+export type ListSourcesQuery = z.infer<typeof listSourcesQuery>;
+export type SourceView = z.infer<typeof sourceView>;
+export type CrawlOptions = z.infer<typeof crawlOptionsSchema>;

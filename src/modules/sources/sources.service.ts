@@ -1,0 +1,164 @@
+import type { AppDeps } from '../../deps.ts';
+import { AppError, notFound, type ErrorDetail } from '../../shared/errors.ts';
+import { isUuid } from '../../shared/ids.ts';
+import { decodeCursor, pageOf } from '../../shared/pagination.ts';
+import { validateSelectors } from '../scraping/selectors.ts';
+import { sourceRepository, type NewSource, type SourceRow } from './sources.repository.ts';
+import { nextRunAt } from './sources.schedule.ts';
+import type { BatchSourceInput, CreateSourceInput, CrawlOptions, ListSourcesQuery, SourceView, UpdateSourceInput } from './sources.schemas.ts';
+
+export const toSourceView = (r: SourceRow): SourceView => ({
+  id: r.id,
+  name: r.name,
+  url: r.url,
+  scrapeType: r.scrapeType,
+  status: r.status,
+  description: r.description,
+  selectors: r.selectors,
+  scheduleType: r.scheduleType,
+  reasoning: r.reasoning,
+  projectId: r.projectId,
+  profileTypeId: r.profileTypeId,
+  maxPages: r.maxPages,
+  respectRobotsTxt: r.respectRobotsTxt,
+  options: r.options as CrawlOptions,
+  lastRunAt: r.lastRunAt?.toISOString() ?? null,
+  nextRunAt: r.nextRunAt?.toISOString() ?? null,
+  createdAt: r.createdAt.toISOString(),
+  updatedAt: r.updatedAt.toISOString(),
+});
+
+/** Selector problems of one source, with fields prefixed for batch items (`sources.2.selectors.email`). */
+function selectorErrors(selectors: Record<string, string>, scrapeType: SourceRow['scrapeType'], prefix = ''): ErrorDetail[] {
+  return validateSelectors(selectors, scrapeType).map((d) => ({ field: `${prefix}${d.field}`, message: d.message }));
+}
+
+const invalid = (details: ErrorDetail[]) => new AppError('VALIDATION_ERROR', details.map((d) => `${d.field}: ${d.message}`).join('; '), { details });
+
+export type SourceService = ReturnType<typeof createSourceService>;
+
+export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
+  const repo = sourceRepository(deps.db);
+
+  async function checkProject(userId: string, projectId: string | null | undefined): Promise<void> {
+    if (projectId && !(await repo.projectExists(userId, projectId.toLowerCase()))) throw notFound('Project', 'projectId');
+  }
+
+  async function checkProfileTypes(userId: string, ids: Array<{ id: string | null | undefined; field: string }>): Promise<void> {
+    const wanted = ids.filter((i): i is { id: string; field: string } => !!i.id);
+    const owned = await repo.profileTypesOwned(userId, [...new Set(wanted.map((w) => w.id.toLowerCase()))]);
+    const missing = wanted.find((w) => !owned.has(w.id.toLowerCase()));
+    if (missing) throw notFound('Profile type', missing.field);
+  }
+
+  async function owned(userId: string, id: string): Promise<SourceRow> {
+    const row = isUuid(id) ? await repo.find(userId, id.toLowerCase()) : undefined;
+    if (!row) throw notFound('Source');
+    return row;
+  }
+
+  /** Rows for new DRAFT sources; every check happens before anything is written (no partial batches). */
+  function newRow(userId: string, input: BatchSourceInput & Partial<CreateSourceInput>, projectId: string | null, now: Date): NewSource {
+    return {
+      userId,
+      projectId,
+      profileTypeId: input.profileTypeId?.toLowerCase() ?? null,
+      name: input.name,
+      url: input.url,
+      scrapeType: input.scrapeType ?? 'DYNAMIC',
+      status: 'DRAFT',
+      description: input.description || null,
+      selectors: input.selectors ?? {},
+      scheduleType: input.scheduleType ?? 'MANUAL',
+      reasoning: input.reasoning || null,
+      maxPages: input.maxPages ?? null,
+      respectRobotsTxt: input.respectRobotsTxt ?? true,
+      options: input.options ?? {},
+      createdAt: now,
+      updatedAt: now,
+    };
+  }
+
+  return {
+    async list(userId: string, query: ListSourcesQuery) {
+      const rows = await repo.list(userId, { status: query.status, projectId: query.projectId?.toLowerCase() }, query.limit, decodeCursor(query.cursor));
+      const { items, nextCursor } = pageOf(rows, query.limit);
+      return { sources: items.map(toSourceView), nextCursor };
+    },
+
+    async get(userId: string, id: string): Promise<SourceView> {
+      return toSourceView(await owned(userId, id));
+    },
+
+    /** The row itself, for the job runner and the scheduler. */
+    owned,
+
+    async create(userId: string, input: CreateSourceInput): Promise<SourceView> {
+      const errors = selectorErrors(input.selectors, input.scrapeType);
+      if (errors.length) throw invalid(errors);
+      await checkProject(userId, input.projectId);
+      await checkProfileTypes(userId, [{ id: input.profileTypeId, field: 'profileTypeId' }]);
+      const [row] = await repo.insertMany([newRow(userId, input, input.projectId?.toLowerCase() ?? null, deps.clock.now())]);
+      return toSourceView(row!);
+    },
+
+    /** Several DRAFT sources at once (default scrapeType DYNAMIC), all or none. Also used by `generate` with autoSave. */
+    async createMany(userId: string, items: BatchSourceInput[], projectId?: string | null): Promise<SourceView[]> {
+      const errors = items.flatMap((item, i) => selectorErrors(item.selectors ?? {}, item.scrapeType ?? 'DYNAMIC', `sources.${i}.`));
+      if (errors.length) throw invalid(errors);
+      await checkProject(userId, projectId);
+      await checkProfileTypes(userId, items.map((item, i) => ({ id: item.profileTypeId, field: `sources.${i}.profileTypeId` })));
+      const now = deps.clock.now();
+      const rows = await repo.insertMany(items.map((item) => newRow(userId, item, projectId?.toLowerCase() ?? null, now)));
+      return rows.map(toSourceView);
+    },
+
+    async update(userId: string, id: string, input: UpdateSourceInput): Promise<SourceView> {
+      const current = await owned(userId, id);
+      const scrapeType = input.scrapeType ?? current.scrapeType;
+      if (input.selectors !== undefined || input.scrapeType !== undefined) {
+        const errors = selectorErrors(input.selectors ?? current.selectors, scrapeType);
+        if (errors.length) throw invalid(errors);
+      }
+      await checkProject(userId, input.projectId);
+      await checkProfileTypes(userId, [{ id: input.profileTypeId, field: 'profileTypeId' }]);
+      const now = deps.clock.now();
+      const status = input.status ?? current.status;
+      const scheduleType = input.scheduleType ?? current.scheduleType;
+      const scheduleChanged = status !== current.status || scheduleType !== current.scheduleType;
+      const values: Partial<NewSource> = {};
+      for (const key of ['name', 'url', 'scrapeType', 'selectors', 'status', 'scheduleType', 'maxPages', 'respectRobotsTxt', 'options'] as const) {
+        if (input[key] !== undefined) (values as Record<string, unknown>)[key] = input[key];
+      }
+      if (input.description !== undefined) values.description = input.description || null;
+      if (input.reasoning !== undefined) values.reasoning = input.reasoning || null;
+      if (input.projectId !== undefined) values.projectId = input.projectId?.toLowerCase() ?? null;
+      if (input.profileTypeId !== undefined) values.profileTypeId = input.profileTypeId?.toLowerCase() ?? null;
+      if (Object.keys(values).length === 0) return toSourceView(current);
+      if (scheduleChanged) values.nextRunAt = nextRunAt(scheduleType, status, now);
+      const row = await repo.update(userId, current.id, { ...values, updatedAt: now });
+      if (!row) throw notFound('Source');
+      return toSourceView(row);
+    },
+
+    async remove(userId: string, id: string): Promise<void> {
+      if (!isUuid(id) || !(await repo.deleteWithData(userId, id.toLowerCase()))) throw notFound('Source');
+    },
+
+    /** DRAFT or ARCHIVED → ACTIVE; an ACTIVE source is 400 ALREADY_ACTIVE (api-spec.md). Starts its schedule. */
+    async activate(userId: string, id: string): Promise<SourceView> {
+      const current = await owned(userId, id);
+      if (current.status === 'ACTIVE') throw new AppError('ALREADY_ACTIVE', 'Source is already active');
+      const now = deps.clock.now();
+      // Conditional on the status read, so two concurrent activations give one 200 and one 400.
+      const row = await repo.update(
+        userId,
+        current.id,
+        { status: 'ACTIVE', nextRunAt: nextRunAt(current.scheduleType, 'ACTIVE', now), updatedAt: now },
+        current.status,
+      );
+      if (!row) throw new AppError('ALREADY_ACTIVE', 'Source is already active');
+      return toSourceView(row);
+    },
+  };
+}

@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { MockLanguageModelV3 } from 'ai/test';
+import { eq } from 'drizzle-orm';
+import { aiUsage, leads, profiles } from '../src/db/schema/index.ts';
+import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
+import { DIRECTORY_SELECTORS, directoryLead, startFixtureSite, type FixtureSite } from './fixtures/sites.ts';
+
+// A source linked to a profile type yields one profile per scraped item: fields from selectors named
+// after the type's fields, and (with an AI provider) the rest from the page text.
+
+let site: FixtureSite;
+before(async () => {
+  site = await startFixtureSite({ pages: 2, leadsPerPage: 3 });
+});
+after(async () => site?.close());
+
+const personType = {
+  name: 'Person',
+  slug: 'person',
+  fields: [
+    { name: 'company', type: 'string' },
+    { name: 'jobTitle', type: 'string' },
+    { name: 'email', type: 'email' },
+    { name: 'seniority', type: 'string', enum: ['junior', 'senior', 'executive'] },
+  ],
+};
+
+async function runProfileJob(ctx: TestContext, user: TestUser) {
+  const type = (await ctx.call(user, 'POST', '/api/profile-types', personType)).json().data;
+  assert.ok(type?.id, 'profile type created');
+  const source = (
+    await ctx.call(user, 'POST', '/api/sources', {
+      name: 'People',
+      url: `${site.url}directory?page=1`,
+      scrapeType: 'STATIC',
+      selectors: DIRECTORY_SELECTORS,
+      profileTypeId: type.id,
+    })
+  ).json().data.source;
+  assert.equal(source.profileTypeId, type.id);
+  await ctx.call(user, 'POST', `/api/sources/${source.id}/activate`);
+  const job = (await ctx.call(user, 'POST', '/api/jobs', { name: 'Profiles', sourceId: source.id })).json().data.job;
+  const done = await eventually(async () => {
+    const j = (await ctx.call(user, 'GET', `/api/jobs/${job.id}`)).json().data.job;
+    return j.status === 'COMPLETED' || j.status === 'FAILED' ? j : undefined;
+  }, 30_000);
+  assert.equal(done.status, 'COMPLETED', done.error);
+  return { type, source, job: done };
+}
+
+describe('profile extraction without AI', () => {
+  let ctx: TestContext;
+  before(async () => (ctx = await createTestContext()));
+  after(async () => ctx?.close());
+
+  test('one profile per lead, from the selectors named after the fields, with source, job and lead recorded', async () => {
+    const user = await ctx.signup();
+    const { type, source, job } = await runProfileJob(ctx, user);
+    const rows = await ctx.deps.db.select().from(profiles).where(eq(profiles.jobId, job.id));
+    assert.equal(rows.length, 6);
+    const lead = directoryLead(2, 0);
+    const [leadRow] = await ctx.deps.db.select().from(leads).where(eq(leads.email, lead.email));
+    const profile = rows.find((p) => p.leadId === leadRow!.id)!;
+    assert.ok(profile, 'the profile points at its lead');
+    assert.deepEqual(profile.data, { company: lead.company, jobTitle: lead.jobTitle, email: lead.email });
+    assert.equal(profile.profileTypeId, type.id);
+    assert.equal(profile.sourceId, source.id);
+    assert.equal(profile.sourceUrl, `${site.url}directory?page=2`);
+    const listed = (await ctx.call(user, 'GET', `/api/profiles?profileTypeId=${type.id}&limit=100`)).json().data.profiles;
+    assert.equal(listed.length, 6);
+  });
+});
+
+describe('profile extraction with AI', () => {
+  let ctx: TestContext;
+  const prompts: string[] = [];
+  const model = new MockLanguageModelV3({
+    doGenerate: async (options) => {
+      prompts.push(JSON.stringify(options.prompt));
+      return {
+        content: [{ type: 'text', text: JSON.stringify({ company: 'Made Up Inc', jobTitle: null, email: null, seniority: 'executive' }) }],
+        finishReason: { unified: 'stop', raw: 'stop' },
+        usage: { inputTokens: { total: 120, noCache: 120, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 30, text: 30, reasoning: 0 } },
+        warnings: [],
+      };
+    },
+  });
+  before(async () => (ctx = await createTestContext({ aiModel: model })));
+  after(async () => ctx?.close());
+
+  test('the model fills only the fields the selectors did not; its usage is recorded for the user', async () => {
+    const user = await ctx.signup();
+    const { job } = await runProfileJob(ctx, user);
+    const rows = await ctx.deps.db.select().from(profiles).where(eq(profiles.jobId, job.id));
+    assert.equal(rows.length, 6);
+    for (const p of rows) {
+      assert.equal(p.data.seniority, 'executive', 'filled by the model');
+      assert.notEqual(p.data.company, 'Made Up Inc', 'a selector value is never overwritten by the model');
+    }
+    assert.ok(prompts.length >= 6);
+    assert.ok(prompts.some((p) => p.includes('seniority')), 'the prompt names the missing field');
+    const usage = await ctx.deps.db.select().from(aiUsage).where(eq(aiUsage.userId, user.id));
+    assert.ok(usage.length >= 6);
+    assert.ok(usage.every((u) => u.feature === 'scraping.profile' && u.inputTokens === 120));
+  });
+});
