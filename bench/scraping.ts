@@ -20,6 +20,7 @@ import { runCrawl } from '../src/modules/scraping/crawl.ts';
 import type { CrawlSettings } from '../src/modules/scraping/scraping.types.ts';
 import { DIRECTORY_SELECTORS } from '../test/fixtures/sites.ts';
 import { median, repoRoot, type Row } from './lib.ts';
+import { benchScrapingJobs } from './scraping-jobs.ts';
 
 const STATIC_PAGES = 2000;
 const DYNAMIC_PAGES = 200;
@@ -191,12 +192,8 @@ export async function benchScraping(): Promise<Row[]> {
     rows.push({ name: 'STATIC runCrawl ÷ bare CheerioCrawler', value: (med.ours / med.bare).toFixed(2), target: '>= 1.2', pass: med.ours / med.bare >= 1.2 });
     rows.push({ name: 'STATIC runCrawl ÷ raw limit', value: (med.ours / med.raw).toFixed(2), target: '', pass: null });
 
-    // ==== JOB LEVEL: to be plugged in by the lead engineer ========================================
-    // Run a STATIC job through the API on the same site (`${site.origin}/big/1`, maxPages STATIC_PAGES,
-    // leads stored): POST /api/jobs, poll until COMPLETED; report pages/s ÷ med.bare (target >= 1.2),
-    // and POST /api/jobs → RUNNING p50 on PostgreSQL (target < 250 ms). Replace this row:
-    rows.push({ name: 'STATIC job (POST /api/jobs → COMPLETED) ÷ bare CheerioCrawler', value: 'not measured yet', target: '>= 1.2', pass: null });
-    // ==============================================================================================
+    // The same site through the service: API, queue, worker, leads stored (PostgreSQL).
+    rows.push(...(await benchScrapingJobs(site.origin, STATIC_PAGES, med.bare)));
 
     if (fs.existsSync(CHROMIUM_PATH)) {
       await bareBrowser(site.origin, 10);
