@@ -1,6 +1,6 @@
 import { and, desc, eq, inArray, lt, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
-import { jobs } from '../../db/schema/index.ts';
+import { jobs, leads } from '../../db/schema/index.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
 export type JobStatus = JobRow['status'];
@@ -77,13 +77,22 @@ export function jobRepository(db: Db) {
       return row;
     },
     /** Progress and heartbeat; false when the job is no longer this worker's (cancelled, deleted, taken over). */
-    async heartbeat(id: string, workerId: string, now: Date, progress?: { progress: number; pagesVisited: number; pagesFailed: number }): Promise<JobRow | undefined> {
+    async heartbeat(id: string, workerId: string, now: Date, progress?: { progress: number; pagesVisited: number; pagesFailed: number; leadsFound: number }): Promise<JobRow | undefined> {
       const [row] = await db
         .update(jobs)
         .set({ heartbeatAt: now, ...(progress ?? {}) })
         .where(and(eq(jobs.id, id), eq(jobs.workerId, workerId), eq(jobs.status, 'RUNNING')))
         .returning();
       return row;
+    },
+    /** Leads this job has stored so far (a job picked up again after a crash starts from here). */
+    async countLeads(id: string): Promise<number> {
+      const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(leads).where(eq(leads.jobId, id));
+      return Number(row?.n ?? 0);
+    },
+    /** The final count of a job stopped by a cancel (its status is no longer this worker's to set). */
+    async setLeadsFound(id: string, leadsFound: number): Promise<void> {
+      await db.update(jobs).set({ leadsFound }).where(eq(jobs.id, id));
     },
     /** RUNNING → PENDING when this worker gives the job up (shutdown). */
     async release(id: string, workerId: string, now: Date): Promise<JobRow | undefined> {
@@ -94,7 +103,7 @@ export function jobRepository(db: Db) {
         .returning();
       return row;
     },
-    async finish(id: string, workerId: string, now: Date, values: { status: 'COMPLETED' | 'FAILED'; error?: string | null; progress?: number; pagesVisited: number; pagesFailed: number }): Promise<JobRow | undefined> {
+    async finish(id: string, workerId: string, now: Date, values: { status: 'COMPLETED' | 'FAILED'; error?: string | null; progress?: number; pagesVisited: number; pagesFailed: number; leadsFound: number }): Promise<JobRow | undefined> {
       const [row] = await db
         .update(jobs)
         // workerId stays: which worker ran the job (logs, scale-out checks).

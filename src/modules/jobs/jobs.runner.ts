@@ -79,7 +79,7 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
     running.set(jobId, controller);
     let progress: CrawlProgress = { pagesVisited: 0, pagesFailed: 0, pagesPlanned: 1 };
     let percent = 0;
-    let leadsFound = job.leadsFound;
+    let leadsFound = await repo.countLeads(jobId);
     let lastWrite = 0;
     let writing: Promise<unknown> = Promise.resolve();
 
@@ -88,10 +88,10 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
       (writing = writing.then(async () => {
         lastWrite = Date.now();
         const row = await repo
-          .heartbeat(jobId, workerId, deps.clock.now(), { progress: percent, pagesVisited: progress.pagesVisited, pagesFailed: progress.pagesFailed })
+          .heartbeat(jobId, workerId, deps.clock.now(), { progress: percent, pagesVisited: progress.pagesVisited, pagesFailed: progress.pagesFailed, leadsFound })
           .catch((err) => void log.warn({ err }, 'heartbeat failed'));
         if (row === undefined && !controller.signal.aborted) controller.abort(new Error('job is no longer running here'));
-        if (row) await publish({ ...row, leadsFound });
+        if (row) await publish(row);
       }));
     const timer = setInterval(beat, HEARTBEAT_MS);
     timer.unref();
@@ -106,7 +106,9 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
       const result = await crawl(crawlSettingsFor(source, deps.config, !!profileType && deps.ai.configured), {
         signal: controller.signal,
         onPage: async (page) => {
-          leadsFound += await writer.writePage(page);
+          // Not `leadsFound += await …`: that reads the counter before the await and loses concurrent pages' counts.
+          const stored = await writer.writePage(page);
+          leadsFound += stored;
         },
         onProgress: (p) => {
           // The plan grows as links are found; a progress bar must not go back.
@@ -117,22 +119,24 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
       });
       await writing;
       if (result.aborted || controller.signal.aborted) {
+        await repo.setLeadsFound(jobId, leadsFound).catch(() => {});
         if (stopping) await release(jobId);
         return;
       }
-      const done = await repo.finish(jobId, workerId, deps.clock.now(), { status: 'COMPLETED', progress: 100, pagesVisited: result.pagesVisited, pagesFailed: result.pagesFailed });
+      const done = await repo.finish(jobId, workerId, deps.clock.now(), { status: 'COMPLETED', progress: 100, pagesVisited: result.pagesVisited, pagesFailed: result.pagesFailed, leadsFound });
       if (done) await publish(done);
       log.info({ pages: result.pagesVisited, failed: result.pagesFailed, leadsFound }, 'scrape job completed');
     } catch (error) {
       await writing;
       if (controller.signal.aborted) {
+        await repo.setLeadsFound(jobId, leadsFound).catch(() => {});
         if (stopping) await release(jobId);
         return;
       }
       const message = error instanceof CrawlError ? error.message : 'The job stopped on an internal error; it can be retried.';
       if (!(error instanceof CrawlError)) log.error({ err: error }, 'scrape job crashed');
       const failed = await repo
-        .finish(jobId, workerId, deps.clock.now(), { status: 'FAILED', error: message, pagesVisited: progress.pagesVisited, pagesFailed: progress.pagesFailed })
+        .finish(jobId, workerId, deps.clock.now(), { status: 'FAILED', error: message, pagesVisited: progress.pagesVisited, pagesFailed: progress.pagesFailed, leadsFound })
         .catch((err) => void log.error({ err }, 'could not mark the job failed'));
       if (failed) await publish(failed);
     } finally {

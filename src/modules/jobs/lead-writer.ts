@@ -1,7 +1,6 @@
-import { eq, sql } from 'drizzle-orm';
 import { z } from 'zod';
 import type { AppDeps } from '../../deps.ts';
-import { jobs, leads, profiles, type ProfileFieldDefinition } from '../../db/schema/index.ts';
+import { leads, profiles, type ProfileFieldDefinition } from '../../db/schema/index.ts';
 import { newId } from '../../shared/ids.ts';
 import { coerceData } from '../profile-types/profile-fields.ts';
 import { initialLeadStatus } from '../leads/leads.service.ts';
@@ -72,9 +71,9 @@ function profileSchema(fields: ProfileFieldDefinition[]) {
 
 /**
  * Stores what a crawl finds, page by page, as it is found: leads de-duplicated per source (email,
- * else name + company, through the unique indexes), `jobs.leads_found` counted in the same
- * transaction, and, for a source with a profile type, one profile per new lead. Idempotent: a job
- * re-delivered after a crash inserts nothing twice.
+ * else name + company, through the unique indexes) and, for a source with a profile type, one
+ * profile per new lead in the same transaction. Idempotent: a job re-delivered after a crash inserts
+ * nothing twice. The runner keeps the job's `leadsFound` (it writes it with each progress update).
  */
 export function createLeadWriter(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' | 'logger'>, ctx: LeadWriterContext) {
   const profileFields = ctx.profileType?.fields ?? [];
@@ -128,30 +127,29 @@ export function createLeadWriter(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' | 'lo
           if (data) profileByLead.set(values.id, data);
         }
       }
+      const values = rows.map((r) => r.values);
+      if (!ctx.profileType) {
+        // No transaction and no shared counter row: concurrent pages of one job never wait on each other.
+        return (await deps.db.insert(leads).values(values).onConflictDoNothing().returning({ id: leads.id })).length;
+      }
       return deps.db.transaction(async (tx) => {
-        const inserted = await tx.insert(leads).values(rows.map((r) => r.values)).onConflictDoNothing().returning({ id: leads.id });
+        const inserted = await tx.insert(leads).values(values).onConflictDoNothing().returning({ id: leads.id });
         if (inserted.length === 0) return 0;
-        await tx
-          .update(jobs)
-          .set({ leadsFound: sql`${jobs.leadsFound} + ${inserted.length}` })
-          .where(eq(jobs.id, ctx.jobId));
-        if (ctx.profileType) {
-          const profileRows = inserted
-            .map(({ id }) => ({ id, data: profileByLead.get(id) }))
-            .filter((p): p is { id: string; data: Record<string, unknown> } => !!p.data && Object.keys(p.data).length > 0)
-            .map((p) => ({
-              userId: ctx.userId,
-              profileTypeId: ctx.profileType!.id,
-              sourceId: ctx.sourceId,
-              jobId: ctx.jobId,
-              leadId: p.id,
-              data: p.data,
-              sourceUrl: page.url.slice(0, 2048),
-              createdAt: now,
-              updatedAt: now,
-            }));
-          if (profileRows.length) await tx.insert(profiles).values(profileRows).onConflictDoNothing();
-        }
+        const profileRows = inserted
+          .map(({ id }) => ({ id, data: profileByLead.get(id) }))
+          .filter((p): p is { id: string; data: Record<string, unknown> } => !!p.data && Object.keys(p.data).length > 0)
+          .map((p) => ({
+            userId: ctx.userId,
+            profileTypeId: ctx.profileType!.id,
+            sourceId: ctx.sourceId,
+            jobId: ctx.jobId,
+            leadId: p.id,
+            data: p.data,
+            sourceUrl: page.url.slice(0, 2048),
+            createdAt: now,
+            updatedAt: now,
+          }));
+        if (profileRows.length) await tx.insert(profiles).values(profileRows).onConflictDoNothing();
         return inserted.length;
       });
     },
