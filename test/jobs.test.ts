@@ -23,7 +23,7 @@ after(async () => {
 
 const unknownId = '0190a8a0-0000-7000-8000-000000000000';
 
-export async function activeSource(user: TestUser, body: Record<string, unknown>) {
+async function activeSource(user: TestUser, body: Record<string, unknown>) {
   const res = await ctx.call(user, 'POST', '/api/sources', { name: 'Fixture', scrapeType: 'STATIC', ...body });
   assert.equal(res.statusCode, 201, res.body);
   const source = res.json().data.source;

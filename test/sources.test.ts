@@ -126,7 +126,10 @@ describe('one source', () => {
     const source = await createSource(alice);
     await ctx.call(alice, 'POST', `/api/sources/${source.id}/activate`);
     const [job] = await ctx.deps.db.insert(jobs).values({ userId: alice.id, sourceId: source.id, name: 'j', status: 'COMPLETED' }).returning();
-    await ctx.deps.db.insert(leads).values({ userId: alice.id, sourceId: source.id, jobId: job!.id, email: 'a@example.com' });
+    const [lead] = await ctx.deps.db.insert(leads).values({ userId: alice.id, sourceId: source.id, jobId: job!.id, email: 'a@example.com' }).returning();
+    const type = (await ctx.call(alice, 'POST', '/api/profile-types', { name: 'T', slug: `t-${source.id.slice(-6)}`, fields: [{ name: 'email', type: 'email' }] })).json().data;
+    await ctx.deps.db.insert(profiles).values({ userId: alice.id, profileTypeId: type.id, sourceId: source.id, jobId: job!.id, leadId: lead!.id, data: { email: 'a@example.com' } });
+    assert.equal((await ctx.deps.db.select().from(profiles).where(eq(profiles.sourceId, source.id))).length, 1);
     const res = await ctx.call(alice, 'DELETE', `/api/sources/${source.id}`);
     assert.equal(res.statusCode, 200);
     assert.equal(res.json().success, true);

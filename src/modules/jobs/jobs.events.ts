@@ -4,8 +4,8 @@ import { jobRepository, type JobRow } from './jobs.repository.ts';
 import { JOB_UPDATE_CHANNEL, jobUpdatePayload } from './jobs.service.ts';
 
 const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
-/** Fallback poll: NOTIFY carries most updates; this also catches leadsFound between heartbeats. */
-const POLL_MS = 1_000;
+/** Fallback poll for a lost notification; NOTIFY carries every update itself. */
+const POLL_MS = 5_000;
 const KEEPALIVE_MS = 15_000;
 
 /**
@@ -60,8 +60,10 @@ export function createJobEventStreams(app: FastifyInstance, deps: Pick<AppDeps, 
     raw.write('retry: 2000\n\n');
     send(jobUpdatePayload(first), first.status);
     if (ended) return;
+    // The notification is the update: no read per event and subscriber.
     const unsubscribe = await deps.notifier.subscribe(JOB_UPDATE_CHANNEL, (payload) => {
-      if (payload.includes(first.id)) void refresh();
+      const update = JSON.parse(payload) as { id: string; status: string };
+      if (update.id === first.id) send(payload, update.status);
     });
     const poll = setInterval(() => void refresh(), POLL_MS);
     const keepalive = setInterval(() => raw.write(': keep-alive\n\n'), KEEPALIVE_MS);

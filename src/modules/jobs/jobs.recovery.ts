@@ -2,7 +2,7 @@ import { and, eq, gte, inArray, lt } from 'drizzle-orm';
 import type { AppDeps } from '../../deps.ts';
 import { jobs } from '../../db/schema/index.ts';
 import { STALE_AFTER_MS } from './jobs.runner.ts';
-import { JOB_UPDATE_CHANNEL, jobUpdatePayload, type JobService } from './jobs.service.ts';
+import { publishJobUpdate, type JobService } from './jobs.service.ts';
 
 /** A job whose worker died this many times is failed rather than started again. */
 export const MAX_ATTEMPTS = 3;
@@ -39,7 +39,7 @@ export function createJobRecovery(deps: Pick<AppDeps, 'db' | 'clock' | 'notifier
       .set({ updatedAt: now })
       .where(and(eq(jobs.status, 'PENDING'), lt(jobs.updatedAt, new Date(now.getTime() - PENDING_RESEND_MS))))
       .returning({ id: jobs.id });
-    for (const row of [...failed, ...requeued]) await deps.notifier.publish(JOB_UPDATE_CHANNEL, jobUpdatePayload(row)).catch(() => {});
+    for (const row of [...failed, ...requeued]) await publishJobUpdate(deps.notifier, row);
     for (const row of [...requeued, ...resent]) await jobsService.enqueue(row.id);
     if (failed.length || requeued.length) deps.logger.warn({ requeued: requeued.map((r) => r.id), failed: failed.map((r) => r.id) }, 'recovered jobs of a dead worker');
     return { requeued: requeued.map((r) => r.id), failed: failed.map((r) => r.id), resent: resent.map((r) => r.id) };

@@ -39,7 +39,7 @@ export function jobRepository(db: Db) {
     async cancel(userId: string, id: string, now: Date): Promise<JobRow | undefined> {
       const [row] = await db
         .update(jobs)
-        .set({ status: 'CANCELLED', finishedAt: now, updatedAt: now, workerId: null })
+        .set({ status: 'CANCELLED', finishedAt: now, updatedAt: now })
         .where(and(eq(jobs.userId, userId), eq(jobs.id, id), inArray(jobs.status, ACTIVE_STATUSES)))
         .returning();
       return row;
@@ -90,9 +90,12 @@ export function jobRepository(db: Db) {
       const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(leads).where(eq(leads.jobId, id));
       return Number(row?.n ?? 0);
     },
-    /** The final count of a job stopped by a cancel (its status is no longer this worker's to set). */
-    async setLeadsFound(id: string, leadsFound: number): Promise<void> {
-      await db.update(jobs).set({ leadsFound }).where(eq(jobs.id, id));
+    /** The final count of a job this worker stopped (cancelled, or still its own); never one another worker took over. */
+    async setLeadsFound(id: string, workerId: string, leadsFound: number): Promise<void> {
+      await db
+        .update(jobs)
+        .set({ leadsFound })
+        .where(and(eq(jobs.id, id), eq(jobs.workerId, workerId)));
     },
     /** RUNNING → PENDING when this worker gives the job up (shutdown). */
     async release(id: string, workerId: string, now: Date): Promise<JobRow | undefined> {

@@ -7,7 +7,7 @@ import { profileTypes, sources } from '../../db/schema/index.ts';
 import { CrawlError, type CrawlProgress, type CrawlSettings, type RunCrawl } from '../scraping/scraping.types.ts';
 import type { CrawlOptions } from '../sources/sources.schemas.ts';
 import { jobRepository, type JobRow } from './jobs.repository.ts';
-import { JOB_CANCEL_CHANNEL, JOB_UPDATE_CHANNEL, jobUpdatePayload } from './jobs.service.ts';
+import { JOB_CANCEL_CHANNEL, publishJobUpdate } from './jobs.service.ts';
 import { createLeadWriter } from './lead-writer.ts';
 
 /** A running job writes its heartbeat this often; one silent for STALE_AFTER_MS belongs to a dead worker. */
@@ -57,7 +57,7 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
   const running = new Map<string, AbortController>();
   let stopping = false;
 
-  const publish = (row: JobRow) => deps.notifier.publish(JOB_UPDATE_CHANNEL, jobUpdatePayload(row)).catch(() => {});
+  const publish = (row: JobRow) => publishJobUpdate(deps.notifier, row);
 
   async function load(job: JobRow) {
     const [source] = await deps.db.select().from(sources).where(eq(sources.id, job.sourceId)).limit(1);
@@ -119,7 +119,7 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
       });
       await writing;
       if (result.aborted || controller.signal.aborted) {
-        await repo.setLeadsFound(jobId, leadsFound).catch(() => {});
+        await repo.setLeadsFound(jobId, workerId, leadsFound).catch(() => {});
         if (stopping) await release(jobId);
         return;
       }
@@ -129,7 +129,7 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
     } catch (error) {
       await writing;
       if (controller.signal.aborted) {
-        await repo.setLeadsFound(jobId, leadsFound).catch(() => {});
+        await repo.setLeadsFound(jobId, workerId, leadsFound).catch(() => {});
         if (stopping) await release(jobId);
         return;
       }

@@ -37,13 +37,16 @@ export const toJobView = (r: JobRow): JobView => ({
 export const jobUpdatePayload = (r: Pick<JobRow, 'id' | 'status' | 'progress' | 'leadsFound' | 'pagesVisited' | 'error'>) =>
   JSON.stringify({ id: r.id, status: r.status, progress: r.progress, leadsFound: r.leadsFound, pagesVisited: r.pagesVisited, error: r.error });
 
+/** Tells every SSE stream (in any process) that a job changed; a lost notification is caught by their poll. */
+export const publishJobUpdate = (notifier: AppDeps['notifier'], row: JobRow) => notifier.publish(JOB_UPDATE_CHANNEL, jobUpdatePayload(row)).catch(() => {});
+
 export type JobService = ReturnType<typeof createJobService>;
 
 export function createJobService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss' | 'notifier' | 'logger'>) {
   const repo = jobRepository(deps.db);
   const sources = sourceRepository(deps.db);
 
-  const publish = (row: JobRow) => deps.notifier.publish(JOB_UPDATE_CHANNEL, jobUpdatePayload(row)).catch(() => {});
+  const publish = (row: JobRow) => publishJobUpdate(deps.notifier, row);
 
   async function enqueue(jobId: string): Promise<void> {
     await deps.boss.send(QUEUES.scrape, { jobId } satisfies JobMessage);
@@ -90,8 +93,7 @@ export function createJobService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss' | '
         await publish(cancelled);
         return 'cancelled';
       }
-      if (await repo.deleteFinished(userId, current.id)) return 'deleted';
-      // It finished between the two statements: delete it now.
+      // Not active (any more, if it finished meanwhile): a finished job is deleted.
       if (await repo.deleteFinished(userId, current.id)) return 'deleted';
       throw notFound('Job');
     },

@@ -4,11 +4,12 @@ import { leads, profiles, type ProfileFieldDefinition } from '../../db/schema/in
 import { newId } from '../../shared/ids.ts';
 import { coerceData } from '../profile-types/profile-fields.ts';
 import { initialLeadStatus } from '../leads/leads.service.ts';
+import { LEAD_FIELD_KEYS, type LeadFieldKey } from '../scraping/selectors.ts';
 import type { CrawledPage, ExtractedItem } from '../scraping/scraping.types.ts';
 
-/** Selector keys that fill lead columns; every other extracted key is a custom field. */
-const LEAD_COLUMNS = ['firstName', 'lastName', 'email', 'phone', 'company', 'jobTitle'] as const;
-const LIMITS: Record<(typeof LEAD_COLUMNS)[number], number> = { firstName: 200, lastName: 200, email: 254, phone: 50, company: 200, jobTitle: 200 };
+/** Selector keys that fill lead columns (fullName is split into first/last by extraction); every other key is a custom field. */
+const LEAD_COLUMNS = LEAD_FIELD_KEYS.filter((k): k is Exclude<LeadFieldKey, 'fullName'> => k !== 'fullName');
+const LIMITS: Record<Exclude<LeadFieldKey, 'fullName'>, number> = { firstName: 200, lastName: 200, email: 254, phone: 50, company: 200, jobTitle: 200 };
 const MAX_CUSTOM_VALUE = 10_000;
 
 export interface LeadWriterContext {
@@ -23,7 +24,7 @@ type Fields = Record<string, string>;
 /** A lead row from an extracted item, or undefined when nothing identifies a person or company. */
 function leadValues(item: ExtractedItem, pageUrl: string, ctx: LeadWriterContext, now: Date) {
   const f = item.fields;
-  const col = (key: (typeof LEAD_COLUMNS)[number]) => f[key]?.slice(0, LIMITS[key]) || null;
+  const col = (key: Exclude<LeadFieldKey, 'fullName'>) => f[key]?.slice(0, LIMITS[key]) || null;
   const email = col('email')?.toLowerCase() ?? null;
   if (!email && !f.firstName && !f.lastName && !f.company && !f.phone) return undefined;
   const customFields: Record<string, string> = {};
