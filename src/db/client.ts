@@ -11,6 +11,7 @@ import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import * as schema from './schema/index.ts';
 import { acquireDataDirLock } from './lock.ts';
+import { syncFreeEmailDomains } from './seed.ts';
 
 export type Schema = typeof schema;
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
@@ -111,12 +112,14 @@ async function openPglite(options: OpenOptions): Promise<Database> {
 export async function migrate(database: Database): Promise<void> {
   if (database.kind === 'pglite') {
     await migratePglite(database.db as never, { migrationsFolder });
+    await syncFreeEmailDomains(database.db);
     return;
   }
   const client = await database.pool!.connect();
   try {
     await client.query('SELECT pg_advisory_lock(7231001)');
     await migratePg(drizzlePg(client, { schema }), { migrationsFolder });
+    await syncFreeEmailDomains(database.db);
   } finally {
     await client.query('SELECT pg_advisory_unlock(7231001)').catch(() => {});
     client.release();

@@ -9,6 +9,7 @@ export const QUEUES = {
   maintenance: 'maintenance',
   scrape: 'scrape',
   sourceScheduler: 'source-scheduler',
+  matching: 'matching',
 } as const;
 
 /** pg-boss on the service's own database: PGlite in-process, or PostgreSQL shared by any number of processes. */
@@ -32,6 +33,8 @@ export async function startBoss(database: Database, options: { databaseUrl?: str
     // table (heartbeats), so pg-boss does not retry or expire scrape messages early.
     boss.createQueue(QUEUES.scrape, { retryLimit: 0, expireInSeconds: 86_400, notify: true }),
     boss.createQueue(QUEUES.sourceScheduler, { retryLimit: 0, expireInSeconds: 300 }),
+    // A rule execution resumes from its stored results when a message is delivered again.
+    boss.createQueue(QUEUES.matching, { retryLimit: 2, retryDelay: 5, retryBackoff: true, expireInSeconds: 3_600, notify: true }),
   ]);
   return boss;
 }

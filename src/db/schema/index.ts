@@ -6,3 +6,7 @@ export * from './leads.ts';
 export * from './profiles.ts';
 export * from './idempotency.ts';
 export * from './ai.ts';
+export * from './matching.ts';
+export * from './accounts.ts';
+export * from './campaigns.ts';
+export * from './chat.ts';

@@ -1,0 +1,21 @@
+import { createRequire } from 'node:module';
+import { sql } from 'drizzle-orm';
+import { queryRows, type Db } from './client.ts';
+
+const require = createRequire(import.meta.url);
+
+/**
+ * Keeps `free_email_domains` equal to the `email-providers` list this install ships, so SQL can tell
+ * a company domain from a free-mail one with a join. Idempotent and cheap when already in sync.
+ */
+export async function syncFreeEmailDomains(db: Db): Promise<void> {
+  const domains = [...new Set((require('email-providers/all.json') as string[]).map((d) => d.toLowerCase()))];
+  const [row] = await queryRows<{ n: number }>(db, sql`SELECT count(*)::int AS n FROM free_email_domains`);
+  if (row?.n === domains.length) return;
+  // One JSON parameter: the same on both drivers (drizzle would expand a JS array into 8,000 parameters).
+  const list = JSON.stringify(domains);
+  await db.transaction(async (tx) => {
+    await tx.execute(sql`DELETE FROM free_email_domains WHERE domain NOT IN (SELECT jsonb_array_elements_text(${list}::jsonb))`);
+    await tx.execute(sql`INSERT INTO free_email_domains (domain) SELECT jsonb_array_elements_text(${list}::jsonb) ON CONFLICT DO NOTHING`);
+  });
+}

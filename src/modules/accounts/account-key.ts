@@ -1,0 +1,59 @@
+import { sql, type SQL } from 'drizzle-orm';
+
+/**
+ * How leads group into accounts, in SQL (accounts are computed, never stored):
+ * - `domain:<email domain>` when the lead's email has a domain that is not a free-mail provider;
+ * - else `company:<normalized company name>` (lower case, punctuation collapsed, legal suffixes such
+ *   as Inc, LLC, GmbH removed);
+ * - else no account (NULL).
+ * The account id is the key in base64url: stable across requests and processes, and reversible, so
+ * `GET /api/accounts/{id}` finds its leads with the same expression.
+ *
+ * Usage (the lead table aliased `l`, the join aliased `fd`):
+ *   SELECT ${accountKeySql()} AS account_key FROM leads l ${freeDomainJoinSql()} WHERE l.user_id = …
+ */
+
+const LEGAL_SUFFIXES = [
+  'inc', 'incorporated', 'llc', 'l l c', 'ltd', 'limited', 'gmbh', 'corp', 'corporation', 'co', 'company', 'plc',
+  'sa', 'sas', 'ag', 'bv', 'nv', 'srl', 'sarl', 'spa', 'oy', 'ab', 'as', 'pty', 'pte', 'kg', 'lp', 'llp',
+];
+
+/** The email's domain, lower-cased ('' when there is no '@'). */
+export const emailDomainSql = (lead = 'l'): SQL => sql.raw(`lower(split_part(${lead}.email, '@', 2))`);
+
+/** Joins the free-mail list; put it right after `FROM leads <lead>`. */
+export const freeDomainJoinSql = (lead = 'l', free = 'fd'): SQL =>
+  sql.raw(`LEFT JOIN free_email_domains ${free} ON ${free}.domain = lower(split_part(${lead}.email, '@', 2))`);
+
+const normalizedCompanyText = (expr: string) =>
+  `btrim(regexp_replace(btrim(regexp_replace(lower(coalesce(${expr}, '')), '[[:punct:][:space:]]+', ' ', 'g')), ` +
+  `'( (${LEGAL_SUFFIXES.join('|')}))+$', '', 'g'))`;
+
+/** The normalized company name of a text SQL expression ('' when nothing is left). */
+export const normalizedCompanySql = (expr: string): SQL => sql.raw(normalizedCompanyText(expr));
+
+/** The account key of a lead row (`l`), given the free-mail join (`fd`); NULL when neither domain nor company. */
+export const accountKeySql = (lead = 'l', free = 'fd'): SQL => {
+  const company = normalizedCompanyText(`${lead}.company`);
+  return sql.raw(
+    `(CASE WHEN ${lead}.email LIKE '%_@_%._%' AND ${free}.domain IS NULL THEN 'domain:' || lower(split_part(${lead}.email, '@', 2)) ` +
+      `WHEN ${company} <> '' THEN 'company:' || ${company} ELSE NULL END)`,
+  );
+};
+
+/** The public id of an account key. */
+export const accountIdOf = (key: string): string => Buffer.from(key, 'utf8').toString('base64url');
+
+/** The key an account id stands for, or undefined when the id is not one of ours (→ 404). */
+export function accountKeyOf(id: string): string | undefined {
+  if (!/^[A-Za-z0-9_-]{1,400}$/.test(id)) return undefined;
+  const key = Buffer.from(id, 'base64url').toString('utf8');
+  if (accountIdOf(key) !== id) return undefined;
+  return /^(domain|company):.+$/s.test(key) ? key : undefined;
+}
+
+/** What kind of grouping a key is, and its value (`acme.com`, `acme`). */
+export function describeAccountKey(key: string): { kind: 'domain' | 'company'; value: string } {
+  const i = key.indexOf(':');
+  return { kind: key.slice(0, i) as 'domain' | 'company', value: key.slice(i + 1) };
+}
