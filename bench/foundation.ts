@@ -13,8 +13,7 @@ import { loadConfig } from '../src/config.ts';
 import { leadRepository } from '../src/modules/leads/leads.repository.ts';
 import { startRuntime } from '../src/runtime.ts';
 import { freePort, startService, waitHealthy } from '../test/helpers/process.ts';
-import { withDatabase } from '../test/helpers/template.ts';
-import { closedLoop, loadTest, median, percentile, printTable, type Row } from './lib.ts';
+import { closedLoop, freshBenchDatabase, loadTest, median, percentile, printTable, type Row } from './lib.ts';
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
@@ -54,14 +53,8 @@ async function seedLeads(client: pg.Pool, userId: string, count: number, compani
 
 export async function benchFoundation(): Promise<Row[]> {
   const rows: Row[] = [];
-  const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const dbName = 'quarry_bench';
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  await admin.end();
-  const databaseUrl = withDatabase(adminUrl, dbName);
+  const database = await freshBenchDatabase('quarry_bench');
+  const databaseUrl = database.url;
   const port = await freePort();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-bench-'));
   const config = loadConfig({ DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: 'silent', DATA_DIR: dataDir, DATABASE_POOL_SIZE: '16' });
@@ -157,9 +150,7 @@ export async function benchFoundation(): Promise<Row[]> {
   } finally {
     await runtime.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
-    const cleanup = new pg.Client({ connectionString: adminUrl });
-    await cleanup.connect();
-    await cleanup.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).finally(() => cleanup.end());
+    await database.drop();
   }
 
   // 4. Embedded mode: restart on an existing DATA_DIR, time to healthy, idle memory.

@@ -7,8 +7,9 @@
 import { benchFoundation } from './foundation.ts';
 import { printTable, type Row } from './lib.ts';
 import { benchScraping } from './scraping.ts';
+import { benchMatching } from './matching.ts';
 
-const sections: Record<string, () => Promise<Row[]>> = { foundation: benchFoundation, scraping: benchScraping };
+const sections: Record<string, () => Promise<Row[]>> = { foundation: benchFoundation, scraping: benchScraping, matching: benchMatching };
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 let failed = 0;
 for (const [name, run] of Object.entries(sections)) {

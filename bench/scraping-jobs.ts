@@ -7,25 +7,18 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { startRuntime } from '../src/runtime.ts';
 import { DIRECTORY_SELECTORS } from '../test/fixtures/sites.ts';
 import { freePort } from '../test/helpers/process.ts';
 import { activeSourceVia, signedUpClient } from '../test/helpers/http-client.ts';
-import { percentile, type Row } from './lib.ts';
+import { freshBenchDatabase, percentile, type Row } from './lib.ts';
 
 const LATENCY_SAMPLES = 30;
 
 export async function benchScrapingJobs(origin: string, pages: number, bareRate: number): Promise<Row[]> {
-  const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const dbName = 'quarry_bench_jobs';
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${dbName}`;
+  const database = await freshBenchDatabase('quarry_bench_jobs');
+  const url = new URL(database.url);
   const port = await freePort();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-bench-jobs-'));
   const config = loadConfig({ DATABASE_URL: url.href, PORT: String(port), LOG_LEVEL: 'silent', DATA_DIR: dataDir, ALLOW_PRIVATE_NETWORK: 'true', JOB_CONCURRENCY: '4' });
@@ -68,8 +61,7 @@ export async function benchScrapingJobs(origin: string, pages: number, bareRate:
     rows.push({ name: `POST /api/jobs → RUNNING on PostgreSQL, p50 of ${LATENCY_SAMPLES} (p90 ${percentile(sorted, 90).toFixed(0)} ms)`, value: `${p50.toFixed(0)} ms`, target: '< 250 ms', pass: p50 < 250 });
   } finally {
     await runtime.stop();
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
-    await admin.end();
+    await database.drop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
   return rows;

@@ -21,6 +21,10 @@ import { consentRoutes } from './modules/consent/consent.routes.ts';
 import { dataExportRoutes } from './modules/data-export/data-export.routes.ts';
 import { accountDeletionRoutes } from './modules/account-deletion/account-deletion.routes.ts';
 import { leadRoutes } from './modules/leads/leads.routes.ts';
+import { chatRoutes } from './modules/chat/chat.routes.ts';
+import { accountRoutes } from './modules/accounts/accounts.routes.ts';
+import { campaignRoutes } from './modules/campaigns/campaigns.routes.ts';
+import { matchingRoutes } from './modules/matching/matching.routes.ts';
 
 export type App = FastifyInstance;
 export type ZodApp = ReturnType<FastifyInstance['withTypeProvider']> & FastifyInstance;
@@ -45,6 +49,10 @@ const routeModules: RouteModule[] = [
   profileTypeRoutes,
   profileRoutes,
   leadRoutes,
+  chatRoutes,
+  accountRoutes,
+  campaignRoutes,
+  matchingRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

@@ -8,6 +8,8 @@ import { createJobRecovery } from '../modules/jobs/jobs.recovery.ts';
 import { createJobRunner } from '../modules/jobs/jobs.runner.ts';
 import { dispatchDueSources } from '../modules/jobs/jobs.scheduler.ts';
 import { createJobService, type JobMessage } from '../modules/jobs/jobs.service.ts';
+import { createMatchingRunner } from '../modules/matching/matching.runner.ts';
+import type { MatchingJob } from '../modules/matching/matching.service.ts';
 import type { RunCrawl } from '../modules/scraping/scraping.types.ts';
 import { QUEUES } from './queues.ts';
 
@@ -34,6 +36,12 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
     await deletion.purgeDueAccounts();
   });
   await registerEmailValidationWorker(deps);
+  // Matching runs: a few at once (each is one SQL statement at a time, or bounded by AI_CONCURRENCY).
+  const matchingRunner = createMatchingRunner(deps);
+  const matchingWork = { localConcurrency: 2, notifyPollingIntervalSeconds: 2 } as const;
+  await boss.work<MatchingJob, void, typeof matchingWork>(QUEUES.matching, matchingWork, async ([job]) => {
+    if (job) await matchingRunner.run(job.data.runId);
+  });
 
   const jobService = createJobService(deps);
   const runner = createJobRunner(deps, options);

@@ -103,6 +103,7 @@ CREATE TABLE "chat_conversations" (
 	"id" uuid PRIMARY KEY NOT NULL,
 	"user_id" uuid NOT NULL,
 	"title" text,
+	"turn_lease_until" timestamp with time zone,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
 	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
 );
@@ -116,9 +117,7 @@ CREATE TABLE "chat_messages" (
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
-ALTER TABLE "matching_results" ADD CONSTRAINT "matching_results_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "matching_results" ADD CONSTRAINT "matching_results_rule_id_matching_rules_id_fk" FOREIGN KEY ("rule_id") REFERENCES "public"."matching_rules"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
-ALTER TABLE "matching_results" ADD CONSTRAINT "matching_results_run_id_matching_runs_id_fk" FOREIGN KEY ("run_id") REFERENCES "public"."matching_runs"("id") ON DELETE set null ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "matching_results" ADD CONSTRAINT "matching_results_profile_id_profiles_id_fk" FOREIGN KEY ("profile_id") REFERENCES "public"."profiles"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "matching_rules" ADD CONSTRAINT "matching_rules_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "matching_rules" ADD CONSTRAINT "matching_rules_profile_type_id_profile_types_id_fk" FOREIGN KEY ("profile_type_id") REFERENCES "public"."profile_types"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -137,9 +136,8 @@ ALTER TABLE "chat_approvals" ADD CONSTRAINT "chat_approvals_user_id_users_id_fk"
 ALTER TABLE "chat_conversations" ADD CONSTRAINT "chat_conversations_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "chat_messages" ADD CONSTRAINT "chat_messages_conversation_id_chat_conversations_id_fk" FOREIGN KEY ("conversation_id") REFERENCES "public"."chat_conversations"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "chat_messages" ADD CONSTRAINT "chat_messages_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
-CREATE UNIQUE INDEX "matching_results_rule_profile_key" ON "matching_results" USING btree ("rule_id","profile_id");--> statement-breakpoint
+CREATE UNIQUE INDEX "matching_results_profile_rule_key" ON "matching_results" USING btree ("profile_id","rule_id");--> statement-breakpoint
 CREATE INDEX "matching_results_rule_score_idx" ON "matching_results" USING btree ("rule_id","match_score" DESC NULLS LAST,"id");--> statement-breakpoint
-CREATE INDEX "matching_results_profile_idx" ON "matching_results" USING btree ("profile_id");--> statement-breakpoint
 CREATE INDEX "matching_rules_user_idx" ON "matching_rules" USING btree ("user_id","id");--> statement-breakpoint
 CREATE INDEX "matching_rules_type_idx" ON "matching_rules" USING btree ("profile_type_id");--> statement-breakpoint
 CREATE INDEX "matching_runs_rule_idx" ON "matching_runs" USING btree ("rule_id","id");--> statement-breakpoint

@@ -8,6 +8,8 @@ export const chatConversations = pgTable(
     id: idColumn(),
     userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
     title: text('title'),
+    /** Set while the assistant answers (a message or an approval): one turn at a time, across processes; expires if a process dies mid-turn. */
+    turnLeaseUntil: tsColumn('turn_lease_until'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

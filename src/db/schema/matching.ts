@@ -56,14 +56,19 @@ export const matchingRuns = pgTable(
   (t) => [index('matching_runs_rule_idx').on(t.ruleId, t.id), index('matching_runs_user_idx').on(t.userId, t.id)],
 );
 
-/** The latest result of a rule for one profile (an execution replaces the previous one's). */
+/**
+ * The latest result of a rule for one profile (an execution replaces the previous one's).
+ * Written 100,000 rows per execution, so it carries only the foreign keys that delete it: the rule
+ * (and with it the user's rules on account deletion) and the profile. `user_id` and `run_id` are
+ * plain columns: a run is only deleted with its rule, whose results go with it.
+ */
 export const matchingResults = pgTable(
   'matching_results',
   {
     id: idColumn(),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id').notNull(),
     ruleId: uuid('rule_id').notNull().references(() => matchingRules.id, { onDelete: 'cascade' }),
-    runId: uuid('run_id').references(() => matchingRuns.id, { onDelete: 'set null' }),
+    runId: uuid('run_id'),
     profileId: uuid('profile_id').notNull().references(() => profiles.id, { onDelete: 'cascade' }),
     matched: boolean('matched').notNull(),
     /** 0–100: SCORED's weighted sum, the model's score for AI, 100 or 0 for FILTER; null when evaluation failed. */
@@ -77,9 +82,9 @@ export const matchingResults = pgTable(
     updatedAt: updatedAt(),
   },
   (t) => [
-    uniqueIndex('matching_results_rule_profile_key').on(t.ruleId, t.profileId),
-    // Results by score (filter + keyset), best first.
+    // One result per (rule, profile); profile first so the same index serves ON DELETE CASCADE from profiles.
+    uniqueIndex('matching_results_profile_rule_key').on(t.profileId, t.ruleId),
+    // Results by score (filter + keyset), best first; also every rule_id lookup.
     index('matching_results_rule_score_idx').on(t.ruleId, sql`${t.matchScore} DESC NULLS LAST`, t.id),
-    index('matching_results_profile_idx').on(t.profileId),
   ],
 );

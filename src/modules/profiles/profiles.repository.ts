@@ -1,6 +1,6 @@
 import { and, desc, eq, lt, sql, type SQL } from 'drizzle-orm';
 import { queryRows, type Db } from '../../db/client.ts';
-import { profileTypes, profiles, type ProfileStatus } from '../../db/schema/index.ts';
+import { matchingResults, profileTypes, profiles, type ProfileStatus } from '../../db/schema/index.ts';
 
 export type ProfileRow = typeof profiles.$inferSelect;
 export interface ProfileWithType {
@@ -94,6 +94,20 @@ export function profileRepository(db: Db) {
     /** One page of an export, keyset on id DESC. */
     exportPage(userId: string, filter: ProfileFilter, limit: number, before?: string): Promise<ProfileRow[]> {
       return db.select().from(profiles).where(filterWhere(userId, filter, before)).orderBy(desc(profiles.id)).limit(limit);
+    },
+
+    /**
+     * One page of an export through a matching rule's stored results (matched ones only unless
+     * `includeUnmatched`), keyset on id DESC; each row carries its result.
+     */
+    exportPageWithResults(userId: string, filter: ProfileFilter, rule: { id: string; includeUnmatched: boolean }, limit: number, before?: string) {
+      return db
+        .select({ profile: profiles, matched: matchingResults.matched, matchScore: matchingResults.matchScore, aiReasoning: matchingResults.aiReasoning })
+        .from(profiles)
+        .innerJoin(matchingResults, and(eq(matchingResults.profileId, profiles.id), eq(matchingResults.ruleId, rule.id)))
+        .where(and(filterWhere(userId, filter, before), rule.includeUnmatched ? undefined : eq(matchingResults.matched, true)))
+        .orderBy(desc(profiles.id))
+        .limit(limit);
     },
 
     async countByStatus(userId: string): Promise<Array<{ status: ProfileStatus; count: number }>> {

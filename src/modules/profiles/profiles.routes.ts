@@ -51,7 +51,9 @@ export const profileRoutes: RouteModule = (app, deps) => {
         'RFC 4180 CSV with a header line: id, profileType (the type\'s slug), status, sourceUrl, createdAt, then one column per field of ' +
         'the type given by `profileTypeId`, or the union of the fields of all the caller\'s types (in type creation order). Arrays are ' +
         'joined with "; ". Cells that a spreadsheet would run as a formula (starting with =, +, -, @) are prefixed with \'. ' +
-        'An unknown `profileTypeId` is a 404 naming it. Matching-rule columns (matchScore, aiReasoning) arrive with the matching engine.',
+        'An unknown `profileTypeId` is a 404 naming it. With `ruleId` (a matching rule of yours, else 404 naming it): the rule\'s profile ' +
+        'type, only the profiles its latest execution matched (every evaluated one with `includeUnmatched=true`, plus a `matched` column), ' +
+        'with `matchScore` and `aiReasoning` columns last; a `profileTypeId` other than the rule\'s is a 400.',
       querystring: exportProfilesQuery,
       response: {
         200: { description: 'CSV file (Content-Disposition: attachment)', content: { 'text/csv': { schema: z.string() } } },

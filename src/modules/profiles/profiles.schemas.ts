@@ -22,7 +22,15 @@ export const listProfilesQuery = paginationQuery.extend({
     .describe('Case-insensitive substring search in the values of `data` (array elements included)'),
 });
 
-export const exportProfilesQuery = z.object(profileFilters);
+export const exportProfilesQuery = z.object({
+  ...profileFilters,
+  ruleId: uuidFilter('Only profiles a matching rule (yours) matched in its latest execution, with matchScore and aiReasoning columns').optional(),
+  includeUnmatched: z
+    .enum(['true', 'false'])
+    .transform((v) => v === 'true')
+    .optional()
+    .describe('With ruleId: every profile the rule evaluated, plus a `matched` column'),
+});
 
 export const updateProfileBody = z
   .object({

@@ -1,0 +1,120 @@
+import type { AppDeps } from '../../deps.ts';
+import { leadStatuses } from '../../db/schema/index.ts';
+import { notFound, validationError } from '../../shared/errors.ts';
+import { accountIdOf, accountKeyOf, describeAccountKey } from './account-key.ts';
+import { accountRepository, type AccountCursor, type AccountLeadRow, type AccountRow } from './accounts.repository.ts';
+import {
+  ACCOUNT_LEADS_SHOWN,
+  accountSorts,
+  type AccountDetailView,
+  type AccountLeadView,
+  type AccountSort,
+  type AccountView,
+  type ListAccountsQuery,
+  type StatusCounts,
+  type UpdateAccountInput,
+} from './accounts.schemas.ts';
+
+const iso = (value: Date | string) => new Date(value).toISOString();
+
+export function toAccountView(row: AccountRow): AccountView {
+  const { kind, value } = describeAccountKey(row.account_key);
+  const counts = row.status_counts.map(Number);
+  return {
+    id: accountIdOf(row.account_key),
+    kind,
+    name: row.name,
+    domain: kind === 'domain' ? value : null,
+    leadCount: Number(row.lead_count),
+    sourceCount: Number(row.source_count),
+    titles: row.titles,
+    statuses: Object.fromEntries(leadStatuses.map((s, i) => [s, counts[i] ?? 0])) as StatusCounts,
+    lastActivityAt: iso(row.last_activity_at),
+    firstSeenAt: iso(row.first_seen_at),
+    notes: row.notes,
+    tags: row.tags ?? [],
+  };
+}
+
+const toLeadView = (row: AccountLeadRow): AccountLeadView => ({
+  id: row.id,
+  name: [row.first_name, row.last_name].map((p) => p?.trim()).filter(Boolean).join(' ') || null,
+  email: row.email,
+  jobTitle: row.job_title,
+  status: row.status,
+  updatedAt: iso(row.updated_at),
+});
+
+/** The opaque cursor: the sort it belongs to, the last account's sort value and key (base64url JSON). */
+function encodeAccountCursor(sort: AccountSort, row: AccountRow): string {
+  const value = sort === 'leadCount' ? Number(row.lead_count) : sort === 'lastActivity' ? row.last_us_text : row.sort_name;
+  return Buffer.from(JSON.stringify({ s: sort, v: value, k: row.account_key }), 'utf8').toString('base64url');
+}
+
+/** A cursor of this sort, or a 400 naming `cursor` (another sort's cursor, or anything not ours). */
+function decodeAccountCursor(cursor: string | undefined, sort: AccountSort): AccountCursor | undefined {
+  if (cursor === undefined || cursor === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw validationError('cursor', 'invalid cursor');
+  }
+  const { s, v, k } = (parsed ?? {}) as { s?: unknown; v?: unknown; k?: unknown };
+  const valid =
+    typeof s === 'string' &&
+    (accountSorts as readonly string[]).includes(s) &&
+    typeof k === 'string' &&
+    accountKeyOf(accountIdOf(k)) === k &&
+    (s === 'leadCount' ? Number.isInteger(v) && (v as number) >= 0 : s === 'lastActivity' ? typeof v === 'string' && /^-?\d{1,19}$/.test(v) : typeof v === 'string');
+  if (!valid) throw validationError('cursor', 'invalid cursor');
+  if (s !== sort) throw validationError('cursor', `the cursor belongs to sort=${s}`);
+  return { value: v as string | number, key: k };
+}
+
+export type AccountService = ReturnType<typeof createAccountService>;
+
+export function createAccountService(deps: Pick<AppDeps, 'db' | 'clock'>) {
+  const repo = accountRepository(deps.db);
+
+  /** The key of an id, or 404 (not one of ours). */
+  function keyOf(id: string): string {
+    const key = accountKeyOf(id);
+    if (!key) throw notFound('Account');
+    return key;
+  }
+
+  async function detail(userId: string, key: string): Promise<AccountDetailView> {
+    const row = await repo.find(userId, key);
+    if (!row) throw notFound('Account');
+    const leads = await repo.leads(userId, key, ACCOUNT_LEADS_SHOWN);
+    return { ...toAccountView(row), leads: leads.map(toLeadView) };
+  }
+
+  return {
+    keyOf,
+
+    async list(userId: string, query: ListAccountsQuery): Promise<{ accounts: AccountView[]; nextCursor: string | null }> {
+      const cursor = decodeAccountCursor(query.cursor, query.sort);
+      const rows = await repo.list(userId, { q: query.q, tag: query.tag, minLeads: query.minLeads }, query.sort, query.limit, cursor);
+      const items = rows.slice(0, query.limit);
+      const nextCursor = rows.length > query.limit ? encodeAccountCursor(query.sort, items[items.length - 1]!) : null;
+      return { accounts: items.map(toAccountView), nextCursor };
+    },
+
+    /** The account with its latest leads; 404 when the id names no account of the caller's leads. */
+    get(userId: string, id: string): Promise<AccountDetailView> {
+      return detail(userId, keyOf(id));
+    },
+
+    /** Stores notes and/or tags beside the computed account; never for an account the caller has no lead of. */
+    async update(userId: string, id: string, input: UpdateAccountInput): Promise<AccountDetailView> {
+      const key = keyOf(id);
+      const values: { notes?: string | null; tags?: string[] } = {};
+      if (input.notes !== undefined) values.notes = input.notes?.trim() ? input.notes : null;
+      if (input.tags !== undefined) values.tags = input.tags;
+      if (Object.keys(values).length > 0 && !(await repo.upsertMetadata(userId, key, values, deps.clock.now()))) throw notFound('Account');
+      return detail(userId, key);
+    },
+  };
+}

@@ -1,0 +1,148 @@
+import { and, asc, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
+import type { Db } from '../../db/client.ts';
+import { chatApprovals, chatConversations, chatMessages, type ChatApprovalStatus } from '../../db/schema/index.ts';
+
+export type ConversationRow = typeof chatConversations.$inferSelect;
+export type MessageRow = typeof chatMessages.$inferSelect;
+export type NewMessage = typeof chatMessages.$inferInsert;
+export type ApprovalRow = typeof chatApprovals.$inferSelect;
+export type NewApproval = typeof chatApprovals.$inferInsert;
+export type ConversationListRow = ConversationRow & { lastMessageAt: Date | null; pendingApprovals: number };
+
+/** What a finished turn writes at once: its messages, the approvals it asks for, the conversation's new state. */
+export interface TurnWrite {
+  messages: NewMessage[];
+  approvals?: NewApproval[];
+  /** An approval decided in this turn: its final status and outcome. */
+  decided?: { id: string; status: ChatApprovalStatus; result: unknown; error: string | null };
+  title?: string;
+  at: Date;
+}
+
+export function chatRepository(db: Db) {
+  return {
+    async insertConversation(userId: string, title: string | null, at: Date): Promise<ConversationRow> {
+      const [row] = await db.insert(chatConversations).values({ userId, title, createdAt: at, updatedAt: at }).returning();
+      return row!;
+    },
+
+    async findConversation(userId: string, id: string): Promise<ConversationRow | undefined> {
+      const [row] = await db
+        .select()
+        .from(chatConversations)
+        .where(and(eq(chatConversations.userId, userId), eq(chatConversations.id, id)))
+        .limit(1);
+      return row;
+    },
+
+    /** Newest first, `limit + 1` rows, each with its last message time and open approvals. */
+    async listConversations(userId: string, limit: number, before?: string): Promise<ConversationListRow[]> {
+      return db
+        .select({
+          id: chatConversations.id,
+          userId: chatConversations.userId,
+          title: chatConversations.title,
+          turnLeaseUntil: chatConversations.turnLeaseUntil,
+          createdAt: chatConversations.createdAt,
+          updatedAt: chatConversations.updatedAt,
+          // Spelled out: inside a field subquery drizzle would not qualify the outer column.
+          lastMessageAt: sql<Date | null>`(SELECT max(m.created_at) FROM chat_messages m WHERE m.conversation_id = "chat_conversations"."id")`.mapWith(
+            (v: unknown) => (v === null || v === undefined ? null : new Date(v as string)),
+          ),
+          pendingApprovals: sql<number>`(SELECT count(*) FROM chat_approvals a WHERE a.conversation_id = "chat_conversations"."id" AND a.status = 'PENDING')::int`.mapWith(
+            Number,
+          ),
+        })
+        .from(chatConversations)
+        .where(and(eq(chatConversations.userId, userId), before ? lt(chatConversations.id, before) : undefined))
+        .orderBy(desc(chatConversations.id))
+        .limit(limit + 1);
+    },
+
+    /**
+     * Takes the conversation's turn lease (compare-and-set): false while another turn holds an
+     * unexpired one, in this process or another.
+     */
+    async claimTurn(userId: string, id: string, now: Date, until: Date): Promise<boolean> {
+      const rows = await db
+        .update(chatConversations)
+        .set({ turnLeaseUntil: until })
+        .where(
+          and(
+            eq(chatConversations.userId, userId),
+            eq(chatConversations.id, id),
+            or(isNull(chatConversations.turnLeaseUntil), lt(chatConversations.turnLeaseUntil, now)),
+          ),
+        )
+        .returning({ id: chatConversations.id });
+      return rows.length > 0;
+    },
+
+    async releaseTurn(id: string): Promise<void> {
+      await db.update(chatConversations).set({ turnLeaseUntil: null }).where(eq(chatConversations.id, id));
+    },
+
+    /** Every message of a conversation, oldest first (ids are time-ordered). */
+    messages(conversationId: string): Promise<MessageRow[]> {
+      return db.select().from(chatMessages).where(eq(chatMessages.conversationId, conversationId)).orderBy(asc(chatMessages.id));
+    },
+
+    /** The newest `limit` messages, oldest first: the model's bounded view of the history. */
+    async recentMessages(conversationId: string, limit: number): Promise<MessageRow[]> {
+      const rows = await db
+        .select()
+        .from(chatMessages)
+        .where(eq(chatMessages.conversationId, conversationId))
+        .orderBy(desc(chatMessages.id))
+        .limit(limit);
+      return rows.reverse();
+    },
+
+    approvals(conversationId: string): Promise<ApprovalRow[]> {
+      return db.select().from(chatApprovals).where(eq(chatApprovals.conversationId, conversationId)).orderBy(asc(chatApprovals.id));
+    },
+
+    pendingApprovals(conversationId: string): Promise<ApprovalRow[]> {
+      return db
+        .select()
+        .from(chatApprovals)
+        .where(and(eq(chatApprovals.conversationId, conversationId), eq(chatApprovals.status, 'PENDING')))
+        .orderBy(asc(chatApprovals.id));
+    },
+
+    async findApproval(userId: string, conversationId: string, id: string): Promise<ApprovalRow | undefined> {
+      const [row] = await db
+        .select()
+        .from(chatApprovals)
+        .where(and(eq(chatApprovals.userId, userId), eq(chatApprovals.conversationId, conversationId), eq(chatApprovals.id, id)))
+        .limit(1);
+      return row;
+    },
+
+    /** PENDING → `status`, only if still PENDING: of two concurrent decisions exactly one gets the row. */
+    async claimApproval(id: string, status: 'APPROVED' | 'REJECTED', now: Date): Promise<ApprovalRow | undefined> {
+      const [row] = await db
+        .update(chatApprovals)
+        .set({ status, decidedAt: now, updatedAt: now })
+        .where(and(eq(chatApprovals.id, id), eq(chatApprovals.status, 'PENDING')))
+        .returning();
+      return row;
+    },
+
+    /** A turn's messages, approvals and outcome in one transaction: a turn is stored whole or not at all. */
+    async writeTurn(conversationId: string, turn: TurnWrite): Promise<void> {
+      await db.transaction(async (tx) => {
+        if (turn.messages.length) await tx.insert(chatMessages).values(turn.messages);
+        if (turn.approvals?.length) await tx.insert(chatApprovals).values(turn.approvals);
+        if (turn.decided) {
+          const { id, status, result, error } = turn.decided;
+          await tx.update(chatApprovals).set({ status, result: result ?? null, error, updatedAt: turn.at }).where(eq(chatApprovals.id, id));
+        }
+        await tx
+          .update(chatConversations)
+          .set({ updatedAt: turn.at, ...(turn.title ? { title: sql`coalesce(${chatConversations.title}, ${turn.title})` } : {}) })
+          .where(eq(chatConversations.id, conversationId));
+      });
+    },
+  };
+}

@@ -1,0 +1,60 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../../shared/errors.ts';
+import type { Turn, TurnEvents } from './chat.service.ts';
+
+const KEEPALIVE_MS = 15_000;
+
+export const wantsEventStream = (request: FastifyRequest) => /\btext\/event-stream\b/i.test(request.headers.accept ?? '');
+
+/**
+ * Runs a turn for one HTTP request: JSON (the `{success, data}` envelope) or, with
+ * `Accept: text/event-stream`, Server-Sent Events as it happens (see chatStreamEvents). A client
+ * that goes away aborts the model call; nothing of an aborted turn is stored.
+ */
+export async function respondWithTurn<T extends { message: { id: string } }>(request: FastifyRequest, reply: FastifyReply, turn: Turn<T>) {
+  const controller = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) controller.abort(new Error('client disconnected'));
+  };
+  reply.raw.on('close', onClose);
+  if (!wantsEventStream(request)) {
+    try {
+      return { success: true as const, data: await turn.run(controller.signal) };
+    } finally {
+      reply.raw.off('close', onClose);
+    }
+  }
+
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  const send = (event: string, data: unknown) => {
+    if (!raw.writableEnded && !raw.destroyed) raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  };
+  const keepalive = setInterval(() => !raw.writableEnded && raw.write(': keep-alive\n\n'), KEEPALIVE_MS);
+  const events: TurnEvents = {
+    textDelta: (delta) => send('text-delta', { delta }),
+    toolCall: (call) => send('tool-call', call),
+    toolResult: (result) => send('tool-result', result),
+    approvalRequired: (approval) => send('approval-required', approval),
+  };
+  try {
+    const result = await turn.run(controller.signal, events);
+    send('done', { messageId: result.message.id });
+  } catch (error) {
+    if (!controller.signal.aborted) {
+      if (!(error instanceof AppError)) request.log.error({ err: error, reqId: request.id }, 'chat turn failed');
+      const e = error instanceof AppError ? error : new AppError('INTERNAL_ERROR', 'Internal server error');
+      send('error', { code: e.code, message: e.message });
+    }
+  } finally {
+    clearInterval(keepalive);
+    raw.off('close', onClose);
+    raw.end();
+  }
+}

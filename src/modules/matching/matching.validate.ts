@@ -1,0 +1,54 @@
+import { sql } from 'drizzle-orm';
+import type { Db } from '../../db/client.ts';
+import type { ProfileFieldDefinition } from '../../db/schema/index.ts';
+import { AppError, type ErrorDetail } from '../../shared/errors.ts';
+import type { Condition, ConditionGroup, RuleDefinition } from './matching.conditions.ts';
+import { fieldRef, operandProblem } from './matching.values.ts';
+
+const isGroup = (x: Condition | ConditionGroup): x is ConditionGroup => Array.isArray((x as ConditionGroup).conditions);
+
+/** Every condition of a definition with its path in the request body (e.g. `criteria.2.condition.conditions.0`). */
+export function conditionsWithPaths(def: RuleDefinition, prefix = ''): Array<{ path: string; condition: Condition }> {
+  const out: Array<{ path: string; condition: Condition }> = [];
+  const walk = (node: Condition | ConditionGroup, path: string) => {
+    if (isGroup(node)) node.conditions.forEach((child, i) => walk(child, `${path}.conditions.${i}`));
+    else out.push({ path, condition: node });
+  };
+  if (def.type === 'FILTER') walk(def.conditions, `${prefix}conditions`);
+  if (def.type === 'SCORED') def.criteria.forEach((c, i) => walk(c.condition, `${prefix}criteria.${i}.condition`));
+  return out;
+}
+
+/**
+ * Checks what the schema cannot: fields exist (profile fields on the type, lead columns known),
+ * operator/value fit, and regex patterns compile in PostgreSQL (the engine that will run them).
+ * Throws one 400 naming every bad field.
+ */
+export async function checkDefinition(db: Db, def: RuleDefinition, fields: readonly ProfileFieldDefinition[], prefix = ''): Promise<void> {
+  const names = new Set(fields.map((f) => f.name));
+  const errors: ErrorDetail[] = [];
+  for (const { path, condition: c } of conditionsWithPaths(def, prefix)) {
+    const ref = fieldRef(c.field);
+    if (!ref) {
+      errors.push({ field: `${path}.field`, message: `unknown lead field; lead fields are lead.<column> (firstName, lastName, fullName, email, emailDomain, phone, company, jobTitle, status, tags, sourceUrl, createdAt) or lead.customFields.<key>` });
+      continue;
+    }
+    if (ref.kind === 'json' && ref.source === 'profile' && !names.has(ref.key)) {
+      errors.push({ field: `${path}.field`, message: `"${ref.key}" is not a field of the profile type` });
+      continue;
+    }
+    const problem = operandProblem(c, ref);
+    if (problem) {
+      errors.push({ field: `${path}.${problem.part}`, message: problem.message });
+      continue;
+    }
+    if (c.operator === 'regex') {
+      try {
+        await db.execute(sql`SELECT '' ~ ${c.value as string} AS ok`);
+      } catch {
+        errors.push({ field: `${path}.value`, message: 'not a valid regular expression (PostgreSQL syntax)' });
+      }
+    }
+  }
+  if (errors.length) throw new AppError('VALIDATION_ERROR', `Invalid ${errors.map((e) => e.field).join(', ')}`, { details: errors });
+}
