@@ -4,9 +4,10 @@ import { MockLanguageModelV3 } from 'ai/test';
 import { and, eq } from 'drizzle-orm';
 import { aiUsage } from '../src/db/schema/index.ts';
 import { accountIdOf } from '../src/modules/accounts/account-key.ts';
+import { createAiContext } from './helpers/ai-context.ts';
 import { createTestContext, createTwoUserContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError } from './helpers/assertions.ts';
-import { promptText, startOpenAiStub, type OpenAiStub } from './helpers/openai-stub.ts';
+import { promptText, type OpenAiStub } from './helpers/openai-stub.ts';
 import { startSearchStub, type SearchStub } from './helpers/search-stub.ts';
 import { seedLeads, seedProfiles, seedProfileType, type SeedLead } from './helpers/seed.ts';
 
@@ -160,14 +161,10 @@ describe('with the loopback OpenAI-compatible server', () => {
   let user: TestUser;
   let ai: OpenAiStub;
   let search: SearchStub;
+  let close: () => Promise<void>;
   before(async () => {
-    ai = await startOpenAiStub({ apiKey: 'sk-accounts' });
-    search = await startSearchStub();
+    ({ ctx, ai, search, close } = await createAiContext({ apiKey: 'sk-accounts', search: true }));
     search.respond(() => searchResults);
-    ctx = await createTestContext({
-      workers: false,
-      env: { AI_BASE_URL: ai.baseURL, AI_MODEL: 'stub-model', AI_API_KEY: 'sk-accounts', AI_MAX_RETRIES: '0', SEARCH_API_URL: search.url, SEARCH_API_KEY: search.key },
-    });
     user = await ctx.signup();
     // Free-mail addresses: a company account, searched by name only.
     await seedLeads(ctx.deps.db, user.id, [
@@ -175,7 +172,7 @@ describe('with the loopback OpenAI-compatible server', () => {
       { email: 'y@yahoo.com', company: 'umbrella corp.', jobTitle: 'Lab Director' },
     ]);
   });
-  after(async () => void (await Promise.all([ctx?.close(), ai?.close(), search?.close()])));
+  after(async () => close?.());
 
   const UMBRELLA = accountIdOf('company:umbrella');
 

@@ -4,10 +4,11 @@ import { MockLanguageModelV3 } from 'ai/test';
 import { and, eq, inArray } from 'drizzle-orm';
 import { aiUsage, campaignSources, matchingRules, sources } from '../src/db/schema/index.ts';
 import { ruleDefinitionSchema } from '../src/modules/matching/matching.conditions.ts';
+import { createAiTwoUserContext } from './helpers/ai-context.ts';
 import { createTwoUserContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError } from './helpers/assertions.ts';
-import { promptText, requestedSchema, startOpenAiStub, type OpenAiStub } from './helpers/openai-stub.ts';
-import { startSearchStub, type SearchStub } from './helpers/search-stub.ts';
+import { promptText, requestedSchema, type OpenAiStub } from './helpers/openai-stub.ts';
+import type { SearchStub } from './helpers/search-stub.ts';
 import { seedProfileType } from './helpers/seed.ts';
 
 const FIELDS = [
@@ -165,15 +166,9 @@ describe('with the loopback OpenAI server and search stub', () => {
   let bob: TestUser;
   let ai: OpenAiStub;
   let search: SearchStub;
-  before(async () => {
-    ai = await startOpenAiStub({ apiKey: 'sk-campaigns' });
-    search = await startSearchStub();
-    ({ ctx, alice, bob } = await createTwoUserContext({
-      workers: false,
-      env: { AI_BASE_URL: ai.baseURL, AI_MODEL: 'stub-model', AI_API_KEY: 'sk-campaigns', AI_MAX_RETRIES: '0', SEARCH_API_URL: search.url, SEARCH_API_KEY: search.key },
-    }));
-  });
-  after(async () => void (await Promise.all([ctx?.close(), ai?.close(), search?.close()])));
+  let close: () => Promise<void>;
+  before(async () => ({ ctx, alice, bob, ai, search, close } = await createAiTwoUserContext({ apiKey: 'sk-campaigns', search: true })));
+  after(async () => close?.());
 
   const pick = (result: number) => ({ result, name: `Pick ${result}`, category: 'association', estimatedLeads: 40, scrapeType: 'STATIC', description: 'Members', reasoning: 'Lists dentists' });
 

@@ -3,26 +3,26 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import { Agent, fetch } from 'undici';
 import { chatMessages } from '../src/db/schema/index.ts';
-import { createTwoUserContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
-import { startOpenAiStub, type OpenAiStub } from './helpers/openai-stub.ts';
+import { createAiTwoUserContext } from './helpers/ai-context.ts';
+import { eventually, type TestContext, type TestUser } from './helpers/app.ts';
+import type { OpenAiStub } from './helpers/openai-stub.ts';
 import { seedLeads } from './helpers/seed.ts';
 
 let ctx: TestContext;
 let alice: TestUser;
 let stub: OpenAiStub;
 let base: string;
+let close: () => Promise<void>;
 /** Our own client pool, destroyed before the app closes (a pooled socket would hold the server's close up). */
 const agent = new Agent();
 
 before(async () => {
-  stub = await startOpenAiStub();
-  ({ ctx, alice } = await createTwoUserContext({ workers: false, env: { AI_BASE_URL: stub.baseURL, AI_MODEL: 'stub-model', AI_MAX_RETRIES: '0' } }));
+  ({ ctx, alice, ai: stub, close } = await createAiTwoUserContext());
   base = await ctx.app.listen({ port: 0, host: '127.0.0.1' });
 });
 after(async () => {
   await agent.destroy();
-  await ctx?.close();
-  await stub?.close();
+  await close?.();
 });
 beforeEach(() => stub.reset());
 

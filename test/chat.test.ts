@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { and, eq } from 'drizzle-orm';
 import { aiUsage, chatMessages, jobs } from '../src/db/schema/index.ts';
-import { createTestContext, createTwoUserContext, type TestContext, type TestUser } from './helpers/app.ts';
+import { createAiTwoUserContext } from './helpers/ai-context.ts';
+import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError, assertValidation } from './helpers/assertions.ts';
-import { promptText, startOpenAiStub, type ChatRequest, type OpenAiStub } from './helpers/openai-stub.ts';
+import { promptText, type ChatRequest, type OpenAiStub } from './helpers/openai-stub.ts';
 import { seedLeads } from './helpers/seed.ts';
 
 let ctx: TestContext;
@@ -13,18 +14,10 @@ let bob: TestUser;
 let stub: OpenAiStub;
 const KEY = 'sk-chat-test-key';
 const UNKNOWN_ID = '01900000-0000-7000-8000-000000000000';
+let close: () => Promise<void>;
 
-before(async () => {
-  stub = await startOpenAiStub({ apiKey: KEY });
-  ({ ctx, alice, bob } = await createTwoUserContext({
-    workers: false,
-    env: { AI_BASE_URL: stub.baseURL, AI_MODEL: 'stub-model', AI_API_KEY: KEY, AI_MAX_RETRIES: '0' },
-  }));
-});
-after(async () => {
-  await ctx?.close();
-  await stub?.close();
-});
+before(async () => ({ ctx, alice, bob, ai: stub, close } = await createAiTwoUserContext({ apiKey: KEY })));
+after(async () => close?.());
 beforeEach(() => stub.reset());
 
 const newConversation = async (user: TestUser, title?: string): Promise<string> => {

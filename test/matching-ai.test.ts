@@ -4,9 +4,10 @@ import { MockLanguageModelV3 } from 'ai/test';
 import { createMatchingRunner } from '../src/modules/matching/matching.runner.ts';
 import { parseCsv } from '../src/shared/csv.ts';
 import { newId } from '../src/shared/ids.ts';
+import { createAiContext } from './helpers/ai-context.ts';
 import { createTestContext, createTwoUserContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError } from './helpers/assertions.ts';
-import { promptText, requestedSchema, startOpenAiStub, type OpenAiStub } from './helpers/openai-stub.ts';
+import { promptText, requestedSchema, type OpenAiStub } from './helpers/openai-stub.ts';
 import { seedProfiles, seedProfileType } from './helpers/seed.ts';
 
 const FIELDS = [
@@ -122,12 +123,10 @@ describe('AI rules through the loopback OpenAI-compatible server', () => {
   let ctx: TestContext;
   let user: TestUser;
   let typeId: string;
+  let close: () => Promise<void>;
 
   before(async () => {
-    stub = await startOpenAiStub({ apiKey: 'sk-match' });
-    ctx = await createTestContext({
-      env: { AI_BASE_URL: stub.baseURL, AI_MODEL: 'stub-model', AI_API_KEY: 'sk-match', AI_CONCURRENCY: '3', AI_MAX_RETRIES: '2' },
-    });
+    ({ ctx, ai: stub, close } = await createAiContext({ apiKey: 'sk-match', workers: true, env: { AI_CONCURRENCY: '3', AI_MAX_RETRIES: '2' } }));
     user = await ctx.signup();
     typeId = await seedProfileType(ctx.deps.db, user.id, FIELDS, 'Stub type');
     await seedProfiles(ctx.deps.db, user.id, typeId, [
@@ -135,10 +134,7 @@ describe('AI rules through the loopback OpenAI-compatible server', () => {
       ...Array.from({ length: 9 }, (_, i) => ({ data: { name: `Extra ${i}`, state: i % 3 ? 'NY' : 'CA' } })),
     ]);
   });
-  after(async () => {
-    await ctx?.close();
-    await stub?.close();
-  });
+  after(async () => close?.());
 
   test('execute over HTTP: json_schema requests, bounded concurrency, 429 with Retry-After retried, results stored', async () => {
     stub.reset();

@@ -268,6 +268,36 @@ describe('execute and results', () => {
   });
 });
 
+describe('results follow what they describe (no foreign keys: statement-level delete triggers)', () => {
+  const resultCount = async (where: string, params: unknown[]) =>
+    (await ctx.deps.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM matching_results WHERE ${where}`, params))[0]!.n;
+
+  test('deleting a profile, then its whole profile type, removes their results; other rules and types keep theirs', async () => {
+    const lenders = await seedProfileType(ctx.deps.db, alice.id, FIELDS, 'Cascade');
+    const [first, second] = await seedProfiles(ctx.deps.db, alice.id, lenders, [
+      { data: { name: 'x', state: 'CA' } },
+      { data: { name: 'y', state: 'NY' } },
+      { data: { name: 'z', state: 'TX' } },
+    ]);
+    const rule = await create(alice, scored({ name: 'cascade', profileTypeId: lenders }));
+    const keep = await create(alice, scored({ name: 'keeps its results' }));
+    await executeAndWait(alice, rule.id);
+    await executeAndWait(alice, keep.id);
+    assert.equal(await resultCount('rule_id = $1', [rule.id]), 3);
+    const kept = await resultCount('rule_id = $1', [keep.id]);
+    assert.ok(kept > 0);
+
+    await ctx.deps.database.query('DELETE FROM profiles WHERE id = $1', [first]);
+    assert.equal(await resultCount('profile_id = $1', [first]), 0);
+    assert.equal(await resultCount('rule_id = $1', [rule.id]), 2);
+
+    // The type's deletion cascades to its profiles (FK) and to its rules (FK); both triggers fire.
+    assert.equal((await ctx.call(alice, 'DELETE', `/api/profile-types/${lenders}`)).statusCode, 200);
+    assert.equal(await resultCount('profile_id = $1 OR rule_id = $2', [second, rule.id]), 0);
+    assert.equal(await resultCount('rule_id = $1', [keep.id]), kept);
+  });
+});
+
 describe('preview', () => {
   test('unsaved and saved rules on a sample or given profiles; nothing is stored', async () => {
     const before = await ctx.deps.database.query<{ n: number }>('SELECT count(*)::int AS n FROM matching_results');

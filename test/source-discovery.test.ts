@@ -4,10 +4,11 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { and, eq } from 'drizzle-orm';
 import { aiUsage } from '../src/db/schema/index.ts';
+import { createAiTwoUserContext } from './helpers/ai-context.ts';
 import { createTwoUserContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError, assertValidation } from './helpers/assertions.ts';
-import { promptText, startOpenAiStub, type OpenAiStub } from './helpers/openai-stub.ts';
-import { startSearchStub, type SearchStub } from './helpers/search-stub.ts';
+import { promptText, type OpenAiStub } from './helpers/openai-stub.ts';
+import type { SearchStub } from './helpers/search-stub.ts';
 
 /** A minimal valid PDF (one page, Helvetica, one text line per entry), built by hand with a correct xref table. */
 function minimalPdf(lines: string[]): Buffer {
@@ -295,15 +296,9 @@ describe('with the AI provider (loopback OpenAI stub) and web search (loopback B
   let bob: TestUser;
   let ai: OpenAiStub;
   let search: SearchStub;
-  before(async () => {
-    ai = await startOpenAiStub({ apiKey: 'sk-discovery' });
-    search = await startSearchStub();
-    ({ ctx, alice, bob } = await createTwoUserContext({
-      workers: false,
-      env: { AI_BASE_URL: ai.baseURL, AI_MODEL: 'stub-model', AI_API_KEY: 'sk-discovery', AI_MAX_RETRIES: '0', SEARCH_API_URL: search.url, SEARCH_API_KEY: search.key },
-    }));
-  });
-  after(async () => void (await Promise.all([ctx?.close(), ai?.close(), search?.close()])));
+  let close: () => Promise<void>;
+  before(async () => ({ ctx, alice, bob, ai, search, close } = await createAiTwoUserContext({ apiKey: 'sk-discovery', search: true })));
+  after(async () => close?.());
 
   const pick = (result: number, extra: Record<string, unknown> = {}) =>
     ({ result, name: `Pick ${result}`, category: 'association', estimatedLeads: 120.4, scrapeType: 'STATIC', description: 'A member directory', reasoning: 'Lists many members', ...extra });

@@ -117,8 +117,6 @@ CREATE TABLE "chat_messages" (
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
-ALTER TABLE "matching_results" ADD CONSTRAINT "matching_results_rule_id_matching_rules_id_fk" FOREIGN KEY ("rule_id") REFERENCES "public"."matching_rules"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
-ALTER TABLE "matching_results" ADD CONSTRAINT "matching_results_profile_id_profiles_id_fk" FOREIGN KEY ("profile_id") REFERENCES "public"."profiles"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "matching_rules" ADD CONSTRAINT "matching_rules_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "matching_rules" ADD CONSTRAINT "matching_rules_profile_type_id_profile_types_id_fk" FOREIGN KEY ("profile_type_id") REFERENCES "public"."profile_types"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "matching_runs" ADD CONSTRAINT "matching_runs_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
@@ -149,4 +147,23 @@ CREATE INDEX "campaigns_user_idx" ON "campaigns" USING btree ("user_id","id");--
 CREATE UNIQUE INDEX "chat_approvals_call_key" ON "chat_approvals" USING btree ("conversation_id","tool_call_id");--> statement-breakpoint
 CREATE INDEX "chat_approvals_conversation_idx" ON "chat_approvals" USING btree ("conversation_id","status");--> statement-breakpoint
 CREATE INDEX "chat_conversations_user_idx" ON "chat_conversations" USING btree ("user_id","id");--> statement-breakpoint
-CREATE INDEX "chat_messages_conversation_idx" ON "chat_messages" USING btree ("conversation_id","id");
+CREATE INDEX "chat_messages_conversation_idx" ON "chat_messages" USING btree ("conversation_id","id");--> statement-breakpoint
+-- matching_results has no foreign keys (see src/db/schema/matching.ts): these statement-level
+-- triggers are its cascades, one set-based DELETE per deleting statement.
+CREATE FUNCTION "matching_results_drop_for_profiles"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM matching_results r USING deleted_profiles d WHERE r.profile_id = d.id;
+  RETURN NULL;
+END $$;
+--> statement-breakpoint
+CREATE TRIGGER "profiles_drop_matching_results" AFTER DELETE ON "profiles"
+  REFERENCING OLD TABLE AS deleted_profiles FOR EACH STATEMENT EXECUTE FUNCTION "matching_results_drop_for_profiles"();
+--> statement-breakpoint
+CREATE FUNCTION "matching_results_drop_for_rules"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM matching_results r USING deleted_rules d WHERE r.rule_id = d.id;
+  RETURN NULL;
+END $$;
+--> statement-breakpoint
+CREATE TRIGGER "matching_rules_drop_matching_results" AFTER DELETE ON "matching_rules"
+  REFERENCING OLD TABLE AS deleted_rules FOR EACH STATEMENT EXECUTE FUNCTION "matching_results_drop_for_rules"();

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { createdAt, idColumn, tsColumn, updatedAt } from './columns.ts';
-import { profiles, profileTypes } from './profiles.ts';
+import { profileTypes } from './profiles.ts';
 import { users } from './users.ts';
 
 export const matchingRuleTypes = ['FILTER', 'SCORED', 'AI'] as const;
@@ -58,18 +58,21 @@ export const matchingRuns = pgTable(
 
 /**
  * The latest result of a rule for one profile (an execution replaces the previous one's).
- * Written 100,000 rows per execution, so it carries only the foreign keys that delete it: the rule
- * (and with it the user's rules on account deletion) and the profile. `user_id` and `run_id` are
- * plain columns: a run is only deleted with its rule, whose results go with it.
+ * Written 100,000 rows per execution, so it carries no foreign keys: a per-row RI check locks the
+ * referenced profile and rule rows (FOR KEY SHARE) and about doubled the cost of writing results.
+ * The cascades are statement-level AFTER DELETE triggers on `profiles` and `matching_rules`
+ * (migration 0002: one set-based DELETE per statement, whatever path deleted them: a profile, its
+ * type, its source, a rule, the user). Readers join `profiles`, so a result written for a profile
+ * deleted mid-run is never shown, and the run's final sweep removes it.
  */
 export const matchingResults = pgTable(
   'matching_results',
   {
     id: idColumn(),
     userId: uuid('user_id').notNull(),
-    ruleId: uuid('rule_id').notNull().references(() => matchingRules.id, { onDelete: 'cascade' }),
+    ruleId: uuid('rule_id').notNull(),
     runId: uuid('run_id'),
-    profileId: uuid('profile_id').notNull().references(() => profiles.id, { onDelete: 'cascade' }),
+    profileId: uuid('profile_id').notNull(),
     matched: boolean('matched').notNull(),
     /** 0–100: SCORED's weighted sum, the model's score for AI, 100 or 0 for FILTER; null when evaluation failed. */
     matchScore: integer('match_score'),
@@ -82,7 +85,7 @@ export const matchingResults = pgTable(
     updatedAt: updatedAt(),
   },
   (t) => [
-    // One result per (rule, profile); profile first so the same index serves ON DELETE CASCADE from profiles.
+    // One result per (rule, profile); profile first so the same index serves the profiles delete trigger.
     uniqueIndex('matching_results_profile_rule_key').on(t.profileId, t.ruleId),
     // Results by score (filter + keyset), best first; also every rule_id lookup.
     index('matching_results_rule_score_idx').on(t.ruleId, sql`${t.matchScore} DESC NULLS LAST`, t.id),

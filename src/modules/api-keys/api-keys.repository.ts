@@ -1,5 +1,6 @@
-import { and, desc, eq, gt, isNull, lt, or, sql } from 'drizzle-orm';
+import { and, eq, gt, isNull, or, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
+import { newestFirstPage } from '../../db/keyset.ts';
 import { apiKeys, users } from '../../db/schema/index.ts';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
@@ -38,20 +39,9 @@ export function apiKeyRepository(db: Db) {
         .limit(1);
       return row;
     },
+    /** Unrevoked, unexpired keys, newest first; `limit + 1` rows so the caller can tell whether another page exists. */
     listLive(userId: string, now: Date, beforeId: string | undefined, limit: number): Promise<ApiKeyRow[]> {
-      return db
-        .select()
-        .from(apiKeys)
-        .where(
-          and(
-            eq(apiKeys.userId, userId),
-            isNull(apiKeys.revokedAt),
-            or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now)),
-            beforeId ? lt(apiKeys.id, beforeId) : undefined,
-          ),
-        )
-        .orderBy(desc(apiKeys.id))
-        .limit(limit);
+      return newestFirstPage(db, apiKeys, userId, [isNull(apiKeys.revokedAt), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now))], limit, beforeId);
     },
     async findForUser(userId: string, id: string): Promise<ApiKeyRow | undefined> {
       const [row] = await db

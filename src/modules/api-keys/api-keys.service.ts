@@ -135,7 +135,7 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
 
     /** Live (unrevoked, unexpired) keys, newest first, cursor-paginated. */
     async list(userId: string, page: { limit: number; cursor?: string }) {
-      const rows = await repo.listLive(userId, deps.clock.now(), decodeCursor(page.cursor), page.limit + 1);
+      const rows = await repo.listLive(userId, deps.clock.now(), decodeCursor(page.cursor), page.limit);
       const { items, nextCursor } = pageOf(rows, page.limit);
       return { apiKeys: items.map(publicKeyView), nextCursor };
     },

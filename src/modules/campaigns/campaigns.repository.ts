@@ -1,5 +1,6 @@
-import { and, asc, desc, eq, inArray, lt } from 'drizzle-orm';
+import { and, asc, eq, inArray } from 'drizzle-orm';
 import type { Db, Tx } from '../../db/client.ts';
+import { newestFirstPage } from '../../db/keyset.ts';
 import {
   campaignRules,
   campaigns,
@@ -70,20 +71,10 @@ export function campaignRepository(db: Db) {
       return db.transaction(fn);
     },
 
+    /** Newest first; `limit + 1` rows so the caller can tell whether another page exists. */
     list(userId: string, filters: { status?: CampaignRow['status']; projectId?: string }, limit: number, before?: string): Promise<CampaignRow[]> {
-      return db
-        .select()
-        .from(campaigns)
-        .where(
-          and(
-            eq(campaigns.userId, userId),
-            filters.status ? eq(campaigns.status, filters.status) : undefined,
-            filters.projectId ? eq(campaigns.projectId, filters.projectId) : undefined,
-            before ? lt(campaigns.id, before) : undefined,
-          ),
-        )
-        .orderBy(desc(campaigns.id))
-        .limit(limit + 1);
+      const where = [filters.status ? eq(campaigns.status, filters.status) : undefined, filters.projectId ? eq(campaigns.projectId, filters.projectId) : undefined];
+      return newestFirstPage(db, campaigns, userId, where, limit, before);
     },
 
     async find(userId: string, id: string, q: Db | Tx = db, lock = false): Promise<CampaignRow | undefined> {

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../shared/errors.ts';
+import { openEventStream } from '../../shared/sse.ts';
 import type { Turn, TurnEvents } from './chat.service.ts';
 
 const KEEPALIVE_MS = 15_000;
@@ -25,18 +26,8 @@ export async function respondWithTurn<T extends { message: { id: string } }>(req
     }
   }
 
-  reply.hijack();
-  const raw = reply.raw;
-  raw.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-  });
-  const send = (event: string, data: unknown) => {
-    if (!raw.writableEnded && !raw.destroyed) raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-  };
-  const keepalive = setInterval(() => !raw.writableEnded && raw.write(': keep-alive\n\n'), KEEPALIVE_MS);
+  const { raw, send, keepAlive } = openEventStream(reply);
+  const stopKeepAlive = keepAlive(KEEPALIVE_MS);
   const events: TurnEvents = {
     textDelta: (delta) => send('text-delta', { delta }),
     toolCall: (call) => send('tool-call', call),
@@ -53,7 +44,7 @@ export async function respondWithTurn<T extends { message: { id: string } }>(req
       send('error', { code: e.code, message: e.message });
     }
   } finally {
-    clearInterval(keepalive);
+    stopKeepAlive();
     raw.off('close', onClose);
     raw.end();
   }

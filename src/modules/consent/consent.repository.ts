@@ -1,5 +1,6 @@
-import { and, desc, eq, lt } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
+import { newestFirstPage } from '../../db/keyset.ts';
 import { consentEvents, users } from '../../db/schema/index.ts';
 
 export type ConsentEventRow = typeof consentEvents.$inferSelect;
@@ -32,12 +33,7 @@ export function consentRepository(db: Db) {
     },
     /** Newest first (ids are UUIDv7: insertion order), `limit + 1` rows from after `cursor`. */
     history(userId: string, limit: number, cursor?: string): Promise<ConsentEventRow[]> {
-      return db
-        .select()
-        .from(consentEvents)
-        .where(and(eq(consentEvents.userId, userId), cursor ? lt(consentEvents.id, cursor) : undefined))
-        .orderBy(desc(consentEvents.id))
-        .limit(limit + 1);
+      return newestFirstPage(db, consentEvents, userId, [], limit, cursor);
     },
   };
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AppDeps } from '../../deps.ts';
+import { openEventStream } from '../../shared/sse.ts';
 import { jobRepository, type JobRow } from './jobs.repository.ts';
 import { JOB_UPDATE_CHANNEL, jobUpdatePayload } from './jobs.service.ts';
 
@@ -21,14 +22,8 @@ export function createJobEventStreams(app: FastifyInstance, deps: Pick<AppDeps, 
   });
 
   return async function stream(reply: FastifyReply, first: JobRow): Promise<void> {
-    reply.hijack();
-    const raw = reply.raw;
-    raw.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
+    const events = openEventStream(reply);
+    const raw = events.raw;
     let last = '';
     let ended = false;
     const cleanups: Array<() => void> = [];
@@ -43,21 +38,21 @@ export function createJobEventStreams(app: FastifyInstance, deps: Pick<AppDeps, 
     const send = (payload: string, status: string) => {
       if (ended || payload === last) return;
       last = payload;
-      raw.write(`event: job\ndata: ${payload}\n\n`);
+      events.sendText('job', payload);
       if (TERMINAL.has(status)) end();
     };
     const refresh = async () => {
       const row = await repo.findById(first.id).catch(() => undefined);
       if (ended) return;
       if (!row) {
-        raw.write(`event: deleted\ndata: ${JSON.stringify({ id: first.id })}\n\n`);
+        events.send('deleted', { id: first.id });
         return end();
       }
       send(jobUpdatePayload(row), row.status);
     };
 
     raw.on('close', end);
-    raw.write('retry: 2000\n\n');
+    events.retry(2000);
     send(jobUpdatePayload(first), first.status);
     if (ended) return;
     // The notification is the update: no read per event and subscriber.
@@ -66,8 +61,7 @@ export function createJobEventStreams(app: FastifyInstance, deps: Pick<AppDeps, 
       if (update.id === first.id) send(payload, update.status);
     });
     const poll = setInterval(() => void refresh(), POLL_MS);
-    const keepalive = setInterval(() => raw.write(': keep-alive\n\n'), KEEPALIVE_MS);
-    cleanups.push(unsubscribe, () => clearInterval(poll), () => clearInterval(keepalive));
+    cleanups.push(unsubscribe, () => clearInterval(poll), events.keepAlive(KEEPALIVE_MS));
     if (ended) cleanups.forEach((c) => c());
   };
 }

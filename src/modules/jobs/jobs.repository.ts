@@ -1,5 +1,6 @@
-import { and, desc, eq, inArray, lt, sql } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
+import { newestFirstPage } from '../../db/keyset.ts';
 import { jobs, leads } from '../../db/schema/index.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
@@ -12,20 +13,10 @@ export function jobRepository(db: Db) {
       const [row] = await db.insert(jobs).values(values).returning();
       return row!;
     },
+    /** Newest first; `limit + 1` rows so the caller can tell whether another page exists. */
     list(userId: string, filters: { status?: JobStatus; sourceId?: string }, limit: number, before?: string): Promise<JobRow[]> {
-      return db
-        .select()
-        .from(jobs)
-        .where(
-          and(
-            eq(jobs.userId, userId),
-            filters.status ? eq(jobs.status, filters.status) : undefined,
-            filters.sourceId ? eq(jobs.sourceId, filters.sourceId) : undefined,
-            before ? lt(jobs.id, before) : undefined,
-          ),
-        )
-        .orderBy(desc(jobs.id))
-        .limit(limit + 1);
+      const where = [filters.status ? eq(jobs.status, filters.status) : undefined, filters.sourceId ? eq(jobs.sourceId, filters.sourceId) : undefined];
+      return newestFirstPage(db, jobs, userId, where, limit, before);
     },
     async find(userId: string, id: string): Promise<JobRow | undefined> {
       const [row] = await db.select().from(jobs).where(and(eq(jobs.userId, userId), eq(jobs.id, id))).limit(1);

@@ -1,5 +1,6 @@
-import { and, desc, eq, inArray, lt, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import { queryRows, type Db, type Tx } from '../../db/client.ts';
+import { newestFirstPage } from '../../db/keyset.ts';
 import { matchingResults, matchingRules, matchingRuns, profiles, type MatchingRuleType } from '../../db/schema/index.ts';
 import type { EvalLead, EvalRow } from './matching.evaluate.ts';
 import { evaluationSelect, type SetRule } from './matching.sql.ts';
@@ -80,19 +81,8 @@ export function matchingRepository(db: Db) {
     },
     /** Newest first; `limit + 1` rows so the caller can tell whether another page exists. */
     listRules(userId: string, f: { type?: MatchingRuleType; profileTypeId?: string }, limit: number, before?: string): Promise<RuleRow[]> {
-      return db
-        .select()
-        .from(matchingRules)
-        .where(
-          and(
-            eq(matchingRules.userId, userId),
-            f.type ? eq(matchingRules.type, f.type) : undefined,
-            f.profileTypeId ? eq(matchingRules.profileTypeId, f.profileTypeId) : undefined,
-            before ? lt(matchingRules.id, before) : undefined,
-          ),
-        )
-        .orderBy(desc(matchingRules.id))
-        .limit(limit + 1);
+      const filters = [f.type ? eq(matchingRules.type, f.type) : undefined, f.profileTypeId ? eq(matchingRules.profileTypeId, f.profileTypeId) : undefined];
+      return newestFirstPage(db, matchingRules, userId, filters, limit, before);
     },
     /**
      * Updates a rule; `afterDefinition` runs in the same transaction (drop or re-derive results), and
@@ -295,8 +285,10 @@ export function matchingRepository(db: Db) {
     },
 
     /** Results of the rule not written by this run: profiles no longer in scope. */
+    /** Results this run did not write (profiles gone out of scope), and any written for a profile deleted mid-run. */
     async deleteStaleResults(ruleId: string, runId: string): Promise<void> {
-      await db.execute(sql`DELETE FROM matching_results WHERE rule_id = ${ruleId} AND run_id IS DISTINCT FROM ${runId}`);
+      await db.execute(sql`DELETE FROM matching_results r WHERE r.rule_id = ${ruleId}
+        AND (r.run_id IS DISTINCT FROM ${runId} OR NOT EXISTS (SELECT 1 FROM profiles p WHERE p.id = r.profile_id))`);
     },
 
     /** A page of stored results, best first (matchScore DESC NULLS LAST, id), keyset after (score, id). */

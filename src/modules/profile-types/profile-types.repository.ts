@@ -1,5 +1,6 @@
-import { and, desc, eq, lt } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
+import { newestFirstPage } from '../../db/keyset.ts';
 import { profileTypes } from '../../db/schema/index.ts';
 
 export type ProfileTypeRow = typeof profileTypes.$inferSelect;
@@ -12,12 +13,7 @@ export function profileTypeRepository(db: Db) {
     },
     /** Newest first; `limit + 1` rows so the caller can tell whether another page exists. */
     list(userId: string, limit: number, before?: string): Promise<ProfileTypeRow[]> {
-      return db
-        .select()
-        .from(profileTypes)
-        .where(and(eq(profileTypes.userId, userId), before ? lt(profileTypes.id, before) : undefined))
-        .orderBy(desc(profileTypes.id))
-        .limit(limit + 1);
+      return newestFirstPage(db, profileTypes, userId, [], limit, before);
     },
     /** Every type of the user, oldest first (export columns, stats). */
     all(userId: string): Promise<ProfileTypeRow[]> {

@@ -1,5 +1,6 @@
-import { and, desc, eq, lt, sql } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
+import { newestFirstPage } from '../../db/keyset.ts';
 import { jobs, profiles, projects, sources } from '../../db/schema/index.ts';
 
 export type ProjectRow = typeof projects.$inferSelect;
@@ -12,12 +13,7 @@ export function projectRepository(db: Db) {
     },
     /** Newest first; `limit + 1` rows so the caller can tell whether another page exists. */
     list(userId: string, limit: number, before?: string): Promise<ProjectRow[]> {
-      return db
-        .select()
-        .from(projects)
-        .where(and(eq(projects.userId, userId), before ? lt(projects.id, before) : undefined))
-        .orderBy(desc(projects.id))
-        .limit(limit + 1);
+      return newestFirstPage(db, projects, userId, [], limit, before);
     },
     /** By id whoever owns it: the service tells 403 (someone else's) from 404 (none). */
     async findAny(id: string): Promise<ProjectRow | undefined> {

@@ -1,5 +1,6 @@
-import { and, desc, eq, inArray, lt } from 'drizzle-orm';
+import { and, eq, inArray } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
+import { newestFirstPage } from '../../db/keyset.ts';
 import { profiles, profileTypes, projects, sources } from '../../db/schema/index.ts';
 
 export type SourceRow = typeof sources.$inferSelect;
@@ -12,19 +13,8 @@ export function sourceRepository(db: Db) {
     },
     /** Newest first; `limit + 1` rows so the caller can tell whether another page exists. */
     list(userId: string, filters: { status?: SourceRow['status']; projectId?: string }, limit: number, before?: string): Promise<SourceRow[]> {
-      return db
-        .select()
-        .from(sources)
-        .where(
-          and(
-            eq(sources.userId, userId),
-            filters.status ? eq(sources.status, filters.status) : undefined,
-            filters.projectId ? eq(sources.projectId, filters.projectId) : undefined,
-            before ? lt(sources.id, before) : undefined,
-          ),
-        )
-        .orderBy(desc(sources.id))
-        .limit(limit + 1);
+      const where = [filters.status ? eq(sources.status, filters.status) : undefined, filters.projectId ? eq(sources.projectId, filters.projectId) : undefined];
+      return newestFirstPage(db, sources, userId, where, limit, before);
     },
     async find(userId: string, id: string): Promise<SourceRow | undefined> {
       const [row] = await db.select().from(sources).where(and(eq(sources.userId, userId), eq(sources.id, id))).limit(1);
