@@ -146,6 +146,8 @@ describe('with a mock model (MockLanguageModelV3) and the search stub', () => {
     assertError(await ctx.call(bob, 'GET', url(ACME)), 404, 'NOT_FOUND');
     assertError(await ctx.call(alice, 'GET', url(accountIdOf('domain:nowhere.example'))), 404, 'NOT_FOUND');
     assertError(await ctx.call(alice, 'GET', url('bad!id')), 404, 'NOT_FOUND');
+    // A key with NUL (PostgreSQL text cannot hold it) is not one of ours either.
+    assertError(await ctx.call(alice, 'GET', url(accountIdOf('domain:acme.com\u0000'))), 404, 'NOT_FOUND');
     assert.equal(search.requests.length, searches);
     assert.equal(model.doGenerateCalls.length, calls);
   });

@@ -148,6 +148,15 @@ describe('GET /api/accounts/{accountId}', () => {
     }
   });
 
+  test('an id whose key contains NUL is a 404 on every account route, not a database error', async () => {
+    for (const key of ['domain:acme.com\u0000', 'company:glo\u0000bex', 'domain:\u0000']) {
+      const id = accountIdOf(key);
+      assertError(await ctx.call(alice, 'GET', `/api/accounts/${id}`), 404, 'NOT_FOUND');
+      assertError(await ctx.call(alice, 'PATCH', `/api/accounts/${id}`, { notes: 'x' }), 404, 'NOT_FOUND');
+    }
+    assert.equal((await metadataRows(alice.id)).filter((r) => r.accountKey.includes('\u0000')).length, 0);
+  });
+
   test('an account whose leads are all deleted disappears, even with metadata', async () => {
     const [id1, id2] = await seedLeads(ctx.deps.db, alice.id, [
       { email: 'a@gone.example', jobTitle: 'X' },
@@ -323,5 +332,24 @@ describe('filters and pagination', () => {
     }
     const { nextCursor } = await list(carol, '?limit=2&sort=name');
     assertValidation(await ctx.call(carol, 'GET', `/api/accounts?cursor=${nextCursor}&sort=leadCount`), 'cursor');
+  });
+
+  test('cursors with values the columns cannot hold (out of range, NUL) are 400s naming cursor, never a database error', async () => {
+    const c = (v: unknown, s = 'leadCount', k = 'domain:firm01.example') => Buffer.from(JSON.stringify({ s, v, k }), 'utf8').toString('base64url');
+    const bad = [
+      [c(1e300), 'leadCount'],
+      [c(2 ** 31), 'leadCount'],
+      [c('9999999999999999999', 'lastActivity'), 'lastActivity'],
+      [c('-9999999999999999999', 'lastActivity'), 'lastActivity'],
+      [c('firm\u0000', 'name'), 'name'],
+      [c('firm', 'name', 'domain:firm\u0000.example'), 'name'],
+      [c(3, 'leadCount', 'company:a\u0000b'), 'leadCount'],
+    ];
+    for (const [cursor, sort] of bad) assertValidation(await ctx.call(carol, 'GET', `/api/accounts?sort=${sort}&cursor=${cursor}`), 'cursor');
+    // The bounds themselves are fine.
+    for (const [cursor, sort] of [[c(2 ** 31 - 1), 'leadCount'], [c('9223372036854775807', 'lastActivity'), 'lastActivity'], [c('-9223372036854775808', 'lastActivity'), 'lastActivity']]) {
+      const res = await ctx.call(carol, 'GET', `/api/accounts?sort=${sort}&cursor=${cursor}`);
+      assert.equal(res.statusCode, 200, res.body);
+    }
   });
 });

@@ -93,6 +93,15 @@ describe('AI layer with a mock model', () => {
     assert.equal(rows[0]!.totalTokens, 8);
   });
 
+  test('NUL is stripped from every string of the answer, however deep (PostgreSQL cannot store it)', async () => {
+    const nested = z.object({ name: z.string(), tags: z.array(z.string()), inner: z.object({ note: z.string().nullable(), n: z.number() }), extra: z.record(z.string(), z.string()) });
+    const text = JSON.stringify({ name: 'A\u0000da', tags: ['x\u0000', '\u0000\u0000y'], inner: { note: 'n\u0000o', n: 1 }, extra: { 'k\u0000ey': 'v\u0000' } });
+    assert.ok(text.includes('\\u0000'));
+    const ai = service({}, mockModel(text));
+    const answer = await ai.generateObject({ userId: user.id, feature: 'test.nul', schema: nested, prompt: 'Who?' });
+    assert.deepEqual(answer, { name: 'Ada', tags: ['x', 'y'], inner: { note: 'no', n: 1 }, extra: { key: 'v' } });
+  });
+
   test('AI_CONCURRENCY bounds calls in flight; limit() shares the bound', async () => {
     let inFlight = 0;
     let maxInFlight = 0;

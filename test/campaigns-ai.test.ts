@@ -9,7 +9,7 @@ import { createTwoUserContext, type TestContext, type TestUser } from './helpers
 import { assertError } from './helpers/assertions.ts';
 import { promptText, requestedSchema, type OpenAiStub } from './helpers/openai-stub.ts';
 import type { SearchStub } from './helpers/search-stub.ts';
-import { seedProfileType } from './helpers/seed.ts';
+import { seedProfiles, seedProfileType } from './helpers/seed.ts';
 
 const FIELDS = [
   { name: 'companyName', type: 'string' as const },
@@ -152,6 +152,43 @@ describe('suggest-matching with MockLanguageModelV3', () => {
     assert.deepEqual(rows.map((r) => r.type).sort(), ['FILTER', 'SCORED']);
     const campaign = (await ctx.call(alice, 'GET', `/api/campaigns/${c.id}`)).json().data.campaign;
     assert.equal(campaign.rules.length, 2);
+  });
+
+  test('proposals pass the matching check (operands, PostgreSQL regexes): bad conditions removed, a rule left with none replaced, preview and save alike', async () => {
+    answer = {
+      reasoning: 'Checked by the matching rules.',
+      rules: [
+        // gt with a non-date text: operandProblem rejects it; the good condition stays.
+        modelRule('FILTER', { match: 'ALL', conditions: [cond('profile.city', 'gt', 'Austin'), cond('profile.industry', 'contains', 'dental')] }),
+        // A named group: JavaScript compiles it, PostgreSQL does not; the only criterion, so the rule is unusable.
+        modelRule('SCORED', { threshold: 50, criteria: [{ label: 'Named', weight: 50, condition: cond('profile.industry', 'regex', '(?<n>a)') }] }),
+        modelRule('AI', { aiPrompt: 'Dental practice?', threshold: 60 }),
+      ],
+    };
+    const c = await campaignWithType(ctx, alice);
+    await seedProfiles(ctx.deps.db, alice.id, c.profileTypeId, [{ data: { companyName: 'Smile', city: 'Austin', employees: 20, industry: 'Dental care' }, lead: { jobTitle: 'Owner' } }]);
+    for (const save of [false, true]) {
+      const res = await ctx.call(alice, 'POST', `/api/campaigns/${c.id}/suggest-matching`, { save });
+      assert.equal(res.statusCode, 200, res.body);
+      const data = res.json().data;
+      assert.deepEqual(data.rules.map((r: any) => [r.type, r.method]), [['FILTER', 'ai'], ['SCORED', 'rule-based'], ['AI', 'ai']]);
+      assert.deepEqual(data.rules[0].conditions, { operator: 'AND', conditions: [{ field: 'profile.industry', operator: 'contains', value: 'dental' }] });
+      assert.ok(!JSON.stringify(data.rules).includes('(?<n>a)'));
+      const notes = data.adjustments.join('\n');
+      assert.match(notes, /model rule 1 .*unusable conditions removed: profile\.city gt \(conditions\.conditions\.0\.value: /);
+      assert.match(notes, /model rule 2 .*dropped .*profile\.industry regex .*not a valid regular expression/);
+      assert.match(notes, /SCORED: the model gave no usable SCORED rule, so the rule-based proposal is used instead/);
+      if (!save) continue;
+      // What was saved runs: preview uses the same SQL as execute.
+      for (const rule of data.rules.filter((r: any) => r.type !== 'AI')) {
+        const preview = await ctx.call(alice, 'POST', '/api/matching/preview', { ruleId: rule.id });
+        assert.equal(preview.statusCode, 200, preview.body);
+        assert.equal(preview.json().data.summary.evaluated, 1);
+      }
+      const rows = await ctx.deps.db.select().from(matchingRules).where(inArray(matchingRules.id, data.rules.map((r: any) => r.id)));
+      assert.equal(rows.length, 3);
+      assert.ok(!JSON.stringify(rows).includes('(?<n>a)'));
+    }
   });
 
   test('discover-sources with AI but no web search: 503 SEARCH_NOT_CONFIGURED', async () => {

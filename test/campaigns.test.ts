@@ -293,6 +293,31 @@ describe('suggest-matching without an AI provider (rule-based)', () => {
     assert.ok(campaign.rules.every((r: { weight: number }) => r.weight === 1));
   });
 
+  test('a proposal the matching check rejects (over MAX_TOTAL_CONDITIONS) is dropped with a note, in the answer and on save', async () => {
+    // 50 titles, 50 locations, 50 industries, a size range and 50 keywords: the SCORED rule would hold 202 conditions.
+    const many = (p: string) => Array.from({ length: 50 }, (_, i) => `${p}${i}`);
+    const typeId = await seedProfileType(ctx.deps.db, alice.id, [
+      { name: 'city', type: 'string' },
+      { name: 'industry', type: 'string' },
+      { name: 'employees', type: 'integer' },
+      { name: 'description', type: 'string' },
+    ]);
+    const big = { titles: many('title'), locations: many('city'), industries: many('industry'), keywords: many('word'), companySize: { min: 5, max: 50 } };
+    const c = await createCampaign(alice, { name: 'Huge', target: big, profileTypeId: typeId });
+    for (const save of [false, true]) {
+      const res = await ctx.call(alice, 'POST', `/api/campaigns/${c.id}/suggest-matching`, { save });
+      assert.equal(res.statusCode, 200, res.body);
+      const data = res.json().data;
+      assert.deepEqual(data.rules.map((r: { type: string }) => r.type), ['FILTER', 'AI']);
+      assert.ok(data.adjustments.some((a: string) => /SCORED ".*": dropped \(criteria: at most 200 conditions in a rule, all groups together \(202 given\)\)/.test(a)), data.adjustments.join('\n'));
+      if (save) {
+        const rows = await ctx.deps.db.select().from(matchingRules).where(inArray(matchingRules.id, data.rules.map((r: { id: string }) => r.id)));
+        assert.deepEqual(rows.map((r) => r.type).sort(), ['AI', 'FILTER']);
+        assert.equal((await ctx.call(alice, 'GET', `/api/campaigns/${c.id}`)).json().data.campaign.rules.length, 2);
+      }
+    }
+  });
+
   test('discover-sources without an AI provider: 503 AI_NOT_CONFIGURED', async () => {
     const c = await createCampaign(alice, { name: 'No AI', target });
     assertError(await ctx.call(alice, 'POST', `/api/campaigns/${c.id}/discover-sources`, {}), 503, 'AI_NOT_CONFIGURED');
@@ -395,6 +420,12 @@ describe('ranked-accounts', () => {
     assert.deepEqual(seen, ['Acme Inc', 'gamma.io', 'Beta LLC']);
     assert.deepEqual((await ranked('?minScore=80')).accounts.map((a: any) => a.fitScore), [98, 80]);
     assertValidation(await ctx.call(alice, 'GET', `/api/campaigns/${campaignId}/ranked-accounts?cursor=bogus`), 'cursor');
+    // A score outside 0–100 or a key with NUL: 400 naming cursor, not a database error naming the body.
+    const rc = (s: unknown, k: unknown) => Buffer.from(JSON.stringify({ s, k }), 'utf8').toString('base64url');
+    for (const cursor of [rc(1e300, 'domain:acme.com'), rc(-1, 'domain:acme.com'), rc(101, 'domain:acme.com'), rc(50, 'domain:acme\u0000.com'), rc(50, 'company:\u0000')]) {
+      assertValidation(await ctx.call(alice, 'GET', `/api/campaigns/${campaignId}/ranked-accounts?cursor=${cursor}`), 'cursor');
+    }
+    assert.equal((await ctx.call(alice, 'GET', `/api/campaigns/${campaignId}/ranked-accounts?cursor=${rc(100, 'domain:acme.com')}`)).statusCode, 200);
     assertValidation(await ctx.call(alice, 'GET', `/api/campaigns/${campaignId}/ranked-accounts?minScore=101`), 'minScore');
   });
 

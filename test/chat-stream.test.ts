@@ -3,6 +3,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import { Agent, fetch } from 'undici';
 import { chatMessages } from '../src/db/schema/index.ts';
+import { isUuid } from '../src/shared/ids.ts';
 import { createAiTwoUserContext } from './helpers/ai-context.ts';
 import { eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import type { OpenAiStub } from './helpers/openai-stub.ts';
@@ -73,8 +74,14 @@ describe('Server-Sent Events', () => {
     assert.equal(res.status, 200);
     assert.deepEqual(names(events), ['text-delta', 'tool-call', 'tool-result', 'text-delta', 'done']);
     const call = events.find((e) => e.event === 'tool-call')!.data;
-    assert.deepEqual(call, { toolCallId: 'call_s', toolName: 'searchLeads', input: { company: 'Streamco', limit: 20 } });
+    assert.deepEqual({ ...call, toolCallId: undefined }, { toolCallId: undefined, toolName: 'searchLeads', input: { company: 'Streamco', limit: 20 } });
+    // The provider said call_s; the stream, the stored history and the replay use the server's id.
+    assert.ok(isUuid(call.toolCallId), call.toolCallId);
     const result = events.find((e) => e.event === 'tool-result')!.data;
+    assert.equal(result.toolCallId, call.toolCallId);
+    const replayed = stub.requests[1]!.body.messages as Array<{ role: string; tool_calls?: Array<{ id: string }>; tool_call_id?: string }>;
+    assert.equal(replayed.find((m) => m.role === 'assistant')!.tool_calls![0]!.id, call.toolCallId);
+    assert.equal(replayed.find((m) => m.role === 'tool')!.tool_call_id, call.toolCallId);
     assert.equal(result.output.leads[0].email, 'lin@streamco.example');
     const deltas = events.filter((e) => e.event === 'text-delta').map((e) => e.data.delta);
     assert.ok(deltas.length > 2, 'the text arrives in pieces');
@@ -84,6 +91,7 @@ describe('Server-Sent Events', () => {
     const streamed = await detail(id);
     const done = events.at(-1)!.data;
     assert.equal(done.messageId, streamed.messages[1].id);
+    assert.equal(streamed.messages[1].toolCalls[0].toolCallId, call.toolCallId);
 
     // The same script as JSON gives the same stored conversation.
     const other = await newConversation();
@@ -115,6 +123,23 @@ describe('Server-Sent Events', () => {
     const after = await detail(id);
     assert.equal(after.messages[1].toolCalls[0].status, 'EXECUTED');
     assert.equal(second.events.at(-1)!.data.messageId, after.messages[1].id);
+  });
+
+  test('streamed write calls sharing an id in one step: two approvals, each with its own call id', async () => {
+    const id = await newConversation();
+    const input = (name: string) => ({ name, url: `https://example.com/${name}`, scrapeType: 'STATIC', selectors: {} });
+    stub.enqueue({ toolCalls: [{ id: 'dup', name: 'createSource', arguments: input('twin-a') }, { id: 'dup', name: 'createSource', arguments: input('twin-b') }] });
+    const { events } = await stream(`/api/chat/conversations/${id}/messages`, { content: 'Create twin-a and twin-b' });
+    assert.deepEqual(names(events), ['tool-call', 'tool-call', 'approval-required', 'approval-required', 'done']);
+    const calls = events.filter((e) => e.event === 'tool-call').map((e) => e.data);
+    assert.deepEqual(calls.map((c) => c.input.name), ['twin-a', 'twin-b']);
+    assert.equal(new Set(calls.map((c) => c.toolCallId)).size, 2);
+    const stored = await detail(id);
+    assert.deepEqual(stored.pendingApprovals.map((p: { input: { name: string } }) => p.input.name).sort(), ['twin-a', 'twin-b']);
+    assert.deepEqual(
+      stored.messages[1].toolCalls.map((c: { toolCallId: string; input: { name: string } }) => [c.toolCallId, c.input.name]),
+      calls.map((c) => [c.toolCallId, c.input.name]),
+    );
   });
 
   test('errors before the stream are JSON; a provider failure mid-turn is an error event and stores nothing', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { MockLanguageModelV3 } from 'ai/test';
+import { createMatchingRecovery } from '../src/modules/matching/matching.recovery.ts';
 import { createMatchingRunner } from '../src/modules/matching/matching.runner.ts';
 import { parseCsv } from '../src/shared/csv.ts';
 import { newId } from '../src/shared/ids.ts';
@@ -199,5 +200,55 @@ describe('AI rules through the loopback OpenAI-compatible server', () => {
     assert.deepEqual([run.status, run.processed, run.total], ['COMPLETED', 12, 12]);
     const earlier = (await ctx.call(user, 'GET', `/api/matching/results?ruleId=${rule.id}&maxScore=1`)).json().data.results;
     assert.equal(earlier.length, 5);
+  });
+
+  const pendingRun = async (name: string) => {
+    const rule = (await ctx.call(user, 'POST', '/api/matching/rules', { name, profileTypeId: typeId, type: 'AI', aiPrompt: 'CA' })).json().data.rule;
+    const runId = newId();
+    await ctx.deps.database.query(`INSERT INTO matching_runs (id, user_id, rule_id, status) VALUES ($1, $2, $3, 'PENDING')`, [runId, user.id, rule.id]);
+    return { rule, runId };
+  };
+
+  test('the same run delivered twice at once is executed once (the run lease), and a fresh lease keeps a third delivery out', async () => {
+    stub.reset();
+    stub.respond((req) => ({ json: verdictFor(promptText(req)), delayMs: 30 }));
+    const { rule, runId } = await pendingRun('twice');
+    const runner = createMatchingRunner(ctx.deps);
+    await Promise.all([runner.run(runId), runner.run(runId)]);
+    assert.equal(stub.requests.length, 12, 'each profile sent to the model once');
+    const run = (await ctx.call(user, 'GET', `/api/matching/rules/${rule.id}`)).json().data.rule.lastRun;
+    assert.deepEqual([run.status, run.processed], ['COMPLETED', 12]);
+
+    const held = await pendingRun('held elsewhere');
+    await ctx.deps.database.query(`UPDATE matching_runs SET status = 'RUNNING', lease_until = now() + interval '1 minute' WHERE id = $1`, [held.runId]);
+    stub.reset();
+    await runner.run(held.runId);
+    assert.equal(stub.requests.length, 0, 'another worker holds the run');
+  });
+
+  test('a run whose worker died (lease ran out) is sent again by the recovery sweep and completes', async () => {
+    stub.reset();
+    stub.respond((req) => ({ json: verdictFor(promptText(req)) }));
+    const { rule, runId } = await pendingRun('orphaned');
+    await ctx.deps.database.query(`UPDATE matching_runs SET status = 'RUNNING', started_at = now(), lease_until = now() - interval '1 second' WHERE id = $1`, [runId]);
+    const resent = await createMatchingRecovery(ctx.deps).sweep();
+    assert.deepEqual(resent, [runId]);
+    assert.deepEqual(await createMatchingRecovery(ctx.deps).sweep(), [], 'sent once');
+    const run = await waitForRun(ctx, user, rule.id);
+    assert.deepEqual([run.status, run.processed], ['COMPLETED', 12]);
+  });
+
+  test('a rule deleted mid-run leaves no results behind (writes hold the run; the delete trigger removes them)', async () => {
+    stub.reset();
+    stub.respond((req) => ({ json: verdictFor(promptText(req)), delayMs: 400 }));
+    const rule = (await ctx.call(user, 'POST', '/api/matching/rules', { name: 'deleted mid-run', profileTypeId: typeId, type: 'AI', aiPrompt: 'CA' })).json().data.rule;
+    assert.equal((await ctx.call(user, 'POST', '/api/matching/execute', { ruleId: rule.id })).statusCode, 202);
+    await eventually(async () => stub.requests.length > 0);
+    assert.equal((await ctx.call(user, 'DELETE', `/api/matching/rules/${rule.id}`)).statusCode, 200);
+    // Let every in-flight answer arrive and every batch try to write.
+    await eventually(async () => stub.inFlight === 0 && stub.requests.length === 12, 20_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    const left = await ctx.deps.database.query<{ n: number }>('SELECT count(*)::int AS n FROM matching_results WHERE rule_id = $1', [rule.id]);
+    assert.equal(left[0]!.n, 0);
   });
 });

@@ -122,6 +122,13 @@ describe('matching rules CRUD', () => {
     await bad(scored({ name: '' }), 'name');
     await bad(scored({ profileTypeId: 'nope' }), 'profileTypeId');
     await bad({ name: 'x', profileTypeId: typeId, type: 'NOPE' }, 'type');
+    // Each condition becomes several bound parameters: 10,000 of them once overflowed PostgreSQL's 65,535 (a 500).
+    const wide = (n: number) => ({ operator: 'OR', conditions: Array.from({ length: n }, () => ({ field: 'profile.revenue', operator: 'gt', value: 1 })) });
+    const huge = { operator: 'OR', conditions: Array.from({ length: 50 }, () => ({ operator: 'OR', conditions: Array.from({ length: 50 }, () => wide(4)) })) };
+    await bad({ ...filter([]), conditions: huge }, 'conditions');
+    assertValidation(await ctx.call(alice, 'POST', '/api/matching/preview', { rule: { profileTypeId: typeId, type: 'FILTER', conditions: huge } }), 'rule.conditions');
+    await bad(scored({ criteria: Array.from({ length: 5 }, () => ({ weight: 1, condition: wide(41) })) }), 'criteria');
+    assert.equal((await ctx.call(alice, 'POST', '/api/matching/rules', { ...filter([]), conditions: wide(50) })).statusCode, 201, 'a wide rule within the limit');
     for (const pt of [bobTypeId, '0190a0a0-0000-7000-8000-000000000000']) {
       const res = await ctx.call(alice, 'POST', '/api/matching/rules', scored({ profileTypeId: pt }));
       assertError(res, 404, 'NOT_FOUND');
@@ -188,6 +195,13 @@ describe('execute and results', () => {
     assert.deepEqual(seen, [100, 80, 50, 30, 20, 0]);
 
     assertValidation(await ctx.call(alice, 'GET', `/api/matching/results?ruleId=${rule.id}&cursor=xyz`), 'cursor');
+    // Scores outside match_score's 0–100, or an id with NUL: 400 naming cursor, not a database error naming the body.
+    const rc = (v: unknown) => Buffer.from(JSON.stringify(v), 'utf8').toString('base64url');
+    for (const bad of [[1e300, ids[0]], [-1, ids[0]], [101, ids[0]], [50, `${ids[0]}\u0000`], [50, '\u0000']]) {
+      assertValidation(await ctx.call(alice, 'GET', `/api/matching/results?ruleId=${rule.id}&cursor=${rc(bad)}`), 'cursor');
+    }
+    const fromNull = await ctx.call(alice, 'GET', `/api/matching/results?ruleId=${rule.id}&cursor=${rc([null, ids[0]])}`);
+    assert.equal(fromNull.statusCode, 200, fromNull.body);
     assertValidation(await ctx.call(alice, 'GET', `/api/matching/results?ruleId=${rule.id}&minScore=90&maxScore=10`), 'minScore');
     assertValidation(await ctx.call(alice, 'GET', `/api/matching/results?ruleId=${rule.id}&matched=yes`), 'matched');
     assertValidation(await ctx.call(alice, 'GET', '/api/matching/results'), 'ruleId');

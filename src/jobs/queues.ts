@@ -33,8 +33,10 @@ export async function startBoss(database: Database, options: { databaseUrl?: str
     // table (heartbeats), so pg-boss does not retry or expire scrape messages early.
     boss.createQueue(QUEUES.scrape, { retryLimit: 0, expireInSeconds: 86_400, notify: true }),
     boss.createQueue(QUEUES.sourceScheduler, { retryLimit: 0, expireInSeconds: 300 }),
-    // A rule execution resumes from its stored results when a message is delivered again.
-    boss.createQueue(QUEUES.matching, { retryLimit: 2, retryDelay: 5, retryBackoff: true, expireInSeconds: 3_600, notify: true }),
+    // A rule execution resumes from its stored results when a message is delivered again; a run's
+    // lease (not the message's expiry) decides who executes it, and the recovery sweep resends runs
+    // of dead workers, so a long AI run is never cut off and picked up twice by expiry.
+    boss.createQueue(QUEUES.matching, { retryLimit: 2, retryDelay: 5, retryBackoff: true, expireInSeconds: 86_400, notify: true }),
   ]);
   return boss;
 }

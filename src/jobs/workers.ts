@@ -8,6 +8,7 @@ import { createJobRecovery } from '../modules/jobs/jobs.recovery.ts';
 import { createJobRunner } from '../modules/jobs/jobs.runner.ts';
 import { dispatchDueSources } from '../modules/jobs/jobs.scheduler.ts';
 import { createJobService, type JobMessage } from '../modules/jobs/jobs.service.ts';
+import { createMatchingRecovery } from '../modules/matching/matching.recovery.ts';
 import { createMatchingRunner } from '../modules/matching/matching.runner.ts';
 import type { MatchingJob } from '../modules/matching/matching.service.ts';
 import type { RunCrawl } from '../modules/scraping/scraping.types.ts';
@@ -42,6 +43,8 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
   await boss.work<MatchingJob, void, typeof matchingWork>(QUEUES.matching, matchingWork, async ([job]) => {
     if (job) await matchingRunner.run(job.data.runId);
   });
+  const matchingRecovery = createMatchingRecovery(deps);
+  matchingRecovery.start();
 
   const jobService = createJobService(deps);
   const runner = createJobRunner(deps, options);
@@ -61,6 +64,7 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
   return {
     async stop() {
       recovery.stop();
+      matchingRecovery.stop();
       await runner.stop();
     },
   };

@@ -48,6 +48,8 @@ export const matchingRuns = pgTable(
     matched: integer('matched').notNull().default(0),
     failed: integer('failed').notNull().default(0),
     error: text('error'),
+    /** Held by the worker executing the run, renewed while it works; a run whose lease ran out is resumed elsewhere. */
+    leaseUntil: tsColumn('lease_until'),
     startedAt: tsColumn('started_at'),
     finishedAt: tsColumn('finished_at'),
     createdAt: createdAt(),

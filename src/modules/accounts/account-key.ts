@@ -65,7 +65,8 @@ export function accountKeyOf(id: string): string | undefined {
   if (!/^[A-Za-z0-9_-]{1,500}$/.test(id)) return undefined;
   const key = Buffer.from(id, 'base64url').toString('utf8');
   if (accountIdOf(key) !== id) return undefined;
-  return /^(domain|company):.+$/s.test(key) ? key : undefined;
+  // No key we make contains NUL, and PostgreSQL text cannot hold one (the query would fail).
+  return /^(domain|company):[^\u0000]+$/s.test(key) ? key : undefined;
 }
 
 /** What kind of grouping a key is, and its value (`acme.com`, `acme`). */

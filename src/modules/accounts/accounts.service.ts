@@ -51,6 +51,10 @@ function encodeAccountCursor(sort: AccountSort, row: AccountRow): string {
   return Buffer.from(JSON.stringify({ s: sort, v: value, k: row.account_key }), 'utf8').toString('base64url');
 }
 
+const INT32_MAX = 2 ** 31 - 1;
+const BIGINT_MIN = -(2n ** 63n);
+const BIGINT_MAX = 2n ** 63n - 1n;
+
 /** A cursor of this sort, or a 400 naming `cursor` (another sort's cursor, or anything not ours). */
 function decodeAccountCursor(cursor: string | undefined, sort: AccountSort): AccountCursor | undefined {
   if (cursor === undefined || cursor === '') return undefined;
@@ -66,7 +70,12 @@ function decodeAccountCursor(cursor: string | undefined, sort: AccountSort): Acc
     (accountSorts as readonly string[]).includes(s) &&
     typeof k === 'string' &&
     accountKeyOf(accountIdOf(k)) === k &&
-    (s === 'leadCount' ? Number.isInteger(v) && (v as number) >= 0 : s === 'lastActivity' ? typeof v === 'string' && /^-?\d{1,19}$/.test(v) : typeof v === 'string');
+    // Within the column types (lead_count int, last_us bigint, sort_name text without NUL), so the query cannot fail on them.
+    (s === 'leadCount'
+      ? Number.isInteger(v) && (v as number) >= 0 && (v as number) <= INT32_MAX
+      : s === 'lastActivity'
+        ? typeof v === 'string' && /^-?\d{1,19}$/.test(v) && BigInt(v) >= BIGINT_MIN && BigInt(v) <= BIGINT_MAX
+        : typeof v === 'string' && !v.includes('\u0000'));
   if (!valid) throw validationError('cursor', 'invalid cursor');
   if (s !== sort) throw validationError('cursor', `the cursor belongs to sort=${s}`);
   return { value: v as string | number, key: k };

@@ -2,7 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { queryRows, type Db } from '../../db/client.ts';
 import type { MatchingRuleType } from '../../db/schema/index.ts';
 import { AppError, validationError } from '../../shared/errors.ts';
-import { accountIdOf, accountKeySql, describeAccountKey, freeDomainJoinSql } from '../accounts/account-key.ts';
+import { accountIdOf, accountKeyOf, accountKeySql, describeAccountKey, freeDomainJoinSql } from '../accounts/account-key.ts';
 import type { RankedAccount, RankedAccountsQuery } from './campaigns.schemas.ts';
 
 /**
@@ -43,7 +43,8 @@ function decodeCursor(cursor: string | undefined): Cursor | undefined {
   if (!cursor) return undefined;
   try {
     const c = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Cursor;
-    if (Number.isInteger(c.s) && typeof c.k === 'string' && /^(domain|company):/.test(c.k)) return c;
+    // fit_score is an int 0–100 and k an account key (no NUL): anything else is not one of ours and would fail the query.
+    if (Number.isInteger(c.s) && c.s >= 0 && c.s <= 100 && typeof c.k === 'string' && accountKeyOf(accountIdOf(c.k)) === c.k) return c;
   } catch {
     // falls through to the 400
   }

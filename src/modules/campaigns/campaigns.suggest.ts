@@ -4,19 +4,19 @@ import {
   conditionOperators,
   LEAD_CONDITION_FIELDS,
   MAX_CONDITIONS,
-  ruleDefinitionSchema,
   type Condition,
   type ConditionGroup,
   type Criterion,
 } from '../matching/matching.conditions.ts';
+import type { Db } from '../../db/client.ts';
 import type { AiService } from '../../shared/ai/ai.service.ts';
 import type { SuggestedRule } from './campaigns.schemas.ts';
+import { badItems, checkProposal, keepValid, type Proposal } from './campaigns.proposals.ts';
 
 /**
  * Matching-rule proposals from a campaign's target: a documented rule-based builder (used without
- * an AI provider, and for any type the model got wrong) and the checks every proposal passes before
- * it is answered or saved: ruleDefinitionSchema, and fields that exist on the profile type or among
- * LEAD_CONDITION_FIELDS.
+ * an AI provider, and for any type the model got wrong), the model's answer converted, and the whole
+ * suggestion; every proposal passes the checks of campaigns.proposals.ts before it is answered or saved.
  */
 
 export interface SuggestContext {
@@ -26,7 +26,6 @@ export interface SuggestContext {
   fields: ProfileFieldDefinition[];
 }
 
-type Proposal = Omit<SuggestedRule, 'method' | 'id'>;
 
 /* ---------- field detection (by the words of a field's name and label) ---------- */
 
@@ -206,30 +205,6 @@ export function ruleBasedRules(ctx: SuggestContext, types: readonly MatchingRule
   return { rules, notes };
 }
 
-/* ---------- checks every proposal passes ---------- */
-
-const LEAD_FIELDS = new Set<string>(LEAD_CONDITION_FIELDS);
-
-/** Parses a proposal with ruleDefinitionSchema and checks its fields; the definition as parsed, or the problem. */
-export function checkProposal(p: Proposal, fields: ProfileFieldDefinition[]): { ok: true; rule: Proposal } | { ok: false; problem: string } {
-  const parsed = ruleDefinitionSchema.safeParse(
-    p.type === 'FILTER' ? { type: p.type, conditions: p.conditions } : p.type === 'SCORED' ? { type: p.type, criteria: p.criteria, threshold: p.threshold } : { type: p.type, aiPrompt: p.aiPrompt, threshold: p.threshold },
-  );
-  if (!parsed.success) return { ok: false, problem: parsed.error.issues.map((i) => `${i.path.join('.') || 'rule'}: ${i.message}`).join('; ') };
-  const known = new Set(fields.map((f) => `profile.${f.name}`));
-  const unknown: string[] = [];
-  const walk = (c: Condition | ConditionGroup) => {
-    if ('conditions' in c) return c.conditions.forEach(walk);
-    const lead = c.field.startsWith('lead.') ? c.field.slice(5) : undefined;
-    if (!(known.has(c.field) || (lead !== undefined && LEAD_FIELDS.has(lead)))) unknown.push(c.field);
-  };
-  const def = parsed.data;
-  if (def.type === 'FILTER') walk(def.conditions);
-  if (def.type === 'SCORED') def.criteria.forEach((cr) => walk(cr.condition));
-  if (unknown.length) return { ok: false, problem: `unknown field ${[...new Set(unknown)].join(', ')}` };
-  return { ok: true, rule: { name: p.name, description: p.description, rationale: p.rationale, ...def } as Proposal };
-}
-
 /* ---------- the model's answer ---------- */
 
 /** Loose on purpose (strict-mode friendly, no enums the model could miss): the checks above decide what is kept. */
@@ -281,23 +256,19 @@ function repairCondition(c: ModelCondition, fields: ProfileFieldDefinition[], re
     value = n;
     repairs.push(`${field} ${operator}: "${c.value}" read as the number ${n}`);
   }
-  if (operator === 'regex') {
-    try {
-      new RegExp(String(value));
-    } catch {
-      return undefined;
-    }
-  }
   return value === undefined ? { field, operator } : { field, operator, value };
 }
 
 /** The model's rules converted and checked; what was dropped or repaired goes into `notes`. */
-export function fromModel(answer: ModelSuggestion, fields: ProfileFieldDefinition[], types: readonly MatchingRuleType[], notes: string[]): Proposal[] {
+export async function fromModel(db: Db, answer: ModelSuggestion, fields: ProfileFieldDefinition[], types: readonly MatchingRuleType[], notes: string[]): Promise<Proposal[]> {
   const kept: Proposal[] = [];
-  answer.rules.forEach((m, i) => {
+  for (const [i, m] of answer.rules.entries()) {
     const label = `model rule ${i + 1} ("${m.name.slice(0, 80)}")`;
     const type = m.type.trim().toUpperCase() as MatchingRuleType;
-    if (!types.includes(type)) return void notes.push(`${label}: dropped, type ${m.type} was not asked for`);
+    if (!types.includes(type)) {
+      notes.push(`${label}: dropped, type ${m.type} was not asked for`);
+      continue;
+    }
     const repairs: string[] = [];
     const dropped: string[] = [];
     const convert = (c: ModelCondition) => {
@@ -324,12 +295,30 @@ export function fromModel(answer: ModelSuggestion, fields: ProfileFieldDefinitio
     const keepKnown = (c: Condition) => known.has(c.field) || void dropped.push(`${c.field} (no such field)`);
     if (proposal.conditions) proposal.conditions = { ...proposal.conditions, conditions: (proposal.conditions.conditions as Condition[]).filter(keepKnown) };
     if (proposal.criteria) proposal.criteria = proposal.criteria.filter((cr) => keepKnown(cr.condition as Condition));
-    const checked = checkProposal(proposal, fields);
-    if (!checked.ok) return void notes.push(`${label}: dropped (${checked.problem}${dropped.length ? `; unusable conditions: ${dropped.join(', ')}` : ''})`);
+    let checked = await checkProposal(db, proposal, fields);
+    // Conditions the matching check rejects (an operand that does not fit, a regex PostgreSQL refuses) are dropped the same way.
+    const bad = checked.ok ? new Set<number>() : badItems(proposal, checked.paths);
+    if (!checked.ok && bad.size) {
+      const why = checked.problem;
+      if (proposal.conditions) {
+        const all = proposal.conditions.conditions as Condition[];
+        all.forEach((c, j) => bad.has(j) && dropped.push(`${c.field} ${c.operator} (${why})`));
+        proposal.conditions = { ...proposal.conditions, conditions: all.filter((_, j) => !bad.has(j)) };
+      }
+      if (proposal.criteria) {
+        proposal.criteria.forEach((cr, j) => bad.has(j) && dropped.push(`${(cr.condition as Condition).field} ${(cr.condition as Condition).operator} (${why})`));
+        proposal.criteria = proposal.criteria.filter((_, j) => !bad.has(j));
+      }
+      checked = await checkProposal(db, proposal, fields);
+    }
+    if (!checked.ok) {
+      notes.push(`${label}: dropped (${checked.problem}${dropped.length ? `; unusable conditions: ${dropped.join(', ')}` : ''})`);
+      continue;
+    }
     if (dropped.length) notes.push(`${label}: unusable conditions removed: ${dropped.join(', ')}`);
     if (repairs.length) notes.push(`${label}: repaired: ${repairs.join('; ')}`);
     kept.push(checked.rule);
-  });
+  }
   return kept;
 }
 
@@ -351,13 +340,14 @@ export interface SuggestOutcome {
 }
 
 export async function suggestRules(
-  deps: { ai: AiService },
+  deps: { ai: AiService; db: Db },
   userId: string,
   ctx: SuggestContext,
   types: readonly MatchingRuleType[],
   signal?: AbortSignal,
 ): Promise<SuggestOutcome> {
   const fallback = ruleBasedRules(ctx, types);
+  fallback.rules = await keepValid(deps.db, fallback.rules, ctx.fields, fallback.notes);
   if (!deps.ai.configured) {
     return {
       rules: fallback.rules.map((r) => ({ ...r, method: 'rule-based' as const })),
@@ -387,7 +377,7 @@ export async function suggestRules(
     signal,
   });
   const adjustments: string[] = [];
-  const fromAi = fromModel(answer, ctx.fields, types, adjustments);
+  const fromAi = await fromModel(deps.db, answer, ctx.fields, types, adjustments);
   const rules: SuggestOutcome['rules'] = [];
   for (const type of types) {
     const mine = fromAi.filter((r) => r.type === type);

@@ -13,6 +13,7 @@ import {
 import type { Transformer } from 'node:stream/web';
 import type { AppDeps } from '../../deps.ts';
 import { AppError } from '../../shared/errors.ts';
+import { serverToolCallIds } from './chat.ids.ts';
 import { buildTools, readToolNames, writeTools, type ChatToolDeps, type ToolActor } from './chat.tools.ts';
 
 /** Model calls (steps) one turn may make: tool round trips plus the final answer. */
@@ -57,35 +58,38 @@ export function systemPrompt(now: Date): string {
 }
 
 /**
- * The configured model with each call (step) inside the shared AI concurrency bound; a streamed
- * call holds its slot until its stream ends or is abandoned.
+ * The configured model with each call (step) inside the shared AI concurrency bound (a streamed
+ * call holds its slot until its stream ends or is abandoned), and server-made tool-call ids.
  */
 function boundedModel(deps: Pick<AppDeps, 'ai'>) {
   return wrapLanguageModel({
     model: deps.ai.model(),
-    middleware: {
-      wrapGenerate: ({ doGenerate, params }) => deps.ai.limit(async () => doGenerate(), params.abortSignal),
-      wrapStream: async ({ doStream, params }) => {
-        let release!: () => void;
-        const held = new Promise<void>((resolve) => (release = resolve));
-        const result = await new Promise<Awaited<ReturnType<typeof doStream>>>((resolve, reject) => {
-          deps.ai
-            .limit(async () => {
-              try {
-                resolve(await doStream());
-              } catch (error) {
-                reject(error);
-                return;
-              }
-              await held;
-            }, params.abortSignal)
-            .catch(reject);
-        });
-        params.abortSignal?.addEventListener('abort', () => release(), { once: true });
-        const done = new TransformStream({ flush: () => release(), cancel: () => release() } as Transformer);
-        return { ...result, stream: result.stream.pipeThrough(done) };
+    middleware: [
+      {
+        wrapGenerate: ({ doGenerate, params }) => deps.ai.limit(async () => doGenerate(), params.abortSignal),
+        wrapStream: async ({ doStream, params }) => {
+          let release!: () => void;
+          const held = new Promise<void>((resolve) => (release = resolve));
+          const result = await new Promise<Awaited<ReturnType<typeof doStream>>>((resolve, reject) => {
+            deps.ai
+              .limit(async () => {
+                try {
+                  resolve(await doStream());
+                } catch (error) {
+                  reject(error);
+                  return;
+                }
+                await held;
+              }, params.abortSignal)
+              .catch(reject);
+          });
+          params.abortSignal?.addEventListener('abort', () => release(), { once: true });
+          const done = new TransformStream({ flush: () => release(), cancel: () => release() } as Transformer);
+          return { ...result, stream: result.stream.pipeThrough(done) };
+        },
       },
-    },
+      serverToolCallIds,
+    ],
   });
 }
 

@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
+import type { ToolResultPart } from 'ai';
 import type { Db } from '../../db/client.ts';
 import { chatApprovals, chatConversations, chatMessages, type ChatApprovalStatus } from '../../db/schema/index.ts';
 
@@ -60,10 +61,10 @@ export function chatRepository(db: Db) {
     },
 
     /**
-     * Takes the conversation's turn lease (compare-and-set): false while another turn holds an
-     * unexpired one, in this process or another.
+     * Takes the conversation's turn lease (compare-and-set): the lease it set (the holder's token for
+     * releaseTurn), or undefined while another turn holds an unexpired one, in this process or another.
      */
-    async claimTurn(userId: string, id: string, now: Date, until: Date): Promise<boolean> {
+    async claimTurn(userId: string, id: string, now: Date, until: Date): Promise<Date | undefined> {
       const rows = await db
         .update(chatConversations)
         .set({ turnLeaseUntil: until })
@@ -74,12 +75,16 @@ export function chatRepository(db: Db) {
             or(isNull(chatConversations.turnLeaseUntil), lt(chatConversations.turnLeaseUntil, now)),
           ),
         )
-        .returning({ id: chatConversations.id });
-      return rows.length > 0;
+        .returning({ lease: chatConversations.turnLeaseUntil });
+      return rows[0]?.lease ?? undefined;
     },
 
-    async releaseTurn(id: string): Promise<void> {
-      await db.update(chatConversations).set({ turnLeaseUntil: null }).where(eq(chatConversations.id, id));
+    /** Clears the lease only if it is still `lease`: a turn that outlived its lease leaves the next turn's alone. */
+    async releaseTurn(id: string, lease: Date): Promise<void> {
+      await db
+        .update(chatConversations)
+        .set({ turnLeaseUntil: null })
+        .where(and(eq(chatConversations.id, id), eq(chatConversations.turnLeaseUntil, lease)));
     },
 
     /** Every message of a conversation, oldest first (ids are time-ordered). */
@@ -127,6 +132,40 @@ export function chatRepository(db: Db) {
         .where(and(eq(chatApprovals.id, id), eq(chatApprovals.status, 'PENDING')))
         .returning();
       return row;
+    },
+
+    /**
+     * APPROVED approvals decided before `cutoff` (their turn's lease has expired, so the process that
+     * ran them died between claiming and recording) → FAILED with `error`, and a tool result telling the
+     * model so for each whose call has none, in one transaction. Returns the approvals it closed.
+     */
+    async failStaleApprovals(conversationId: string, cutoff: Date, error: string, at: Date): Promise<ApprovalRow[]> {
+      return db.transaction(async (tx) => {
+        const stale = await tx
+          .update(chatApprovals)
+          .set({ status: 'FAILED', error, updatedAt: at })
+          .where(and(eq(chatApprovals.conversationId, conversationId), eq(chatApprovals.status, 'APPROVED'), lt(chatApprovals.decidedAt, cutoff)))
+          .returning();
+        if (!stale.length) return stale;
+        const toolMessages = await tx
+          .select({ content: chatMessages.content })
+          .from(chatMessages)
+          .where(and(eq(chatMessages.conversationId, conversationId), eq(chatMessages.role, 'tool')));
+        const answered = new Set(
+          toolMessages.flatMap((m) => (Array.isArray(m.content) ? (m.content as Array<{ type?: string; toolCallId?: string }>) : []).filter((p) => p.type === 'tool-result').map((p) => p.toolCallId)),
+        );
+        const missing = stale.filter((a) => !answered.has(a.toolCallId));
+        if (missing.length) {
+          const content: ToolResultPart[] = missing.map((a) => ({
+            type: 'tool-result',
+            toolCallId: a.toolCallId,
+            toolName: a.toolName,
+            output: { type: 'error-text', value: error },
+          }));
+          await tx.insert(chatMessages).values({ conversationId, userId: missing[0]!.userId, role: 'tool', content, createdAt: at });
+        }
+        return stale;
+      });
     },
 
     /** A turn's messages, approvals and outcome in one transaction: a turn is stored whole or not at all. */

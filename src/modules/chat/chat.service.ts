@@ -39,6 +39,9 @@ const titleFrom = (content: string) => {
   return line.length > 80 ? `${line.slice(0, 79)}…` : line;
 };
 
+/** The error of an approved action whose outcome was never recorded (the process stopped mid-action). */
+export const INTERRUPTED = 'outcome unknown: the service stopped while running this action; check before retrying';
+
 const aiNotConfigured = () =>
   new AppError('AI_NOT_CONFIGURED', 'The chat needs an AI provider: set AI_BASE_URL and AI_MODEL (and AI_API_KEY if the endpoint needs one)');
 
@@ -68,9 +71,21 @@ export function createChatService(deps: ChatDeps) {
     return row;
   }
 
-  async function claimTurn(userId: string, conversationId: string): Promise<void> {
+  /** The lease this turn holds (its token for releaseTurn); 409 while another turn holds one. */
+  async function claimTurn(userId: string, conversationId: string): Promise<Date> {
     const now = deps.clock.now();
-    if (!(await repo.claimTurn(userId, conversationId, now, new Date(now.getTime() + leaseMs())))) throw turnBusy();
+    const lease = await repo.claimTurn(userId, conversationId, now, new Date(now.getTime() + leaseMs()));
+    if (!lease) throw turnBusy();
+    return lease;
+  }
+
+  /**
+   * An approval still APPROVED a lease after it was decided was claimed by a turn that died before
+   * recording the outcome: it becomes FAILED (outcome unknown) with a tool result saying so.
+   */
+  async function closeInterruptedApprovals(conversationId: string): Promise<void> {
+    const now = deps.clock.now();
+    await repo.failStaleApprovals(conversationId, new Date(now.getTime() - leaseMs()), INTERRUPTED, now);
   }
 
   async function pendingViews(conversationId: string) {
@@ -152,6 +167,8 @@ export function createChatService(deps: ChatDeps) {
 
     async get(userId: string, id: string) {
       const conversation = await owned(userId, id);
+      // While a turn holds the lease it may be recording an outcome right now: only a free conversation is repaired.
+      if (!conversation.turnLeaseUntil || conversation.turnLeaseUntil < deps.clock.now()) await closeInterruptedApprovals(conversation.id);
       const [rows, approvals] = await Promise.all([repo.messages(conversation.id), repo.approvals(conversation.id)]);
       return {
         conversation: toConversationView(conversation),
@@ -173,7 +190,12 @@ export function createChatService(deps: ChatDeps) {
           details: pending.map((p) => ({ field: 'approvalId', message: `${p.id} is pending: ${p.summary}` })),
         });
       }
-      await claimTurn(principal.userId, conversation.id);
+      const lease = await claimTurn(principal.userId, conversation.id);
+      // Before the user's message gets its (time-ordered) id: a repaired call's result comes first.
+      await closeInterruptedApprovals(conversation.id).catch(async (error: unknown) => {
+        await repo.releaseTurn(conversation.id, lease);
+        throw error;
+      });
       const userMessage: NewMessage = {
         id: newId(),
         conversationId: conversation.id,
@@ -188,7 +210,7 @@ export function createChatService(deps: ChatDeps) {
             const firstId = await agentTurn(principal, conversation, [userMessage], signal, events);
             return await outcome(conversation.id, (views) => views.find((v) => v.id === firstId));
           } finally {
-            await repo.releaseTurn(conversation.id);
+            await repo.releaseTurn(conversation.id, lease);
           }
         },
       };
@@ -207,18 +229,19 @@ export function createChatService(deps: ChatDeps) {
         new AppError('CONFLICT', `This action was already decided (${found.status})`, { details: [{ field: 'approvalId', message: 'already decided' }] });
       if (found.status !== 'PENDING') throw decided();
       if (!deps.ai.configured) throw aiNotConfigured();
-      await claimTurn(principal.userId, conversation.id);
+      const lease = await claimTurn(principal.userId, conversation.id);
       const claimed = await repo.claimApproval(found.id, body.approved ? 'APPROVED' : 'REJECTED', deps.clock.now()).catch(async (error: unknown) => {
-        await repo.releaseTurn(conversation.id);
+        await repo.releaseTurn(conversation.id, lease);
         throw error;
       });
       if (!claimed) {
-        await repo.releaseTurn(conversation.id);
+        await repo.releaseTurn(conversation.id, lease);
         throw decided();
       }
       return {
         async run(signal, events) {
           try {
+            await closeInterruptedApprovals(conversation.id);
             const result = body.approved
               ? await executeWriteTool(deps, { userId: principal.userId, scopes: principal.scopes }, claimed.toolName, claimed.input)
               : ({ status: 'REJECTED' } as const);
@@ -256,7 +279,7 @@ export function createChatService(deps: ChatDeps) {
             const turn = await outcome(conversation.id, (views) => views.find((v) => v.toolCalls.some((c) => c.toolCallId === claimed.toolCallId)));
             return { ...turn, approval: approvalViewOf(approval!) };
           } finally {
-            await repo.releaseTurn(conversation.id);
+            await repo.releaseTurn(conversation.id, lease);
           }
         },
       };

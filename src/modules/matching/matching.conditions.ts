@@ -36,6 +36,8 @@ export const LEAD_CONDITION_FIELDS = [
 ] as const;
 
 export const MAX_CONDITIONS = 50;
+/** Conditions in a whole definition, all groups and criteria together (each one becomes several bound parameters). */
+export const MAX_TOTAL_CONDITIONS = 200;
 export const MAX_GROUP_DEPTH = 3;
 export const MAX_IN_VALUES = 500;
 

@@ -16,6 +16,16 @@ const SQL_UUID_V7 = sql.raw(
   `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send(floor(extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid`,
 );
 
+/**
+ * Locks the run row against deletion (FOR KEY SHARE: parallel chunks still update its counters) for
+ * the rest of the transaction; false when it is gone. A rule deleted meanwhile (its runs cascade)
+ * waits for this transaction, and its delete trigger then removes what the transaction wrote, so no
+ * result outlives its rule (or its user).
+ */
+async function holdRun(tx: Tx, runId: string): Promise<boolean> {
+  return (await queryRows(tx, sql`SELECT 1 FROM matching_runs WHERE id = ${runId} FOR KEY SHARE`)).length > 0;
+}
+
 /** A profile with its lead's matchable fields, for AI evaluation and the row-by-row evaluator. */
 export interface ProfileWithLead extends EvalRow {
   id: string;
@@ -140,6 +150,34 @@ export function matchingRepository(db: Db) {
       const [row] = await db.update(matchingRuns).set(values).where(eq(matchingRuns.id, id)).returning();
       return row;
     },
+    /**
+     * Takes the run for this worker (PENDING, or RUNNING with no live lease): false when another
+     * worker holds it or it has finished, so a re-delivered message never runs it twice at once.
+     */
+    async claimRun(id: string, now: Date, leaseMs: number): Promise<RunRow | undefined> {
+      const [row] = await queryRows<{ id: string }>(db, sql`
+        UPDATE matching_runs SET status = 'RUNNING', lease_until = ${new Date(now.getTime() + leaseMs)}, updated_at = ${now}
+        WHERE id = ${id} AND status IN ('PENDING', 'RUNNING') AND (lease_until IS NULL OR lease_until < ${now})
+        RETURNING id`);
+      return row ? this.findRun(row.id) : undefined;
+    },
+    async renewLease(id: string, now: Date, leaseMs: number): Promise<void> {
+      await db.execute(sql`UPDATE matching_runs SET lease_until = ${new Date(now.getTime() + leaseMs)} WHERE id = ${id} AND status = 'RUNNING'`);
+    },
+    /**
+     * Runs to send to the queue again: RUNNING ones whose worker's lease ran out (its lease is
+     * cleared, so the next sweep does not send it twice and any worker may claim it), and
+     * PENDING/unleased ones untouched for `resendAfterMs` (a message lost between commit and send).
+     */
+    async releaseStaleRuns(now: Date, resendAfterMs: number): Promise<string[]> {
+      const quiet = new Date(now.getTime() - resendAfterMs);
+      const rows = await queryRows<{ id: string }>(db, sql`
+        UPDATE matching_runs SET lease_until = NULL, updated_at = ${now}
+        WHERE (status = 'RUNNING' AND lease_until < ${now})
+           OR (status IN ('PENDING', 'RUNNING') AND lease_until IS NULL AND updated_at < ${quiet})
+        RETURNING id`);
+      return rows.map((r) => r.id);
+    },
     async deleteRun(id: string): Promise<void> {
       await db.delete(matchingRuns).where(eq(matchingRuns.id, id));
     },
@@ -202,6 +240,7 @@ export function matchingRepository(db: Db) {
         )
         SELECT (SELECT id FROM chunk ORDER BY id DESC LIMIT 1) AS last_id, (SELECT count(*) FROM counted)::int AS n`;
       const [row] = await db.transaction(async (tx) => {
+        if (!(await holdRun(tx, runId))) return [];
         // The per-row LATERALs have all-distinct inputs: a Memoize node there only costs (100 % misses).
         await tx.execute(sql`SET LOCAL enable_memoize = off`);
         return queryRows<{ last_id: string | null; n: number }>(tx, statement);
@@ -246,6 +285,7 @@ export function matchingRepository(db: Db) {
     async writeResults(runId: string, rows: NewResult[], now: Date): Promise<boolean> {
       if (!rows.length) return true;
       return db.transaction(async (tx) => {
+        if (!(await holdRun(tx, runId))) return false;
         await tx
           .insert(matchingResults)
           .values(rows)

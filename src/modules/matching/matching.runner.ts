@@ -13,6 +13,9 @@ export const SET_PARALLEL = 2;
 /** Profiles read per page of an AI run, and results written per transaction. */
 export const AI_PAGE = 100;
 
+/** How long a worker's claim on a run lasts without renewal; renewed every quarter of it. */
+export const RUN_LEASE_MS = 60_000;
+
 /** A run stops early when its rule (and with it the run) was deleted meanwhile. */
 class RunGone extends Error {}
 
@@ -123,16 +126,22 @@ export function createMatchingRunner(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' |
 
   return {
     async run(runId: string): Promise<void> {
-      let run = await repo.findRun(runId);
-      if (!run || run.status === 'COMPLETED' || run.status === 'FAILED') return;
-      const rule = await repo.findRule(run.userId, run.ruleId);
+      const found = await repo.findRun(runId);
+      if (!found || found.status === 'COMPLETED' || found.status === 'FAILED') return;
+      const rule = await repo.findRule(found.userId, found.ruleId);
       if (!rule) return;
-      const resume = run.status === 'RUNNING';
+      // A message delivered again while another worker still holds the run does nothing.
+      let run = await repo.claimRun(runId, deps.clock.now(), RUN_LEASE_MS);
+      if (!run) return;
+      const resume = found.status === 'RUNNING';
       const scope = { userId: rule.userId, profileTypeId: rule.profileTypeId };
       const now = deps.clock.now();
       if (resume) await repo.recount(run.id, now);
-      run = await repo.updateRun(run.id, { status: 'RUNNING', startedAt: run.startedAt ?? now, total: await repo.countProfiles(scope), error: null, updatedAt: now });
+      run = await repo.updateRun(run.id, { startedAt: run.startedAt ?? now, total: await repo.countProfiles(scope), error: null, updatedAt: now });
       if (!run) return;
+      const heartbeat = setInterval(() => {
+        repo.renewLease(runId, deps.clock.now(), RUN_LEASE_MS).catch((err: unknown) => deps.logger.warn({ err, runId }, 'could not renew a matching run lease'));
+      }, RUN_LEASE_MS / 4);
       try {
         if (rule.type === 'AI') await runAi(rule, run, scope, resume);
         else await runSet(rule, run, scope, resume);
@@ -140,12 +149,14 @@ export function createMatchingRunner(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' |
         const done = await repo.findRun(run.id);
         if (!done) return;
         const end = deps.clock.now();
-        await repo.updateRun(run.id, { status: 'COMPLETED', total: Math.max(done.total, done.processed), finishedAt: end, updatedAt: end });
+        await repo.updateRun(run.id, { status: 'COMPLETED', total: Math.max(done.total, done.processed), leaseUntil: null, finishedAt: end, updatedAt: end });
       } catch (err) {
         if (err instanceof RunGone || !(await repo.findRun(run.id))) return;
         deps.logger.error({ err, runId }, 'matching run failed');
         const end = deps.clock.now();
-        await repo.updateRun(run.id, { status: 'FAILED', error: err instanceof AppError ? err.message.slice(0, 500) : 'The run failed unexpectedly (see the service log)', finishedAt: end, updatedAt: end });
+        await repo.updateRun(run.id, { status: 'FAILED', error: err instanceof AppError ? err.message.slice(0, 500) : 'The run failed unexpectedly (see the service log)', leaseUntil: null, finishedAt: end, updatedAt: end });
+      } finally {
+        clearInterval(heartbeat);
       }
     },
   };

@@ -96,7 +96,10 @@ function decodeResultCursor(cursor: string | undefined): { score: number | null;
   if (!cursor) return undefined;
   try {
     const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(v) && v.length === 2 && (v[0] === null || Number.isInteger(v[0])) && isUuid(v[1])) return { score: v[0] as number | null, id: v[1] };
+    // match_score is an int 0–100: anything else is not one of ours (and 1e300 would fail the query).
+    const score: unknown = Array.isArray(v) ? v[0] : undefined;
+    const scoreOk = score === null || (typeof score === 'number' && Number.isInteger(score) && score >= 0 && score <= 100);
+    if (Array.isArray(v) && v.length === 2 && scoreOk && isUuid(v[1])) return { score: score as number | null, id: v[1] };
   } catch {
     // falls through to the 400
   }

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import type { ProfileFieldDefinition } from '../../db/schema/index.ts';
 import { AppError, type ErrorDetail } from '../../shared/errors.ts';
-import type { Condition, ConditionGroup, RuleDefinition } from './matching.conditions.ts';
+import { MAX_TOTAL_CONDITIONS, type Condition, type ConditionGroup, type RuleDefinition } from './matching.conditions.ts';
 import { fieldRef, operandProblem } from './matching.values.ts';
 
 const isGroup = (x: Condition | ConditionGroup): x is ConditionGroup => Array.isArray((x as ConditionGroup).conditions);
@@ -26,8 +26,15 @@ export function conditionsWithPaths(def: RuleDefinition, prefix = ''): Array<{ p
  */
 export async function checkDefinition(db: Db, def: RuleDefinition, fields: readonly ProfileFieldDefinition[], prefix = ''): Promise<void> {
   const names = new Set(fields.map((f) => f.name));
+  const conditions = conditionsWithPaths(def, prefix);
+  if (conditions.length > MAX_TOTAL_CONDITIONS) {
+    const field = `${prefix}${def.type === 'SCORED' ? 'criteria' : 'conditions'}`;
+    throw new AppError('VALIDATION_ERROR', `${field}: at most ${MAX_TOTAL_CONDITIONS} conditions in a rule (${conditions.length} given)`, {
+      details: [{ field, message: `at most ${MAX_TOTAL_CONDITIONS} conditions in a rule, all groups together (${conditions.length} given)` }],
+    });
+  }
   const errors: ErrorDetail[] = [];
-  for (const { path, condition: c } of conditionsWithPaths(def, prefix)) {
+  for (const { path, condition: c } of conditions) {
     const ref = fieldRef(c.field);
     if (!ref) {
       errors.push({ field: `${path}.field`, message: `unknown lead field; lead fields are lead.<column> (firstName, lastName, fullName, email, emailDomain, phone, company, jobTitle, status, tags, sourceUrl, createdAt) or lead.customFields.<key>` });

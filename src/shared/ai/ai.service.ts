@@ -35,7 +35,7 @@ export interface AiService {
   /** AI_BASE_URL and AI_MODEL are set, or a model was injected. */
   readonly configured: boolean;
   readonly modelId: string | undefined;
-  /** Structured output validated by `schema`, inside the concurrency bound, with timeout, retries and usage recording. */
+  /** Structured output validated by `schema` (then NUL stripped from its strings), inside the concurrency bound, with timeout, retries and usage recording. */
   generateObject<T>(request: GenerateObjectRequest<T>): Promise<T>;
   /** The model itself, for callers that drive the SDK directly (tool calling, streaming chat). */
   model(): AiModel;
@@ -66,6 +66,19 @@ const notConfigured = () =>
   new AppError('AI_NOT_CONFIGURED', 'No AI provider is configured: set AI_BASE_URL and AI_MODEL (and AI_API_KEY if the endpoint needs one)');
 
 const isRetryable = (error: unknown) => APICallError.isInstance(error) && error.isRetryable;
+
+/**
+ * The value with NUL (U+0000) removed from every string, keys included, however deep. Model output is
+ * often stored, and PostgreSQL text/jsonb cannot hold NUL: the insert would fail long after the call.
+ */
+export function withoutNul<T>(value: T): T {
+  if (typeof value === 'string') return (value.includes('\u0000') ? value.replaceAll('\u0000', '') : value) as T;
+  if (Array.isArray(value)) return value.map(withoutNul) as T;
+  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [withoutNul(k), withoutNul(v)])) as T;
+  }
+  return value;
+}
 
 export function createAiService(deps: AiServiceDeps, overrides: AiServiceOverrides = {}): AiService {
   const { config, db, logger } = deps;
@@ -148,7 +161,7 @@ export function createAiService(deps: AiServiceDeps, overrides: AiServiceOverrid
               throw error;
             });
             await recordUsage(userId, feature, result.totalUsage);
-            return result.output as T;
+            return withoutNul(result.output as T);
           },
           {
             retries: config.AI_MAX_RETRIES,
