@@ -118,7 +118,7 @@ export async function benchMatching(): Promise<Row[]> {
     const again = await timedExecute(client, ruleId);
     const ok = first.run.status === 'COMPLETED' && first.run.processed === PROFILES;
     rows.push({ name: `SCORED execute, ${PROFILES.toLocaleString('en')} profiles, POST → COMPLETED (${first.run.matched} matched)`, value: `${first.secs.toFixed(2)} s`, target: '< 3 s', pass: ok && first.secs < 3 });
-    rows.push({ name: 'SCORED re-execute (results replaced in place)', value: `${again.secs.toFixed(2)} s`, target: '< 3 s', pass: again.run.status === 'COMPLETED' && again.secs < 3 });
+    rows.push({ name: 'SCORED re-execute, same profiles (unchanged results are not rewritten)', value: `${again.secs.toFixed(2)} s`, target: '< 3 s', pass: again.run.status === 'COMPLETED' && again.secs < 3 });
 
     // --- the naive baseline: rows to Node, evaluate there, one INSERT per result ----------------
     const baselineRule = (await client.call('POST', '/api/matching/rules', { name: 'Baseline', profileTypeId: typeId, ...SCORED_RULE })).body.data.rule.id as string;

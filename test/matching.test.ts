@@ -254,6 +254,26 @@ describe('execute and results', () => {
     assert.deepEqual(fr[5].details.criteria, [{ label: 'profile.state exists', weight: null, held: false }]);
   });
 
+  test('re-execute writes only what changed: same verdicts keep their row, a changed profile is rewritten; counts cover every profile', async () => {
+    const rule = await create(alice, scored({ name: 'only what moved' }));
+    await executeAndWait(alice, rule.id);
+    const rows = async () =>
+      new Map((await ctx.deps.database.query<{ profile_id: string; run_id: string; match_score: number }>('SELECT profile_id, run_id, match_score FROM matching_results WHERE rule_id = $1', [rule.id])).map((r) => [r.profile_id, r]));
+    const first = await rows();
+    await ctx.deps.database.query(`UPDATE profiles SET data = data || '{"state":"CA"}'::jsonb WHERE id = $1`, [ids[3]]);
+    try {
+      const run2 = await executeAndWait(alice, rule.id);
+      assert.deepEqual([run2.status, run2.processed, run2.total], ['COMPLETED', 6, 6]);
+      const second = await rows();
+      const rewritten = [...second.values()].filter((r) => r.run_id === run2.id).map((r) => r.profile_id);
+      assert.deepEqual(rewritten, [ids[3]], 'only D (NY → CA) was written again');
+      assert.equal(second.get(ids[3]!)!.match_score, 80);
+      assert.equal(second.get(ids[0]!)!.run_id, first.get(ids[0]!)!.run_id);
+    } finally {
+      await ctx.deps.database.query(`UPDATE profiles SET data = data || '{"state":"NY"}'::jsonb WHERE id = $1`, [ids[3]]);
+    }
+  });
+
   test('while a run is in progress: execute answers that run, definition PATCH is 409; DELETE removes rule, runs and results', async () => {
     const rule = await create(alice, scored({ name: 'twice' }));
     // A run in progress (as a worker elsewhere would hold it), so the answer does not race the worker here.

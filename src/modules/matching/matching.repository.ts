@@ -181,7 +181,11 @@ export function matchingRepository(db: Db) {
     async deleteRun(id: string): Promise<void> {
       await db.delete(matchingRuns).where(eq(matchingRuns.id, id));
     },
-    /** processed/matched/failed recomputed from the results this run wrote (a resumed run). */
+    /** A set-based run picked up again starts over (it is cheap; its unchanged results are not rewritten). */
+    async resetCounters(runId: string, now: Date): Promise<void> {
+      await db.execute(sql`UPDATE matching_runs SET processed = 0, matched = 0, failed = 0, updated_at = ${now} WHERE id = ${runId}`);
+    },
+    /** processed/matched/failed recomputed from the results this run wrote (a resumed AI run). */
     async recount(runId: string, now: Date): Promise<void> {
       await db.execute(sql`UPDATE matching_runs SET
           processed = (SELECT count(*) FROM matching_results WHERE run_id = ${runId}),
@@ -217,25 +221,28 @@ export function matchingRepository(db: Db) {
       scope: ProfileScope,
       runId: string,
       range: { after: string | null; upTo?: string; limit?: number },
-      resume: boolean,
       now: Date,
     ) {
-      const skipDone = resume ? sql`AND NOT EXISTS (SELECT 1 FROM matching_results r WHERE r.profile_id = c.id AND r.rule_id = ${rule.id} AND r.run_id = ${runId})` : sql``;
+      // A result that did not change is not written again: re-executing a rule over unchanged
+      // profiles costs the evaluation and an index probe per row, not a new row version and three
+      // index entries (a scheduled re-run of 100k profiles writes only what moved).
       const statement = sql`
         WITH chunk AS (
           SELECT c.id FROM profiles c
           WHERE c.user_id = ${scope.userId} AND c.profile_type_id = ${scope.profileTypeId}
-            ${range.after ? sql`AND c.id > ${range.after}` : sql``} ${range.upTo ? sql`AND c.id <= ${range.upTo}` : sql``} ${skipDone}
+            ${range.after ? sql`AND c.id > ${range.after}` : sql``} ${range.upTo ? sql`AND c.id <= ${range.upTo}` : sql``}
           ORDER BY c.id ${range.limit ? sql`LIMIT ${range.limit}` : sql``}
+        ), e AS MATERIALIZED (
+          ${evaluationSelect(rule, sql`p.id IN (SELECT id FROM chunk)`)}
         ), ins AS (
-          INSERT INTO matching_results (id, user_id, rule_id, run_id, profile_id, matched, match_score, ai_reasoning, details, error, created_at, updated_at)
+          INSERT INTO matching_results AS r (id, user_id, rule_id, run_id, profile_id, matched, match_score, ai_reasoning, details, error, created_at, updated_at)
           SELECT ${SQL_UUID_V7}, ${scope.userId}, ${rule.id}, ${runId}, e.profile_id, e.matched, e.match_score, NULL, e.details, NULL, ${now}, ${now}
-          FROM (${evaluationSelect(rule, sql`p.id IN (SELECT id FROM chunk)`)}) AS e
+          FROM e
           ON CONFLICT (rule_id, profile_id) DO UPDATE SET run_id = excluded.run_id, matched = excluded.matched, match_score = excluded.match_score,
             ai_reasoning = NULL, details = excluded.details, error = NULL, updated_at = excluded.updated_at
-          RETURNING matched
+          WHERE (r.matched, r.match_score, r.details, r.error, r.ai_reasoning) IS DISTINCT FROM (excluded.matched, excluded.match_score, excluded.details, NULL::text, NULL::text)
         ), counted AS (
-          UPDATE matching_runs SET processed = processed + (SELECT count(*) FROM ins), matched = matching_runs.matched + (SELECT count(*) FROM ins WHERE ins.matched), updated_at = ${now}
+          UPDATE matching_runs SET processed = processed + (SELECT count(*) FROM e), matched = matching_runs.matched + (SELECT count(*) FROM e WHERE e.matched), updated_at = ${now}
           WHERE id = ${runId} RETURNING id
         )
         SELECT (SELECT id FROM chunk ORDER BY id DESC LIMIT 1) AS last_id, (SELECT count(*) FROM counted)::int AS n`;
@@ -325,10 +332,13 @@ export function matchingRepository(db: Db) {
     },
 
     /** Results of the rule not written by this run: profiles no longer in scope. */
-    /** Results this run did not write (profiles gone out of scope), and any written for a profile deleted mid-run. */
-    async deleteStaleResults(ruleId: string, runId: string): Promise<void> {
+    /**
+     * Results of profiles no longer in the rule's scope: deleted while the run wrote them (the delete
+     * trigger had already fired). Every profile in scope was evaluated by the run that just ended.
+     */
+    async deleteStaleResults(ruleId: string, scope: ProfileScope): Promise<void> {
       await db.execute(sql`DELETE FROM matching_results r WHERE r.rule_id = ${ruleId}
-        AND (r.run_id IS DISTINCT FROM ${runId} OR NOT EXISTS (SELECT 1 FROM profiles p WHERE p.id = r.profile_id))`);
+        AND NOT EXISTS (SELECT 1 FROM profiles p WHERE p.id = r.profile_id AND p.user_id = ${scope.userId} AND p.profile_type_id = ${scope.profileTypeId})`);
     },
 
     /** A page of stored results, best first (matchScore DESC NULLS LAST, id), keyset after (score, id). */

@@ -23,7 +23,8 @@ class RunGone extends Error {}
  * Executes one matching run (the QUEUES.matching job). FILTER and SCORED are evaluated in SQL, one
  * statement per chunk of profiles (evaluate + upsert results + bump counters, atomically); AI rules
  * stream profiles through the model (the AI layer bounds concurrency) and write results in batches.
- * A re-delivered message resumes: profiles this run already wrote are skipped. At the end, results
+ * A re-delivered AI run resumes: profiles this run already wrote are skipped (a set-based run starts
+ * over: it is cheap, and unchanged results are not rewritten). At the end, results
  * of profiles no longer in scope are removed and the run is COMPLETED; an unexpected error marks it
  * FAILED (not retried: a failure here is not a transient crash).
  */
@@ -37,21 +38,21 @@ export function createMatchingRunner(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' |
    * Chunks of `setChunk` profiles between precomputed id bounds, SET_PARALLEL statements at a time
    * (PostgreSQL runs one statement on one core), then a keyset tail for profiles added meanwhile.
    */
-  async function runSet(rule: RuleRow, run: RunRow, scope: ProfileScope, resume: boolean): Promise<void> {
+  async function runSet(rule: RuleRow, run: RunRow, scope: ProfileScope): Promise<void> {
     const def = { ...(definitionOf(rule) as SetRule), id: rule.id };
     const bounds = await repo.chunkBounds(scope, setChunk);
     let next = 0;
     const worker = async () => {
       while (next < bounds.length) {
         const i = next++;
-        const { runExists } = await repo.evaluateChunk(def, scope, run.id, { after: bounds[i - 1] ?? null, upTo: bounds[i]! }, resume, deps.clock.now());
+        const { runExists } = await repo.evaluateChunk(def, scope, run.id, { after: bounds[i - 1] ?? null, upTo: bounds[i]! }, deps.clock.now());
         if (!runExists) throw new RunGone();
       }
     };
     await Promise.all(Array.from({ length: Math.min(setParallel, Math.max(1, bounds.length)) }, worker));
     let after = bounds[bounds.length - 1] ?? null;
     for (;;) {
-      const { lastId, runExists } = await repo.evaluateChunk(def, scope, run.id, { after, limit: setChunk }, resume, deps.clock.now());
+      const { lastId, runExists } = await repo.evaluateChunk(def, scope, run.id, { after, limit: setChunk }, deps.clock.now());
       if (!runExists) throw new RunGone();
       if (!lastId) return;
       after = lastId;
@@ -136,7 +137,8 @@ export function createMatchingRunner(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' |
       const resume = found.status === 'RUNNING';
       const scope = { userId: rule.userId, profileTypeId: rule.profileTypeId };
       const now = deps.clock.now();
-      if (resume) await repo.recount(run.id, now);
+      // An AI run resumes (model calls are dear); a set-based one starts over (its SQL is cheap).
+      if (resume) await (rule.type === 'AI' ? repo.recount(run.id, now) : repo.resetCounters(run.id, now));
       run = await repo.updateRun(run.id, { startedAt: run.startedAt ?? now, total: await repo.countProfiles(scope), error: null, updatedAt: now });
       if (!run) return;
       const heartbeat = setInterval(() => {
@@ -144,8 +146,8 @@ export function createMatchingRunner(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' |
       }, RUN_LEASE_MS / 4);
       try {
         if (rule.type === 'AI') await runAi(rule, run, scope, resume);
-        else await runSet(rule, run, scope, resume);
-        await repo.deleteStaleResults(rule.id, run.id);
+        else await runSet(rule, run, scope);
+        await repo.deleteStaleResults(rule.id, scope);
         const done = await repo.findRun(run.id);
         if (!done) return;
         const end = deps.clock.now();

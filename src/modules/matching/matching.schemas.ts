@@ -138,7 +138,12 @@ export const previewResultView = z.object({
   error: z.string().nullable(),
 });
 
-export const resultView = previewResultView.extend({ id: z.string(), evaluatedAt: z.string() });
+export const resultView = previewResultView.extend({
+  id: z.string(),
+  changedAt: z
+    .string()
+    .describe("When this result last changed: an execution that reaches the same verdict leaves the stored result as it is (the run's `finishedAt` says when it was last evaluated)"),
+});
 
 export type CreateRuleInput = z.infer<typeof createRuleBody>;
 export type UpdateRuleInput = z.infer<typeof updateRuleBody>;

@@ -312,6 +312,6 @@ function resultView(def: RuleDefinition, r: ResultRow, profile: { data: Record<s
     details: detailsView(def, r.details),
     error: r.error,
     profile: { data: profile.data, status: profile.status },
-    evaluatedAt: r.updatedAt.toISOString(),
+    changedAt: r.updatedAt.toISOString(),
   };
 }
