@@ -293,8 +293,8 @@ describe('suggest-matching without an AI provider (rule-based)', () => {
     assert.ok(campaign.rules.every((r: { weight: number }) => r.weight === 1));
   });
 
-  test('a proposal the matching check rejects (over MAX_TOTAL_CONDITIONS) is dropped with a note, in the answer and on save', async () => {
-    // 50 titles, 50 locations, 50 industries, a size range and 50 keywords: the SCORED rule would hold 202 conditions.
+  test('a huge target still gives rules within MAX_TOTAL_CONDITIONS: each list dimension is capped, with a note; they pass the matching check on save', async () => {
+    // 50 titles, 50 locations, 50 industries, a size range and 50 keywords: uncapped, the SCORED rule would hold 202 conditions.
     const many = (p: string) => Array.from({ length: 50 }, (_, i) => `${p}${i}`);
     const typeId = await seedProfileType(ctx.deps.db, alice.id, [
       { name: 'city', type: 'string' },
@@ -308,12 +308,18 @@ describe('suggest-matching without an AI provider (rule-based)', () => {
       const res = await ctx.call(alice, 'POST', `/api/campaigns/${c.id}/suggest-matching`, { save });
       assert.equal(res.statusCode, 200, res.body);
       const data = res.json().data;
-      assert.deepEqual(data.rules.map((r: { type: string }) => r.type), ['FILTER', 'AI']);
-      assert.ok(data.adjustments.some((a: string) => /SCORED ".*": dropped \(criteria: at most 200 conditions in a rule, all groups together \(202 given\)\)/.test(a)), data.adjustments.join('\n'));
+      assert.deepEqual(data.rules.map((r: { type: string }) => r.type), ['FILTER', 'SCORED', 'AI']);
+      const scoredRule = data.rules.find((r: { type: string }) => r.type === 'SCORED');
+      const count = (node: any): number => (Array.isArray(node?.conditions) ? node.conditions.reduce((n: number, x: any) => n + count(x), 0) : 1);
+      const total = scoredRule.criteria.reduce((n: number, cr: { condition: unknown }) => n + count(cr.condition), 0);
+      assert.equal(total, 4 * 49 + 2);
+      for (const what of ['titles', 'locations', 'industries', 'keywords']) {
+        assert.ok(data.adjustments.some((a: string) => a.startsWith(`${what}: only the first 49 of 50`)), data.adjustments.join('\n'));
+      }
       if (save) {
         const rows = await ctx.deps.db.select().from(matchingRules).where(inArray(matchingRules.id, data.rules.map((r: { id: string }) => r.id)));
-        assert.deepEqual(rows.map((r) => r.type).sort(), ['AI', 'FILTER']);
-        assert.equal((await ctx.call(alice, 'GET', `/api/campaigns/${c.id}`)).json().data.campaign.rules.length, 2);
+        assert.deepEqual(rows.map((r) => r.type).sort(), ['AI', 'FILTER', 'SCORED']);
+        assert.equal((await ctx.call(alice, 'GET', `/api/campaigns/${c.id}`)).json().data.campaign.rules.length, 3);
       }
     }
   });

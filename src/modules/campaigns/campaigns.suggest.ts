@@ -4,6 +4,7 @@ import {
   conditionOperators,
   LEAD_CONDITION_FIELDS,
   MAX_CONDITIONS,
+  MAX_TOTAL_CONDITIONS,
   type Condition,
   type ConditionGroup,
   type Criterion,
@@ -56,11 +57,20 @@ export function detectFields(fields: ProfileFieldDefinition[]) {
 /* ---------- rule-based proposals ---------- */
 
 const contains = (field: string, value: string): Condition => ({ field, operator: 'contains', value });
-/** OR over values × fields (capped at MAX_CONDITIONS); one condition stays bare. */
+/**
+ * Conditions one list dimension may use: a group holds at most MAX_CONDITIONS, and the four list
+ * dimensions (titles, locations, industries, keywords) plus two company-size bounds must fit in one
+ * rule's MAX_TOTAL_CONDITIONS.
+ */
+const PER_DIMENSION = Math.min(MAX_CONDITIONS, Math.floor((MAX_TOTAL_CONDITIONS - 2) / 4));
+
+/** OR over values × fields (capped at PER_DIMENSION); one condition stays bare. */
 function anyOf(fields: string[], values: string[], notes: string[], what: string): Condition | ConditionGroup | undefined {
   const all = values.flatMap((v) => fields.map((f) => contains(f, v)));
-  if (all.length > MAX_CONDITIONS) notes.push(`${what}: only the first ${MAX_CONDITIONS} of ${all.length} value × field conditions were kept (a group holds at most ${MAX_CONDITIONS}).`);
-  const kept = all.slice(0, MAX_CONDITIONS);
+  if (all.length > PER_DIMENSION) {
+    notes.push(`${what}: only the first ${PER_DIMENSION} of ${all.length} value × field conditions were kept (a rule holds at most ${MAX_TOTAL_CONDITIONS} conditions).`);
+  }
+  const kept = all.slice(0, PER_DIMENSION);
   if (!kept.length) return undefined;
   return kept.length === 1 ? kept[0] : { operator: 'OR', conditions: kept };
 }
