@@ -188,6 +188,11 @@ export const detailItems = (rule: SetRule): Array<Condition | ConditionGroup> =>
  * planner from inlining, and so duplicating, it); details is a JSON array of those booleans.
  */
 /** Every JSON field the nodes name, once each. */
+/** True when some condition reads the lead (a column or a custom field): only then is `leads` joined. */
+function readsLead(nodes: Array<Condition | ConditionGroup>): boolean {
+  return nodes.some((n) => (isGroup(n) ? readsLead(n.conditions) : n.field.startsWith('lead.')));
+}
+
 function jsonRefs(nodes: Array<Condition | ConditionGroup>): Array<Extract<FieldRef, { kind: 'json' }>> {
   const out = new Map<string, Extract<FieldRef, { kind: 'json' }>>();
   const walk = (n: Condition | ConditionGroup) => {
@@ -235,7 +240,7 @@ export function evaluationSelect(rule: SetRule, scope: SQL, options: { tail?: SQ
   }
   return sql`SELECT p.id AS profile_id, p.lead_id, ${matched} AS matched, ${score} AS match_score, jsonb_build_array(${cols}) AS details${options.extra ?? sql``}
     FROM profiles p
-    LEFT JOIN leads l ON l.id = p.lead_id AND l.user_id = p.user_id
+    ${readsLead(detailItems(rule)) ? sql`LEFT JOIN leads l ON l.id = p.lead_id AND l.user_id = p.user_id` : sql``}
     ${fieldJoins}
     CROSS JOIN LATERAL (SELECT ${sql.join(items, sql`, `)} OFFSET 0) AS m(${names})
     WHERE ${scope} ${options.tail ?? sql``}`;
