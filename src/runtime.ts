@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
-import { migrate, openDatabase } from './db/client.ts';
+import { migrate, openDatabase, type Database } from './db/client.ts';
 import { DataDirLockedError } from './db/lock.ts';
 import { assembleDeps, type AppDeps } from './deps.ts';
 import { startBoss } from './jobs/queues.ts';
@@ -17,11 +18,26 @@ export interface Runtime {
   stop(): Promise<void>;
 }
 
+/**
+ * lower() follows the database's locale: on a cluster created with `--locale=C` it folds ASCII only,
+ * so 'MÜLLER' would not equal 'müller' in matching rules or account grouping. Warn once at startup.
+ */
+export async function warnOnAsciiOnlyCaseFolding(database: Pick<Database, 'query'>, logger: Pick<Logger, 'warn'>): Promise<boolean> {
+  const [row] = await database.query<{ ok: boolean }>(`SELECT lower('ÀÉÜ') = 'àéü' AS ok`);
+  if (row?.ok) return true;
+  logger.warn(
+    'case-insensitive matching and account grouping fold only ASCII letters on this database (its lower() follows a C or ' +
+      'non-UTF-8 locale); a UTF-8 locale (e.g. C.UTF-8 or en_US.UTF-8) is needed to fold letters such as Ü',
+  );
+  return false;
+}
+
 /** Opens the database, migrates, starts pg-boss, and (as asked) the HTTP API and the workers. */
 export async function startRuntime(config: Config, role: { http: boolean; workers: boolean }): Promise<Runtime> {
   const logger = createLogger(config.LOG_LEVEL);
   const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir, poolSize: config.DATABASE_POOL_SIZE });
   await migrate(database);
+  await warnOnAsciiOnlyCaseFolding(database, logger);
   const boss = await startBoss(database, { databaseUrl: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE });
   boss.on('error', (err) => logger.error({ err }, 'pg-boss error'));
   const notifier = createNotifier(database, config.DATABASE_URL);

@@ -89,6 +89,20 @@ describe('bad input never causes a 500', () => {
     assert.equal(long.statusCode, 404);
     assert.deepEqual(long.json(), { success: false, error: { code: 'NOT_FOUND', message: 'Resource not found' } });
   });
+
+  test('an id of 201–500 characters names nothing: 404 NOT_FOUND on every GET and DELETE of /…/{id}, not a 400', async () => {
+    const id = 'a'.repeat(300);
+    const named = ['/api/matching/rules/{id}', '/api/campaigns/{id}', '/api/projects/{id}'];
+    const paths = Object.keys(doc.paths).filter((p) => p.endsWith('/{id}') && (p.match(/\{/g) ?? []).length === 1);
+    for (const p of named) assert.ok(paths.includes(p), p);
+    for (const path of paths) {
+      for (const method of ['get', 'delete'].filter((m) => doc.paths[path]![m])) {
+        const res = await ctx.inject({ method: method.toUpperCase() as 'GET', url: path.replace('{id}', id), headers: user.headers });
+        assert.equal(res.statusCode, 404, `${method.toUpperCase()} ${path}: ${res.body}`);
+        assert.equal(res.json().error.code, 'NOT_FOUND', `${method.toUpperCase()} ${path}`);
+      }
+    }
+  });
 });
 
 describe('input PostgreSQL cannot store', () => {

@@ -180,4 +180,33 @@ describe('Server-Sent Events', () => {
     const rows = await ctx.deps.db.select().from(chatMessages).where(eq(chatMessages.conversationId, id));
     assert.deepEqual(rows.map((r) => r.content), ['again', [{ type: 'text', text: 'Here now.' }]]);
   });
+
+  test('a JSON turn whose client disconnects is aborted without an error-level log (no unhandled 500)', async () => {
+    // Requests log through the app's logger itself (no per-request child; see app.ts): record its error lines.
+    const errors: unknown[] = [];
+    const log = ctx.app.log as unknown as { error: (...args: unknown[]) => void };
+    const original = log.error;
+    log.error = (...logged: unknown[]) => void errors.push(logged);
+    try {
+      const id = await newConversation();
+      stub.enqueue({ content: 'too late', delayMs: 5_000 });
+      const controller = new AbortController();
+      const pending = fetch(`${base}/api/chat/conversations/${id}/messages`, {
+        method: 'POST',
+        headers: { ...alice.headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ content: 'slow one' }),
+        signal: controller.signal,
+        dispatcher: agent,
+      }).catch((e: Error) => e);
+      await eventually(async () => stub.inFlight === 1);
+      controller.abort();
+      assert.ok((await pending) instanceof Error);
+      await eventually(async () => stub.inFlight === 0, 3_000);
+      stub.enqueue({ content: 'Here now.' });
+      await eventually(async () => (await ctx.call(alice, 'POST', `/api/chat/conversations/${id}/messages`, { content: 'again' })).statusCode === 200, 3_000);
+      assert.deepEqual(errors, []);
+    } finally {
+      log.error = original;
+    }
+  });
 });

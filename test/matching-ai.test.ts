@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { MockLanguageModelV3 } from 'ai/test';
 import { createMatchingRecovery } from '../src/modules/matching/matching.recovery.ts';
+import { matchingRepository } from '../src/modules/matching/matching.repository.ts';
 import { createMatchingRunner } from '../src/modules/matching/matching.runner.ts';
 import { parseCsv } from '../src/shared/csv.ts';
 import { newId } from '../src/shared/ids.ts';
@@ -224,6 +225,38 @@ describe('AI rules through the loopback OpenAI-compatible server', () => {
     stub.reset();
     await runner.run(held.runId);
     assert.equal(stub.requests.length, 0, 'another worker holds the run');
+  });
+
+  test('a worker that lost its lease is fenced: its writes, renewals and final status are refused; the new owner counts', async () => {
+    const { rule, runId } = await pendingRun('fenced');
+    const repo = matchingRepository(ctx.deps.db);
+    const a = (await repo.claimRun(runId, 60_000))!;
+    assert.equal(await repo.claimRun(runId, 60_000), undefined, 'held by a');
+    await ctx.deps.database.query(`UPDATE matching_runs SET lease_until = now() - interval '1 second' WHERE id = $1`, [runId]);
+    const b = (await repo.claimRun(runId, 60_000))!;
+    const [profile] = await ctx.deps.database.query<{ id: string }>('SELECT id FROM profiles WHERE profile_type_id = $1 ORDER BY id LIMIT 1', [typeId]);
+    const result = () => ({ id: newId(), userId: user.id, ruleId: rule.id, runId, profileId: profile!.id, matched: true, matchScore: 90, aiReasoning: 'x', details: null, error: null, createdAt: new Date(), updatedAt: new Date() });
+    assert.equal(await repo.writeResults(a.lease, [result()], new Date()), false);
+    assert.equal(await repo.renewLease(a.lease, 60_000), false);
+    assert.equal(await repo.updateLeasedRun(a.lease, { status: 'COMPLETED' }), false);
+    const count = async () => (await ctx.deps.database.query<{ n: number }>('SELECT count(*)::int AS n FROM matching_results WHERE rule_id = $1', [rule.id]))[0]!.n;
+    assert.equal(await count(), 0);
+    assert.equal(await repo.writeResults(b.lease, [result()], new Date()), true);
+    assert.equal(await count(), 1);
+    const run = (await repo.findRun(runId))!;
+    assert.deepEqual([run.status, run.processed], ['RUNNING', 1]);
+  });
+
+  test('a running worker whose run is taken over stops without completing it or counting anything', async () => {
+    stub.reset();
+    stub.respond((req) => ({ json: verdictFor(promptText(req)), delayMs: 300 }));
+    const { runId } = await pendingRun('taken over');
+    const running = createMatchingRunner(ctx.deps).run(runId);
+    await eventually(async () => stub.requests.length > 0);
+    await ctx.deps.database.query(`UPDATE matching_runs SET lease_owner = 'another worker' WHERE id = $1`, [runId]);
+    await running;
+    const run = (await matchingRepository(ctx.deps.db).findRun(runId))!;
+    assert.deepEqual([run.status, run.processed, run.leaseOwner], ['RUNNING', 0, 'another worker']);
   });
 
   test('a run whose worker died (lease ran out) is sent again by the recovery sweep and completes', async () => {

@@ -110,6 +110,18 @@ describe('matching rules CRUD', () => {
     await bad(filter([{ field: 'profile.state', operator: 'equals', value: ['CA'] }]), 'conditions.conditions.0.value');
     await bad(filter([{ field: 'profile.revenue', operator: 'gt', value: 'lots' }]), 'conditions.conditions.0.value');
     await bad(filter([{ field: 'profile.revenue', operator: 'gt', value: '2024-02-30' }]), 'conditions.conditions.0.value');
+    // Valid ISO text whose instant is in year 10000 (toISOString '+010000-…' fails in PostgreSQL), or year 999.
+    await bad(filter([{ field: 'profile.state', operator: 'gt', value: '9999-12-31T23:00-05:00' }]), 'conditions.conditions.0.value');
+    await bad(filter([{ field: 'lead.createdAt', operator: 'lt', value: '1000-01-01T00:30+01:00' }]), 'conditions.conditions.0.value');
+    // PostgreSQL reads \b as a backspace: a word-boundary pattern written for JS would never match.
+    const wordBoundary = await ctx.call(alice, 'POST', '/api/matching/rules', filter([{ field: 'profile.name', operator: 'regex', value: '\\bbank\\b' }]));
+    assertValidation(wordBoundary, 'conditions.conditions.0.value');
+    assert.match(wordBoundary.json().error.details[0].message, /\\y/);
+    await bad(filter([{ field: 'profile.name', operator: 'regex', value: 'a\\Bb' }]), 'conditions.conditions.0.value');
+    await bad(filter([{ field: 'profile.name', operator: 'regex', value: '[\\\\]\\b' }]), 'conditions.conditions.0.value');
+    for (const ok of ['\\ybank\\y', 'a\\\\b', 'a\\\\B']) {
+      assert.equal((await ctx.call(alice, 'POST', '/api/matching/rules', filter([{ field: 'profile.name', operator: 'regex', value: ok }]))).statusCode, 201, ok);
+    }
     await bad(filter([{ field: 'profile.state', operator: 'exists', value: 'x' }]), 'conditions.conditions.0.value');
     await bad(filter([{ field: 'profile.state', operator: 'equals' }]), 'conditions.conditions.0.value');
     await bad(filter([{ field: 'profile.state', operator: 'regex', value: '(unclosed' }]), 'conditions.conditions.0.value');

@@ -1,6 +1,7 @@
 import net from 'node:net';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { AppError } from './errors.ts';
 
 /** `{ success: true, data }`: the envelope of every successful answer (api-spec.md). */
 export const envelope = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
@@ -18,8 +19,25 @@ export const errorEnvelope = z.object({
 
 export const ok = <T>(data: T) => ({ success: true as const, data });
 
-/** Path parameter `{id}`: any string; ids that name nothing of the caller's answer 404, not 400. */
-export const idParams = z.object({ id: z.string().min(1).max(200) });
+/**
+ * Path parameter `{id}`: any string; ids that name nothing of the caller's answer 404, not 400 (services
+ * check isUuid; the router's maxParamLength answers 404 beyond 500 characters).
+ */
+export const idParams = z.object({ id: z.string().min(1) });
+
+/** Why a request's work stops when its client goes away: an AppError, so the answer nobody receives is not logged as a 500. */
+export const clientClosedError = () => new AppError('SERVICE_UNAVAILABLE', 'The client closed the connection');
+
+/** Aborts when the client goes away (or already has) before the answer is sent, so pending AI calls stop. */
+export function disconnectSignal(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) controller.abort(clientClosedError());
+  };
+  if (reply.raw.destroyed) onClose();
+  else reply.raw.once('close', onClose);
+  return controller.signal;
+}
 
 export const isoDate = z.iso.datetime({ offset: true });
 

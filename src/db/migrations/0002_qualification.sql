@@ -39,6 +39,7 @@ CREATE TABLE "matching_runs" (
 	"failed" integer DEFAULT 0 NOT NULL,
 	"error" text,
 	"lease_until" timestamp with time zone,
+	"lease_owner" text,
 	"started_at" timestamp with time zone,
 	"finished_at" timestamp with time zone,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL,

@@ -50,6 +50,8 @@ export const matchingRuns = pgTable(
     error: text('error'),
     /** Held by the worker executing the run, renewed while it works; a run whose lease ran out is resumed elsewhere. */
     leaseUntil: tsColumn('lease_until'),
+    /** A token of the claim that holds the lease: every write of the run is fenced by it. */
+    leaseOwner: text('lease_owner'),
     startedAt: tsColumn('started_at'),
     finishedAt: tsColumn('finished_at'),
     createdAt: createdAt(),

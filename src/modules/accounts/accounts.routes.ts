@@ -1,9 +1,7 @@
-import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { RouteModule } from '../../app.ts';
 import { principalOf } from '../../shared/auth.ts';
-import { AppError } from '../../shared/errors.ts';
-import { envelope, errorResponses, ok } from '../../shared/http.ts';
+import { disconnectSignal, envelope, errorResponses, ok } from '../../shared/http.ts';
 import { createAccountCommonalities } from './accounts.commonalities.ts';
 import { accountDetailView, accountParams, accountView, commonalitiesView, listAccountsQuery, updateAccountBody } from './accounts.schemas.ts';
 import { createAccountService } from './accounts.service.ts';
@@ -12,16 +10,6 @@ const GROUPING =
   'Accounts are computed from your leads, not stored: a lead belongs to the account of its email domain unless that is a free-mail ' +
   'provider (gmail.com…), else to the account of its normalized company name (case, punctuation and legal suffixes such as Inc or GmbH ' +
   'ignored); a lead with neither belongs to none. The id is stable. An account disappears when its last lead is deleted.';
-
-/** Aborts when the client goes away before the answer is sent, so a pending AI call stops costing tokens. */
-function disconnectSignal(reply: FastifyReply): AbortSignal {
-  const controller = new AbortController();
-  reply.raw.once('close', () => {
-    // An AppError, so the (unsendable) answer is not logged as an unhandled 500.
-    if (!reply.raw.writableFinished) controller.abort(new AppError('SERVICE_UNAVAILABLE', 'The client closed the connection'));
-  });
-  return controller.signal;
-}
 
 export const accountRoutes: RouteModule = (app, deps) => {
   const accounts = createAccountService(deps);

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../../shared/errors.ts';
+import { clientClosedError } from '../../shared/http.ts';
 import { openEventStream } from '../../shared/sse.ts';
 import type { Turn, TurnEvents } from './chat.service.ts';
 
@@ -14,10 +15,13 @@ export const wantsEventStream = (request: FastifyRequest) => /\btext\/event-stre
  */
 export async function respondWithTurn<T extends { message: { id: string } }>(request: FastifyRequest, reply: FastifyReply, turn: Turn<T>) {
   const controller = new AbortController();
+  // An AppError reason: on the JSON path the abort reaches the error handler, which must not log it as a 500.
   const onClose = () => {
-    if (!reply.raw.writableFinished) controller.abort(new Error('client disconnected'));
+    if (!reply.raw.writableFinished) controller.abort(clientClosedError());
   };
   reply.raw.on('close', onClose);
+  // Gone while the request was read and authenticated: 'close' has fired already, so stop before the model runs.
+  if (reply.raw.destroyed) onClose();
   if (!wantsEventStream(request)) {
     try {
       return { success: true as const, data: await turn.run(controller.signal) };

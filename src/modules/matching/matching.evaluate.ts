@@ -7,7 +7,8 @@ import { dateTextMs, fieldRef, numericText, operandOf, type FieldRef, type Opera
  * implements (matching.values.ts). Execute never uses it: it exists to prove the SQL (the parity
  * test compares both on random rules and rows) and as the naive baseline of the benchmark.
  * Known approximations: regex patterns run as ECMAScript RegExp (PostgreSQL's ARE agrees on common
- * syntax), lower-casing is JS's (PostgreSQL's lower() agrees on ASCII and most letters).
+ * syntax; its \y and \Y word boundaries are translated), lower-casing is JS's (PostgreSQL's lower()
+ * agrees on ASCII and most letters).
  */
 
 export interface EvalLead {
@@ -90,12 +91,15 @@ function exists(row: EvalRow, ref: FieldRef): boolean {
   return t !== null && t !== '';
 }
 
+/** PostgreSQL's word-boundary escapes \y and \Y in JS syntax (\b and \B; validation rejects those in rules). */
+const jsPattern = (pattern: string) => pattern.replace(/\\(.)/gs, (escape, c: string) => (c === 'y' ? '\\b' : c === 'Y' ? '\\B' : escape));
+
 const regexCache = new Map<string, RegExp>();
 function regexOf(pattern: string, ci: boolean): RegExp {
   const key = `${ci ? 'i' : 's'}:${pattern}`;
   let re = regexCache.get(key);
   if (!re) {
-    re = new RegExp(pattern, ci ? 'i' : '');
+    re = new RegExp(jsPattern(pattern), ci ? 'i' : '');
     if (regexCache.size > 1000) regexCache.clear();
     regexCache.set(key, re);
   }

@@ -1,6 +1,7 @@
 import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import { queryRows, type Db, type Tx } from '../../db/client.ts';
 import { newestFirstPage } from '../../db/keyset.ts';
+import { newId } from '../../shared/ids.ts';
 import { matchingResults, matchingRules, matchingRuns, profiles, type MatchingRuleType } from '../../db/schema/index.ts';
 import type { EvalLead, EvalRow } from './matching.evaluate.ts';
 import { evaluationSelect, type SetRule } from './matching.sql.ts';
@@ -16,14 +17,21 @@ const SQL_UUID_V7 = sql.raw(
   `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send(floor(extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid`,
 );
 
+/** The claim a worker holds on a run: its writes count only while the run is still its own. */
+export interface RunLease {
+  runId: string;
+  owner: string;
+}
+
 /**
  * Locks the run row against deletion (FOR KEY SHARE: parallel chunks still update its counters) for
- * the rest of the transaction; false when it is gone. A rule deleted meanwhile (its runs cascade)
- * waits for this transaction, and its delete trigger then removes what the transaction wrote, so no
- * result outlives its rule (or its user).
+ * the rest of the transaction; false when it is gone or another worker has claimed it since. A rule
+ * deleted meanwhile (its runs cascade) waits for this transaction, and its delete trigger then
+ * removes what the transaction wrote, so no result outlives its rule (or its user).
  */
-async function holdRun(tx: Tx, runId: string): Promise<boolean> {
-  return (await queryRows(tx, sql`SELECT 1 FROM matching_runs WHERE id = ${runId} FOR KEY SHARE`)).length > 0;
+async function holdRun(tx: Tx, lease: RunLease): Promise<boolean> {
+  const rows = await queryRows(tx, sql`SELECT 1 FROM matching_runs WHERE id = ${lease.runId} AND lease_owner = ${lease.owner} AND status = 'RUNNING' FOR KEY SHARE`);
+  return rows.length > 0;
 }
 
 /** A profile with its lead's matchable fields, for AI evaluation and the row-by-row evaluator. */
@@ -151,18 +159,33 @@ export function matchingRepository(db: Db) {
       return row;
     },
     /**
-     * Takes the run for this worker (PENDING, or RUNNING with no live lease): false when another
-     * worker holds it or it has finished, so a re-delivered message never runs it twice at once.
+     * Takes the run for this worker (PENDING, or RUNNING with no live lease) under a new owner token:
+     * undefined when another worker holds it or it has finished, so a re-delivered message never runs
+     * it twice at once. Lease times are the database's clock, the same for every process.
      */
-    async claimRun(id: string, now: Date, leaseMs: number): Promise<RunRow | undefined> {
+    async claimRun(id: string, leaseMs: number): Promise<{ run: RunRow; lease: RunLease } | undefined> {
+      const owner = newId();
       const [row] = await queryRows<{ id: string }>(db, sql`
-        UPDATE matching_runs SET status = 'RUNNING', lease_until = ${new Date(now.getTime() + leaseMs)}, updated_at = ${now}
-        WHERE id = ${id} AND status IN ('PENDING', 'RUNNING') AND (lease_until IS NULL OR lease_until < ${now})
+        UPDATE matching_runs SET status = 'RUNNING', lease_owner = ${owner}, lease_until = now() + ${leaseMs} * interval '1 millisecond', updated_at = now()
+        WHERE id = ${id} AND status IN ('PENDING', 'RUNNING') AND (lease_until IS NULL OR lease_until < now())
         RETURNING id`);
-      return row ? this.findRun(row.id) : undefined;
+      const run = row ? await this.findRun(row.id) : undefined;
+      return run ? { run, lease: { runId: id, owner } } : undefined;
     },
-    async renewLease(id: string, now: Date, leaseMs: number): Promise<void> {
-      await db.execute(sql`UPDATE matching_runs SET lease_until = ${new Date(now.getTime() + leaseMs)} WHERE id = ${id} AND status = 'RUNNING'`);
+    /** False when the run is no longer this worker's (taken over, finished or deleted). */
+    async renewLease(lease: RunLease, leaseMs: number): Promise<boolean> {
+      const rows = await queryRows(db, sql`UPDATE matching_runs SET lease_until = now() + ${leaseMs} * interval '1 millisecond'
+        WHERE id = ${lease.runId} AND lease_owner = ${lease.owner} AND status = 'RUNNING' RETURNING id`);
+      return rows.length > 0;
+    },
+    /** Updates the run only while this worker holds it; false otherwise (nothing written). */
+    async updateLeasedRun(lease: RunLease, values: Partial<typeof matchingRuns.$inferInsert>): Promise<boolean> {
+      const rows = await db
+        .update(matchingRuns)
+        .set(values)
+        .where(and(eq(matchingRuns.id, lease.runId), eq(matchingRuns.leaseOwner, lease.owner), eq(matchingRuns.status, 'RUNNING')))
+        .returning({ id: matchingRuns.id });
+      return rows.length > 0;
     },
     /**
      * Runs to send to the queue again: RUNNING ones whose worker's lease ran out (its lease is
@@ -173,7 +196,7 @@ export function matchingRepository(db: Db) {
       const quiet = new Date(now.getTime() - resendAfterMs);
       const rows = await queryRows<{ id: string }>(db, sql`
         UPDATE matching_runs SET lease_until = NULL, updated_at = ${now}
-        WHERE (status = 'RUNNING' AND lease_until < ${now})
+        WHERE (status = 'RUNNING' AND lease_until < now())
            OR (status IN ('PENDING', 'RUNNING') AND lease_until IS NULL AND updated_at < ${quiet})
         RETURNING id`);
       return rows.map((r) => r.id);
@@ -219,10 +242,11 @@ export function matchingRepository(db: Db) {
     async evaluateChunk(
       rule: SetRule & { id: string },
       scope: ProfileScope,
-      runId: string,
+      lease: RunLease,
       range: { after: string | null; upTo?: string; limit?: number },
       now: Date,
     ) {
+      const runId = lease.runId;
       // A result that did not change is not written again: re-executing a rule over unchanged
       // profiles costs the evaluation and an index probe per row, not a new row version and three
       // index entries (a scheduled re-run of 100k profiles writes only what moved).
@@ -243,11 +267,11 @@ export function matchingRepository(db: Db) {
           WHERE (r.matched, r.match_score, r.details, r.error, r.ai_reasoning) IS DISTINCT FROM (excluded.matched, excluded.match_score, excluded.details, NULL::text, NULL::text)
         ), counted AS (
           UPDATE matching_runs SET processed = processed + (SELECT count(*) FROM e), matched = matching_runs.matched + (SELECT count(*) FROM e WHERE e.matched), updated_at = ${now}
-          WHERE id = ${runId} RETURNING id
+          WHERE id = ${runId} AND lease_owner = ${lease.owner} RETURNING id
         )
         SELECT (SELECT id FROM chunk ORDER BY id DESC LIMIT 1) AS last_id, (SELECT count(*) FROM counted)::int AS n`;
       const [row] = await db.transaction(async (tx) => {
-        if (!(await holdRun(tx, runId))) return [];
+        if (!(await holdRun(tx, lease))) return [];
         // The per-row LATERALs have all-distinct inputs: a Memoize node there only costs (100 % misses).
         await tx.execute(sql`SET LOCAL enable_memoize = off`);
         return queryRows<{ last_id: string | null; n: number }>(tx, statement);
@@ -288,11 +312,23 @@ export function matchingRepository(db: Db) {
       return new Map(rows.map((r) => [r.id, r.t]));
     },
 
-    /** AI results of one batch and the run's counters, together. */
-    async writeResults(runId: string, rows: NewResult[], now: Date): Promise<boolean> {
+    /**
+     * AI results of one batch and the run's counters, together. The counters are bumped first, only
+     * while the run is this worker's (the row lock then orders this batch against a take-over), and
+     * the results are written only if they were.
+     */
+    async writeResults(lease: RunLease, rows: NewResult[], now: Date): Promise<boolean> {
       if (!rows.length) return true;
       return db.transaction(async (tx) => {
-        if (!(await holdRun(tx, runId))) return false;
+        if (!(await holdRun(tx, lease))) return false;
+        const matched = rows.filter((r) => r.matched).length;
+        const failed = rows.filter((r) => r.error).length;
+        const counted = await tx
+          .update(matchingRuns)
+          .set({ processed: sql`${matchingRuns.processed} + ${rows.length}`, matched: sql`${matchingRuns.matched} + ${matched}`, failed: sql`${matchingRuns.failed} + ${failed}`, updatedAt: now })
+          .where(and(eq(matchingRuns.id, lease.runId), eq(matchingRuns.leaseOwner, lease.owner)))
+          .returning({ id: matchingRuns.id });
+        if (!counted.length) return false;
         await tx
           .insert(matchingResults)
           .values(rows)
@@ -308,14 +344,7 @@ export function matchingRepository(db: Db) {
               updatedAt: sql`excluded.updated_at`,
             },
           });
-        const matched = rows.filter((r) => r.matched).length;
-        const failed = rows.filter((r) => r.error).length;
-        const updated = await tx
-          .update(matchingRuns)
-          .set({ processed: sql`${matchingRuns.processed} + ${rows.length}`, matched: sql`${matchingRuns.matched} + ${matched}`, failed: sql`${matchingRuns.failed} + ${failed}`, updatedAt: now })
-          .where(eq(matchingRuns.id, runId))
-          .returning({ id: matchingRuns.id });
-        return updated.length > 0;
+        return true;
       });
     },
 

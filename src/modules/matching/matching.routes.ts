@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { RouteModule } from '../../app.ts';
 import { principalOf } from '../../shared/auth.ts';
-import { envelope, errorResponses, idParams, ok, successOnly } from '../../shared/http.ts';
+import { disconnectSignal, envelope, errorResponses, idParams, ok, successOnly } from '../../shared/http.ts';
 import {
   createRuleBody,
   executeBody,
@@ -127,11 +127,7 @@ export const matchingRoutes: RouteModule = (app, deps) => {
     },
     handler: async (request, reply) => {
       // The client going away cancels the model calls still waiting.
-      const controller = new AbortController();
-      reply.raw.on('close', () => {
-        if (!reply.raw.writableFinished) controller.abort(new Error('client closed the connection'));
-      });
-      return ok(await matching.preview(principalOf(request).userId, request.body, controller.signal));
+      return ok(await matching.preview(principalOf(request).userId, request.body, disconnectSignal(reply)));
     },
   });
 

@@ -2,7 +2,7 @@ import type { AppDeps } from '../../deps.ts';
 import { AppError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { evaluateWithAi } from './matching.ai.ts';
-import { matchingRepository, type NewResult, type ProfileScope, type RuleRow, type RunRow } from './matching.repository.ts';
+import { matchingRepository, type NewResult, type ProfileScope, type RuleRow, type RunLease, type RunRow } from './matching.repository.ts';
 import { definitionOf } from './matching.service.ts';
 import type { SetRule } from './matching.sql.ts';
 
@@ -16,7 +16,7 @@ export const AI_PAGE = 100;
 /** How long a worker's claim on a run lasts without renewal; renewed every quarter of it. */
 export const RUN_LEASE_MS = 60_000;
 
-/** A run stops early when its rule (and with it the run) was deleted meanwhile. */
+/** A run stops early when its rule (and with it the run) was deleted, or another worker took it over, meanwhile. */
 class RunGone extends Error {}
 
 /**
@@ -38,28 +38,28 @@ export function createMatchingRunner(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' |
    * Chunks of `setChunk` profiles between precomputed id bounds, SET_PARALLEL statements at a time
    * (PostgreSQL runs one statement on one core), then a keyset tail for profiles added meanwhile.
    */
-  async function runSet(rule: RuleRow, run: RunRow, scope: ProfileScope): Promise<void> {
+  async function runSet(rule: RuleRow, lease: RunLease, scope: ProfileScope): Promise<void> {
     const def = { ...(definitionOf(rule) as SetRule), id: rule.id };
     const bounds = await repo.chunkBounds(scope, setChunk);
     let next = 0;
     const worker = async () => {
       while (next < bounds.length) {
         const i = next++;
-        const { runExists } = await repo.evaluateChunk(def, scope, run.id, { after: bounds[i - 1] ?? null, upTo: bounds[i]! }, deps.clock.now());
+        const { runExists } = await repo.evaluateChunk(def, scope, lease, { after: bounds[i - 1] ?? null, upTo: bounds[i]! }, deps.clock.now());
         if (!runExists) throw new RunGone();
       }
     };
     await Promise.all(Array.from({ length: Math.min(setParallel, Math.max(1, bounds.length)) }, worker));
     let after = bounds[bounds.length - 1] ?? null;
     for (;;) {
-      const { lastId, runExists } = await repo.evaluateChunk(def, scope, run.id, { after, limit: setChunk }, deps.clock.now());
+      const { lastId, runExists } = await repo.evaluateChunk(def, scope, lease, { after, limit: setChunk }, deps.clock.now());
       if (!runExists) throw new RunGone();
       if (!lastId) return;
       after = lastId;
     }
   }
 
-  async function runAi(rule: RuleRow, run: RunRow, scope: ProfileScope, resume: boolean): Promise<void> {
+  async function runAi(rule: RuleRow, run: RunRow, lease: RunLease, scope: ProfileScope, resume: boolean): Promise<void> {
     if (!deps.ai.configured) throw new AppError('AI_NOT_CONFIGURED', 'No AI provider is configured (AI_BASE_URL, AI_MODEL)');
     const params = { aiPrompt: rule.aiPrompt ?? '', threshold: rule.threshold };
     const controller = new AbortController();
@@ -73,7 +73,7 @@ export function createMatchingRunner(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' |
       writing = writing.then(async () => {
         if (failure || !batch.length) return;
         try {
-          if (!(await repo.writeResults(run.id, batch, deps.clock.now()))) throw new RunGone();
+          if (!(await repo.writeResults(lease, batch, deps.clock.now()))) throw new RunGone();
         } catch (err) {
           failure = err;
           controller.abort(err);
@@ -132,31 +132,39 @@ export function createMatchingRunner(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' |
       const rule = await repo.findRule(found.userId, found.ruleId);
       if (!rule) return;
       // A message delivered again while another worker still holds the run does nothing.
-      let run = await repo.claimRun(runId, deps.clock.now(), RUN_LEASE_MS);
-      if (!run) return;
+      const claim = await repo.claimRun(runId, RUN_LEASE_MS);
+      if (!claim) return;
+      const { lease } = claim;
+      let run = claim.run;
       const resume = found.status === 'RUNNING';
       const scope = { userId: rule.userId, profileTypeId: rule.profileTypeId };
       const now = deps.clock.now();
       // An AI run resumes (model calls are dear); a set-based one starts over (its SQL is cheap).
       if (resume) await (rule.type === 'AI' ? repo.recount(run.id, now) : repo.resetCounters(run.id, now));
-      run = await repo.updateRun(run.id, { startedAt: run.startedAt ?? now, total: await repo.countProfiles(scope), error: null, updatedAt: now });
-      if (!run) return;
+      if (!(await repo.updateLeasedRun(lease, { startedAt: run.startedAt ?? now, total: await repo.countProfiles(scope), error: null, updatedAt: now }))) return;
+      run = (await repo.findRun(runId)) ?? run;
+      // Every write of the run is fenced by the lease, so a worker that lost it (a long stall, a
+      // partition) stops at its next write instead of running alongside the new owner.
       const heartbeat = setInterval(() => {
-        repo.renewLease(runId, deps.clock.now(), RUN_LEASE_MS).catch((err: unknown) => deps.logger.warn({ err, runId }, 'could not renew a matching run lease'));
+        repo
+          .renewLease(lease, RUN_LEASE_MS)
+          .then((held) => held || deps.logger.warn({ runId }, 'matching run lease lost; this worker stops at its next write'))
+          .catch((err: unknown) => deps.logger.warn({ err, runId }, 'could not renew a matching run lease'));
       }, RUN_LEASE_MS / 4);
       try {
-        if (rule.type === 'AI') await runAi(rule, run, scope, resume);
-        else await runSet(rule, run, scope);
+        if (rule.type === 'AI') await runAi(rule, run, lease, scope, resume);
+        else await runSet(rule, lease, scope);
         await repo.deleteStaleResults(rule.id, scope);
         const done = await repo.findRun(run.id);
         if (!done) return;
         const end = deps.clock.now();
-        await repo.updateRun(run.id, { status: 'COMPLETED', total: Math.max(done.total, done.processed), leaseUntil: null, finishedAt: end, updatedAt: end });
+        await repo.updateLeasedRun(lease, { status: 'COMPLETED', total: Math.max(done.total, done.processed), leaseUntil: null, finishedAt: end, updatedAt: end });
       } catch (err) {
         if (err instanceof RunGone || !(await repo.findRun(run.id))) return;
         deps.logger.error({ err, runId }, 'matching run failed');
         const end = deps.clock.now();
-        await repo.updateRun(run.id, { status: 'FAILED', error: err instanceof AppError ? err.message.slice(0, 500) : 'The run failed unexpectedly (see the service log)', leaseUntil: null, finishedAt: end, updatedAt: end });
+        const error = err instanceof AppError ? err.message.slice(0, 500) : 'The run failed unexpectedly (see the service log)';
+        await repo.updateLeasedRun(lease, { status: 'FAILED', error, leaseUntil: null, finishedAt: end, updatedAt: end });
       } finally {
         clearInterval(heartbeat);
       }

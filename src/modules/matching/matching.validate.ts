@@ -19,6 +19,16 @@ export function conditionsWithPaths(def: RuleDefinition, prefix = ''): Array<{ p
   return out;
 }
 
+/** An unescaped \b or \B: a JS word boundary to the writer, a backspace / backslash to PostgreSQL's ARE. */
+export function hasWordBoundaryEscape(pattern: string): boolean {
+  for (let i = 0; i < pattern.length - 1; i++) {
+    if (pattern[i] !== '\\') continue;
+    if (pattern[i + 1] === 'b' || pattern[i + 1] === 'B') return true;
+    i++; // skip the escaped character (so \\b is a backslash then b)
+  }
+  return false;
+}
+
 /**
  * Checks what the schema cannot: fields exist (profile fields on the type, lead columns known),
  * operator/value fit, and regex patterns compile in PostgreSQL (the engine that will run them).
@@ -50,6 +60,10 @@ export async function checkDefinition(db: Db, def: RuleDefinition, fields: reado
       continue;
     }
     if (c.operator === 'regex') {
+      if (hasWordBoundaryEscape(c.value as string)) {
+        errors.push({ field: `${path}.value`, message: 'PostgreSQL regular expressions read \\b as a backspace and \\B as a backslash: use \\y for a word boundary and \\Y for a non-boundary' });
+        continue;
+      }
       try {
         await db.execute(sql`SELECT '' ~ ${c.value as string} AS ok`);
       } catch {

@@ -50,6 +50,10 @@ export function dateTextMs(text: string): number | null {
   return Number.isNaN(ms) ? null : ms;
 }
 
+/** The instants an operand date may have: those whose ISO text has a 4-digit year. */
+const MIN_DATE_MS = Date.UTC(1000, 0, 1);
+const MAX_DATE_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 export const numericText = (text: string): number | null => (numericRe.test(text) ? Number(text) : null);
 
 /** Where a condition's field lives. */
@@ -110,7 +114,13 @@ export function operandProblem(c: Condition, ref: FieldRef): { part: 'value' | '
   if (Array.isArray(v)) return { part: 'value', message: `${op} needs a single value, not an array` };
   if (ORDER_OPS.has(op)) {
     if (typeof v === 'number' && ref.kind !== 'timestamp') return undefined;
-    if (typeof v === 'string' && dateTextMs(v.trim()) !== null) return undefined;
+    const ms = typeof v === 'string' ? dateTextMs(v.trim()) : null;
+    if (ms !== null) {
+      // An offset can push the instant out of the 4-digit years ('9999-12-31T23:00-05:00' is in year
+      // 10000): its ISO text would be '+010000-…', which PostgreSQL rejects at execute time.
+      if (ms >= MIN_DATE_MS && ms <= MAX_DATE_MS) return undefined;
+      return { part: 'value', message: `${op} needs a date whose instant is between 1000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z` };
+    }
     return { part: 'value', message: `${op} needs a number or an ISO date (YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][Z|±HH:MM])` };
   }
   if (op === 'regex' && typeof v !== 'string') return { part: 'value', message: 'regex needs a pattern string' };

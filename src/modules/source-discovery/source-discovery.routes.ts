@@ -1,9 +1,9 @@
 import multipart from '@fastify/multipart';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import type { RouteModule } from '../../app.ts';
 import { principalOf } from '../../shared/auth.ts';
 import { AppError, validationError } from '../../shared/errors.ts';
-import { envelope, errorResponses, ok } from '../../shared/http.ts';
+import { disconnectSignal, envelope, errorResponses, ok } from '../../shared/http.ts';
 import { MAX_DOCUMENT_BYTES, pdfText, urlText } from './source-discovery.documents.ts';
 import { analyzeBody, analyzeView, discoverBody, discoverView, generateBody, generateView } from './source-discovery.schemas.ts';
 import { createSourceDiscoveryService } from './source-discovery.service.ts';
@@ -13,16 +13,6 @@ const FALLBACK =
   '(docs/source-catalogue.md) ranked by keyword overlap, each `reasoning` saying so and why it matched; `method` is `catalogue`. ' +
   'With AI configured the model proposes sources; with web search also configured (SEARCH_API_KEY) it only chooses among real ' +
   'search results, so every URL comes from the search engine (`method` `ai+search`). 502 AI_PROVIDER_ERROR when the provider fails after its retries.';
-
-/** Aborts when the client goes away before the answer is sent, so a pending AI call stops costing tokens. */
-function disconnectSignal(reply: FastifyReply): AbortSignal {
-  const controller = new AbortController();
-  reply.raw.once('close', () => {
-    // An AppError, so the (unsendable) answer is not logged as an unhandled 500.
-    if (!reply.raw.writableFinished) controller.abort(new AppError('SERVICE_UNAVAILABLE', 'The client closed the connection'));
-  });
-  return controller.signal;
-}
 
 /** analyze's input: exactly one of a PDF `file` (multipart) or a `url` (multipart field or JSON). */
 async function readAnalyzeInput(request: FastifyRequest): Promise<{ file?: Buffer; url?: string }> {
