@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { sql } from 'drizzle-orm';
 import { queryRows, type Db } from './client.ts';
@@ -6,12 +7,19 @@ const require = createRequire(import.meta.url);
 
 /**
  * Keeps `free_email_domains` equal to the `email-providers` list this install ships, so SQL can tell
- * a company domain from a free-mail one with a join. Idempotent and cheap when already in sync.
+ * a company domain from a free-mail one with a join. Idempotent, and one read when already in sync.
  */
 export async function syncFreeEmailDomains(db: Db): Promise<void> {
   const domains = [...new Set((require('email-providers/all.json') as string[]).map((d) => d.toLowerCase()))];
-  const [row] = await queryRows<{ n: number }>(db, sql`SELECT count(*)::int AS n FROM free_email_domains`);
-  if (row?.n === domains.length) return;
+  // The table's digest against the list's (both in byte order), so an update that swaps domains
+  // without changing their number is picked up too.
+  const sorted = [...domains].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  const digest = createHash('md5').update(sorted.join('\n')).digest('hex');
+  const [row] = await queryRows<{ digest: string }>(
+    db,
+    sql`SELECT md5(coalesce(string_agg(domain, E'\n' ORDER BY domain COLLATE "C"), '')) AS digest FROM free_email_domains`,
+  );
+  if (row?.digest === digest) return;
   // One JSON parameter: the same on both drivers (drizzle would expand a JS array into 8,000 parameters).
   const list = JSON.stringify(domains);
   await db.transaction(async (tx) => {
