@@ -4,8 +4,7 @@ import type { AppDeps } from '../../deps.ts';
 import { AppError } from '../../shared/errors.ts';
 import { isUuid } from '../../shared/ids.ts';
 import { hasScope } from '../../shared/scopes.ts';
-import { createJobService, JOB_CANCEL_CHANNEL, publishJobUpdate, toJobView } from '../jobs/jobs.service.ts';
-import { jobRepository } from '../jobs/jobs.repository.ts';
+import { createJobService } from '../jobs/jobs.service.ts';
 import { createJobBody, listJobsQuery } from '../jobs/jobs.schemas.ts';
 import { createLeadService } from '../leads/leads.service.ts';
 import { bulkUpdateBody, listLeadsQuery } from '../leads/leads.schemas.ts';
@@ -57,8 +56,6 @@ interface WriteTool<S extends z.ZodType> {
 }
 const writeTool = <S extends z.ZodType>(t: WriteTool<S>) => t;
 
-const ACTIVE_JOB = new Set(['PENDING', 'RUNNING']);
-
 export const writeTools = {
   createSource: writeTool({
     description: 'Create a scraping source (status DRAFT). Needs the user\'s approval before it happens.',
@@ -86,17 +83,12 @@ export const writeTools = {
     schema: z.object({ jobId: uuid.describe('The job to cancel') }),
     scope: 'jobs:write',
     summary: (i) => `Cancel job ${i.jobId}`,
-    // Not jobs.cancelOrDelete: that DELETES a finished job. Cancelling is conditional on the job
-    // still being active (one UPDATE … WHERE status IN active), then signalled like the service does.
-    async run(svc, deps, userId, input) {
-      const job = await svc.jobs.owned(userId, input.jobId);
-      const refuse = (status: string) => new AppError('INVALID_STATUS', `Job is ${status}; only PENDING or RUNNING jobs can be cancelled`);
-      if (!ACTIVE_JOB.has(job.status)) throw refuse(job.status);
-      const cancelled = await jobRepository(deps.db).cancel(userId, job.id, deps.clock.now());
-      if (!cancelled) throw refuse((await svc.jobs.owned(userId, job.id)).status);
-      await deps.notifier.publish(JOB_CANCEL_CHANNEL, cancelled.id);
-      await publishJobUpdate(deps.notifier, cancelled);
-      return toJobView(cancelled);
+    // Not jobs.cancelOrDelete: that DELETES a finished job.
+    async run(svc, _deps, userId, input) {
+      const cancelled = await svc.jobs.cancel(userId, input.jobId);
+      if (cancelled) return cancelled;
+      const { status } = await svc.jobs.owned(userId, input.jobId);
+      throw new AppError('INVALID_STATUS', `Job is ${status}; only PENDING or RUNNING jobs can be cancelled`);
     },
   }),
   updateLeads: writeTool({

@@ -58,6 +58,19 @@ export function createJobService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss' | '
     return row;
   }
 
+  /**
+   * Cancels the job if it is still PENDING or RUNNING (one conditional UPDATE) and signals its
+   * worker; the cancelled job, or undefined when it is not active (any more).
+   */
+  async function cancel(userId: string, id: string): Promise<JobView | undefined> {
+    const current = await owned(userId, id);
+    const cancelled = await repo.cancel(userId, current.id, deps.clock.now());
+    if (!cancelled) return undefined;
+    await deps.notifier.publish(JOB_CANCEL_CHANNEL, cancelled.id);
+    await publish(cancelled);
+    return toJobView(cancelled);
+  }
+
   return {
     enqueue,
 
@@ -85,16 +98,12 @@ export function createJobService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss' | '
      * A PENDING or RUNNING job is cancelled (kept, status CANCELLED) and its crawl stopped through
      * NOTIFY; a finished one is deleted, its leads kept.
      */
+    cancel,
+
     async cancelOrDelete(userId: string, id: string): Promise<'cancelled' | 'deleted'> {
-      const current = await owned(userId, id);
-      const cancelled = await repo.cancel(userId, current.id, deps.clock.now());
-      if (cancelled) {
-        await deps.notifier.publish(JOB_CANCEL_CHANNEL, cancelled.id);
-        await publish(cancelled);
-        return 'cancelled';
-      }
+      if (await cancel(userId, id)) return 'cancelled';
       // Not active (any more, if it finished meanwhile): a finished job is deleted.
-      if (await repo.deleteFinished(userId, current.id)) return 'deleted';
+      if (await repo.deleteFinished(userId, id.toLowerCase())) return 'deleted';
       throw notFound('Job');
     },
 

@@ -1,4 +1,5 @@
 import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import { queryRows, type Db, type Tx } from '../../db/client.ts';
 import { newestFirstPage } from '../../db/keyset.ts';
 import { newId } from '../../shared/ids.ts';
@@ -165,11 +166,11 @@ export function matchingRepository(db: Db) {
      */
     async claimRun(id: string, leaseMs: number): Promise<{ run: RunRow; lease: RunLease } | undefined> {
       const owner = newId();
-      const [row] = await queryRows<{ id: string }>(db, sql`
-        UPDATE matching_runs SET status = 'RUNNING', lease_owner = ${owner}, lease_until = now() + ${leaseMs} * interval '1 millisecond', updated_at = now()
-        WHERE id = ${id} AND status IN ('PENDING', 'RUNNING') AND (lease_until IS NULL OR lease_until < now())
-        RETURNING id`);
-      const run = row ? await this.findRun(row.id) : undefined;
+      const [run] = await db
+        .update(matchingRuns)
+        .set({ status: 'RUNNING', leaseOwner: owner, leaseUntil: sql`now() + ${leaseMs} * interval '1 millisecond'`, updatedAt: sql`now()` })
+        .where(and(eq(matchingRuns.id, id), sql`status IN ('PENDING', 'RUNNING') AND (lease_until IS NULL OR lease_until < now())`))
+        .returning();
       return run ? { run, lease: { runId: id, owner } } : undefined;
     },
     /** False when the run is no longer this worker's (taken over, finished or deleted). */
@@ -179,7 +180,7 @@ export function matchingRepository(db: Db) {
       return rows.length > 0;
     },
     /** Updates the run only while this worker holds it; false otherwise (nothing written). */
-    async updateLeasedRun(lease: RunLease, values: Partial<typeof matchingRuns.$inferInsert>): Promise<boolean> {
+    async updateLeasedRun(lease: RunLease, values: PgUpdateSetSource<typeof matchingRuns>): Promise<boolean> {
       const rows = await db
         .update(matchingRuns)
         .set(values)

@@ -1,4 +1,5 @@
 import type { AppDeps } from '../../deps.ts';
+import { sql } from 'drizzle-orm';
 import { AppError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { evaluateWithAi } from './matching.ai.ts';
@@ -135,14 +136,14 @@ export function createMatchingRunner(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' |
       const claim = await repo.claimRun(runId, RUN_LEASE_MS);
       if (!claim) return;
       const { lease } = claim;
-      let run = claim.run;
       const resume = found.status === 'RUNNING';
       const scope = { userId: rule.userId, profileTypeId: rule.profileTypeId };
       const now = deps.clock.now();
       // An AI run resumes (model calls are dear); a set-based one starts over (its SQL is cheap).
-      if (resume) await (rule.type === 'AI' ? repo.recount(run.id, now) : repo.resetCounters(run.id, now));
-      if (!(await repo.updateLeasedRun(lease, { startedAt: run.startedAt ?? now, total: await repo.countProfiles(scope), error: null, updatedAt: now }))) return;
-      run = (await repo.findRun(runId)) ?? run;
+      if (resume) await (rule.type === 'AI' ? repo.recount(runId, now) : repo.resetCounters(runId, now));
+      const started = { startedAt: claim.run.startedAt ?? now, total: await repo.countProfiles(scope), error: null, updatedAt: now };
+      if (!(await repo.updateLeasedRun(lease, started))) return;
+      const run: RunRow = { ...claim.run, ...started };
       // Every write of the run is fenced by the lease, so a worker that lost it (a long stall, a
       // partition) stops at its next write instead of running alongside the new owner.
       const heartbeat = setInterval(() => {
@@ -155,10 +156,9 @@ export function createMatchingRunner(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' |
         if (rule.type === 'AI') await runAi(rule, run, lease, scope, resume);
         else await runSet(rule, lease, scope);
         await repo.deleteStaleResults(rule.id, scope);
-        const done = await repo.findRun(run.id);
-        if (!done) return;
         const end = deps.clock.now();
-        await repo.updateLeasedRun(lease, { status: 'COMPLETED', total: Math.max(done.total, done.processed), leaseUntil: null, finishedAt: end, updatedAt: end });
+        // Profiles added mid-run were evaluated too: the total is at least what was processed.
+        await repo.updateLeasedRun(lease, { status: 'COMPLETED', total: sql`GREATEST(total, processed)`, leaseUntil: null, finishedAt: end, updatedAt: end });
       } catch (err) {
         if (err instanceof RunGone || !(await repo.findRun(run.id))) return;
         deps.logger.error({ err, runId }, 'matching run failed');
