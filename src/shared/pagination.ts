@@ -24,3 +24,23 @@ export function pageOf<T extends { id: string }>(rows: T[], limit: number): { it
   const items = rows.slice(0, limit);
   return { items, nextCursor: encodeCursor(items[items.length - 1]!.id) };
 }
+
+/** A composite keyset cursor (sort value + id, …): opaque base64url JSON. */
+export const encodeJsonCursor = (value: unknown): string => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
+
+/**
+ * The value a composite cursor stands for, checked by `schema` (which should bound every value to
+ * what its column can hold, so the query cannot fail on it); anything else is a 400 naming `cursor`.
+ */
+export function decodeJsonCursor<T>(cursor: string | undefined, schema: z.ZodType<T>): T | undefined {
+  if (cursor === undefined || cursor === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw validationError('cursor', 'invalid cursor');
+  }
+  const result = schema.safeParse(parsed);
+  if (!result.success) throw validationError('cursor', 'invalid cursor');
+  return result.data;
+}

@@ -1,11 +1,12 @@
+import { z } from 'zod';
 import type { AppDeps } from '../../deps.ts';
+import { decodeJsonCursor, encodeJsonCursor } from '../../shared/pagination.ts';
 import { leadStatuses } from '../../db/schema/index.ts';
 import { notFound, validationError } from '../../shared/errors.ts';
 import { accountIdOf, accountKeyOf, describeAccountKey } from './account-key.ts';
 import { accountRepository, type AccountCursor, type AccountLeadRow, type AccountRow } from './accounts.repository.ts';
 import {
   ACCOUNT_LEADS_SHOWN,
-  accountSorts,
   type AccountDetailView,
   type AccountLeadView,
   type AccountSort,
@@ -45,40 +46,30 @@ const toLeadView = (row: AccountLeadRow): AccountLeadView => ({
   updatedAt: iso(row.updated_at),
 });
 
-/** The opaque cursor: the sort it belongs to, the last account's sort value and key (base64url JSON). */
+/** The opaque cursor: the sort it belongs to, the last account's sort value and key. */
 function encodeAccountCursor(sort: AccountSort, row: AccountRow): string {
   const value = sort === 'leadCount' ? Number(row.lead_count) : sort === 'lastActivity' ? row.last_us_text : row.sort_name;
-  return Buffer.from(JSON.stringify({ s: sort, v: value, k: row.account_key }), 'utf8').toString('base64url');
+  return encodeJsonCursor({ s: sort, v: value, k: row.account_key });
 }
 
-const INT32_MAX = 2 ** 31 - 1;
 const BIGINT_MIN = -(2n ** 63n);
 const BIGINT_MAX = 2n ** 63n - 1n;
 
+// Each sort's value within its column type (lead_count int, last_us bigint, sort_name text without
+// NUL), so the query cannot fail on it; k an account key.
+const accountKey = z.string().refine((k) => accountKeyOf(accountIdOf(k)) === k);
+const accountCursor = z.discriminatedUnion('s', [
+  z.object({ s: z.literal('leadCount'), v: z.number().int().min(0).max(2 ** 31 - 1), k: accountKey }),
+  z.object({ s: z.literal('lastActivity'), v: z.string().regex(/^-?\d{1,19}$/).refine((v) => BigInt(v) >= BIGINT_MIN && BigInt(v) <= BIGINT_MAX), k: accountKey }),
+  z.object({ s: z.literal('name'), v: z.string().refine((v) => !v.includes('\u0000')), k: accountKey }),
+]);
+
 /** A cursor of this sort, or a 400 naming `cursor` (another sort's cursor, or anything not ours). */
 function decodeAccountCursor(cursor: string | undefined, sort: AccountSort): AccountCursor | undefined {
-  if (cursor === undefined || cursor === '') return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    throw validationError('cursor', 'invalid cursor');
-  }
-  const { s, v, k } = (parsed ?? {}) as { s?: unknown; v?: unknown; k?: unknown };
-  const valid =
-    typeof s === 'string' &&
-    (accountSorts as readonly string[]).includes(s) &&
-    typeof k === 'string' &&
-    accountKeyOf(accountIdOf(k)) === k &&
-    // Within the column types (lead_count int, last_us bigint, sort_name text without NUL), so the query cannot fail on them.
-    (s === 'leadCount'
-      ? Number.isInteger(v) && (v as number) >= 0 && (v as number) <= INT32_MAX
-      : s === 'lastActivity'
-        ? typeof v === 'string' && /^-?\d{1,19}$/.test(v) && BigInt(v) >= BIGINT_MIN && BigInt(v) <= BIGINT_MAX
-        : typeof v === 'string' && !v.includes('\u0000'));
-  if (!valid) throw validationError('cursor', 'invalid cursor');
-  if (s !== sort) throw validationError('cursor', `the cursor belongs to sort=${s}`);
-  return { value: v as string | number, key: k };
+  const c = decodeJsonCursor(cursor, accountCursor);
+  if (!c) return undefined;
+  if (c.s !== sort) throw validationError('cursor', `the cursor belongs to sort=${c.s}`);
+  return { value: c.v, key: c.k };
 }
 
 export type AccountService = ReturnType<typeof createAccountService>;

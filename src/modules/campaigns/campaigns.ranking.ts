@@ -1,7 +1,9 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { queryRows, type Db } from '../../db/client.ts';
+import { z } from 'zod';
 import type { MatchingRuleType } from '../../db/schema/index.ts';
-import { AppError, validationError } from '../../shared/errors.ts';
+import { decodeJsonCursor, encodeJsonCursor } from '../../shared/pagination.ts';
+import { AppError } from '../../shared/errors.ts';
 import { accountIdOf, accountKeyOf, accountKeySql, describeAccountKey, freeDomainJoinSql } from '../accounts/account-key.ts';
 import type { RankedAccount, RankedAccountsQuery } from './campaigns.schemas.ts';
 
@@ -32,24 +34,11 @@ interface RankedRow {
   rule_results: Array<{ ruleId: string; bestScore: number; matchedProfiles: number; reasoning: string | null; details: unknown }>;
 }
 
-interface Cursor {
-  s: number;
-  k: string;
-}
-
-const encodeCursor = (c: Cursor) => Buffer.from(JSON.stringify(c), 'utf8').toString('base64url');
-
-function decodeCursor(cursor: string | undefined): Cursor | undefined {
-  if (!cursor) return undefined;
-  try {
-    const c = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Cursor;
-    // fit_score is an int 0–100 and k an account key (no NUL): anything else is not one of ours and would fail the query.
-    if (Number.isInteger(c.s) && c.s >= 0 && c.s <= 100 && typeof c.k === 'string' && accountKeyOf(accountIdOf(c.k)) === c.k) return c;
-  } catch {
-    // falls through to the 400
-  }
-  throw validationError('cursor', 'invalid cursor');
-}
+// fit_score is an int 0–100 and k an account key (no NUL): anything else is not one of ours and would fail the query.
+const rankingCursor = z.object({ s: z.number().int().min(0).max(100), k: z.string().refine((k) => accountKeyOf(accountIdOf(k)) === k) });
+type Cursor = z.infer<typeof rankingCursor>;
+const encodeCursor = (c: Cursor) => encodeJsonCursor(c);
+const decodeCursor = (cursor: string | undefined) => decodeJsonCursor(cursor, rankingCursor);
 
 /** Why a rule scored what it did for the account, in words. */
 function reasoningOf(rule: CampaignRuleRow, best: { bestScore: number; reasoning: string | null; details: unknown } | undefined): string | null {

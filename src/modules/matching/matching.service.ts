@@ -2,7 +2,8 @@ import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../jobs/queues.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
 import { isUuid } from '../../shared/ids.ts';
-import { decodeCursor, pageOf } from '../../shared/pagination.ts';
+import { z } from 'zod';
+import { decodeCursor, decodeJsonCursor, encodeJsonCursor, pageOf } from '../../shared/pagination.ts';
 import { createProfileTypeService } from '../profile-types/profile-types.service.ts';
 import { evaluateWithAi } from './matching.ai.ts';
 import { ruleDefinitionSchema, type Condition, type ConditionGroup, type Criterion, type RuleDefinition } from './matching.conditions.ts';
@@ -91,19 +92,12 @@ export function detailsView(def: RuleDefinition, details: unknown): DetailsView 
   return { criteria: def.conditions.conditions.map((c, i) => ({ label: describe(c), weight: null, held: !!held[i] })) };
 }
 
-const encodeResultCursor = (score: number | null, id: string) => Buffer.from(JSON.stringify([score, id])).toString('base64url');
+// match_score is an int 0–100 (1e300 would fail the query); the id a UUID.
+const resultCursor = z.tuple([z.number().int().min(0).max(100).nullable(), z.string().refine(isUuid)]);
+const encodeResultCursor = (score: number | null, id: string) => encodeJsonCursor([score, id]);
 function decodeResultCursor(cursor: string | undefined): { score: number | null; id: string } | undefined {
-  if (!cursor) return undefined;
-  try {
-    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    // match_score is an int 0–100: anything else is not one of ours (and 1e300 would fail the query).
-    const score: unknown = Array.isArray(v) ? v[0] : undefined;
-    const scoreOk = score === null || (typeof score === 'number' && Number.isInteger(score) && score >= 0 && score <= 100);
-    if (Array.isArray(v) && v.length === 2 && scoreOk && isUuid(v[1])) return { score: score as number | null, id: v[1] };
-  } catch {
-    // falls through to the 400
-  }
-  throw validationError('cursor', 'invalid cursor');
+  const c = decodeJsonCursor(cursor, resultCursor);
+  return c && { score: c[0], id: c[1] };
 }
 
 export type MatchingService = ReturnType<typeof createMatchingService>;
