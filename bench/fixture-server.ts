@@ -3,7 +3,7 @@
  * must not share the crawler's event loop. Options come as JSON in argv[2]; prints `{"origin": …}`
  * once listening and exits when its stdin closes (the parent died or is done).
  */
-import { startFixtureSite, type FixtureSiteOptions } from '../test/fixtures/sites.ts';
+import { type FixtureSiteOptions, startFixtureSite } from '../test/fixtures/sites.ts';
 
 const options = JSON.parse(process.argv[2] ?? '{}') as FixtureSiteOptions;
 const site = await startFixtureSite({ ...options, log: false });

@@ -2,6 +2,7 @@ import { execFile, spawn, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 
 const execFileAsync = promisify(execFile);
+
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -13,7 +14,11 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[idx]!;
 }
 
-export const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
+export const median = (values: number[]) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 
 export interface Row {
   name: string;
@@ -35,7 +40,10 @@ export function printTable(title: string, rows: Row[]): void {
  * Requests/s of a keep-alive load from another process: wrk when installed (a C client, so more of
  * a 2-core machine is left to the server: `apt-get install wrk`), else autocannon.
  */
-export async function loadTest(url: string, opts: { connections: number; seconds: number; headers?: Record<string, string> }): Promise<{ rps: number; non2xx: number; errors: number; tool: string }> {
+export async function loadTest(
+  url: string,
+  opts: { connections: number; seconds: number; headers?: Record<string, string> },
+): Promise<{ rps: number; non2xx: number; errors: number; tool: string }> {
   const wrk = spawnSync('wrk', ['--version']).error ? undefined : 'wrk';
   if (!wrk) return { ...(await autocannon(url, opts)), tool: 'autocannon' };
   const args = ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`];
@@ -49,8 +57,18 @@ export async function loadTest(url: string, opts: { connections: number; seconds
   return { rps, non2xx, errors, tool: 'wrk' };
 }
 
-function autocannon(url: string, opts: { connections: number; seconds: number; headers?: Record<string, string> }): Promise<{ rps: number; non2xx: number; errors: number }> {
-  const args = [path.join(repoRoot, 'node_modules/autocannon/autocannon.js'), '-j', '-c', String(opts.connections), '-d', String(opts.seconds)];
+function autocannon(
+  url: string,
+  opts: { connections: number; seconds: number; headers?: Record<string, string> },
+): Promise<{ rps: number; non2xx: number; errors: number }> {
+  const args = [
+    path.join(repoRoot, 'node_modules/autocannon/autocannon.js'),
+    '-j',
+    '-c',
+    String(opts.connections),
+    '-d',
+    String(opts.seconds),
+  ];
   for (const [k, v] of Object.entries(opts.headers ?? {})) args.push('-H', `${k}=${v}`);
   args.push(url);
   return new Promise((resolve, reject) => {
@@ -80,10 +98,14 @@ export async function closedLoop(fn: () => Promise<unknown>, concurrency: number
   return count / seconds;
 }
 
-/** A new, empty PostgreSQL database for one bench section (BENCH_DATABASE_URL, else TEST_DATABASE_URL, else the local cluster). */
+/**
+ * A new, empty PostgreSQL database for one bench section (BENCH_DATABASE_URL, else TEST_DATABASE_URL, else the local
+ * cluster).
+ */
 export async function freshBenchDatabase(name: string): Promise<{ url: string; drop(): Promise<void> }> {
   const { default: pg } = await import('pg');
-  const adminUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const adminUrl =
+    process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
   const admin = async (statement: string) => {
     const client = new pg.Client({ connectionString: adminUrl });
     await client.connect();

@@ -2,7 +2,7 @@
  * Matching engine figures on PostgreSQL, through the real service (API + in-process workers):
  *   - a SCORED rule (6 criteria, mixed operators) executed over 100,000 profiles with leads:
  *     POST /api/matching/execute → run COMPLETED, against the naive row-by-row approach measured in
- *     the same run (read rows, evaluate in Node with matching.evaluate.ts, one INSERT per result);
+ *     the same run (read rows, evaluate in Node with test/oracles/matching-evaluate.ts, one INSERT per result);
  *   - an AI rule over 1,000 profiles against a loopback model answering in 200 ms (2% of answers
  *     429 with Retry-After: 1), AI_CONCURRENCY=20: wall time and the most requests the model saw at once.
  */
@@ -11,14 +11,14 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
-import { evaluateRule } from '../src/modules/matching/matching.evaluate.ts';
 import { matchingRepository } from '../src/modules/matching/matching.repository.ts';
 import type { SetRule } from '../src/modules/matching/matching.sql.ts';
 import { startRuntime } from '../src/runtime.ts';
 import { newId } from '../src/shared/ids.ts';
+import { type ApiClient, signedUpClient } from '../test/helpers/http-client.ts';
 import { startOpenAiStub } from '../test/helpers/openai-stub.ts';
 import { freePort } from '../test/helpers/process.ts';
-import { signedUpClient, type ApiClient } from '../test/helpers/http-client.ts';
+import { evaluateRule } from '../test/oracles/matching-evaluate.ts';
 import { freshBenchDatabase, type Row } from './lib.ts';
 
 const PROFILES = 100_000;
@@ -37,17 +37,46 @@ const SCORED_RULE = {
   type: 'SCORED' as const,
   threshold: 60,
   criteria: [
-    { label: 'Core states', weight: 25, condition: { field: 'profile.state', operator: 'in' as const, value: ['CA', 'NY', 'TX'] } },
-    { label: 'Revenue ≥ 1M', weight: 20, condition: { field: 'profile.revenue', operator: 'gte' as const, value: 1_000_000 } },
+    {
+      label: 'Core states',
+      weight: 25,
+      condition: { field: 'profile.state', operator: 'in' as const, value: ['CA', 'NY', 'TX'] },
+    },
+    {
+      label: 'Revenue ≥ 1M',
+      weight: 20,
+      condition: { field: 'profile.revenue', operator: 'gte' as const, value: 1_000_000 },
+    },
     { label: 'FHA', weight: 15, condition: { field: 'profile.loanTypes', operator: 'in' as const, value: ['FHA'] } },
-    { label: 'Established', weight: 10, condition: { field: 'profile.founded', operator: 'lt' as const, value: '2015-01-01' } },
-    { label: 'VIP or west', weight: 20, condition: { operator: 'OR' as const, conditions: [{ field: 'lead.tags', operator: 'in' as const, value: ['vip'] }, { field: 'lead.emailDomain', operator: 'equals' as const, value: 'acme.io' }] } },
-    { label: 'Lender name', weight: 10, condition: { field: 'lead.company', operator: 'regex' as const, value: '(lend|bank)' } },
+    {
+      label: 'Established',
+      weight: 10,
+      condition: { field: 'profile.founded', operator: 'lt' as const, value: '2015-01-01' },
+    },
+    {
+      label: 'VIP or west',
+      weight: 20,
+      condition: {
+        operator: 'OR' as const,
+        conditions: [
+          { field: 'lead.tags', operator: 'in' as const, value: ['vip'] },
+          { field: 'lead.emailDomain', operator: 'equals' as const, value: 'acme.io' },
+        ],
+      },
+    },
+    {
+      label: 'Lender name',
+      weight: 10,
+      condition: { field: 'lead.company', operator: 'regex' as const, value: '(lend|bank)' },
+    },
   ],
 };
 
 /** UUIDv7 made in SQL: the ids the service gives profiles and leads (time-ordered). */
-const V7 = `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send(floor(extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid`;
+const V7 =
+  `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing ` +
+  `substring(int8send(floor(extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), ` +
+  `53, 1), 'hex')::uuid`;
 
 /** Profiles with leads, made in the database (generate_series) so seeding stays out of the figures. */
 async function seed(db: pg.Client, userId: string, typeId: string, count: number): Promise<void> {
@@ -95,8 +124,14 @@ export async function benchMatching(): Promise<Row[]> {
   const port = await freePort();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-bench-matching-'));
   const config = loadConfig({
-    DATABASE_URL: url.href, PORT: String(port), LOG_LEVEL: 'silent', DATA_DIR: dataDir,
-    AI_BASE_URL: stub.baseURL, AI_MODEL: 'stub-model', AI_API_KEY: 'sk-bench', AI_CONCURRENCY: '20',
+    DATABASE_URL: url.href,
+    PORT: String(port),
+    LOG_LEVEL: 'silent',
+    DATA_DIR: dataDir,
+    AI_BASE_URL: stub.baseURL,
+    AI_MODEL: 'stub-model',
+    AI_API_KEY: 'sk-bench',
+    AI_CONCURRENCY: '20',
   });
   const runtime = await startRuntime(config, { http: true, workers: true });
   const db = new pg.Client({ connectionString: url.href });
@@ -104,24 +139,41 @@ export async function benchMatching(): Promise<Row[]> {
   const rows: Row[] = [];
   try {
     const client = await signedUpClient(`http://127.0.0.1:${port}`, 'bench-matching@example.com');
-    const userId = (await db.query(`SELECT id FROM users WHERE email = 'bench-matching@example.com'`)).rows[0].id as string;
+    const userId = (await db.query(`SELECT id FROM users WHERE email = 'bench-matching@example.com'`)).rows[0]
+      .id as string;
     const type = await client.call('POST', '/api/profile-types', { name: 'Lender', slug: 'lender', fields: FIELDS });
     if (type.status !== 201) throw new Error(`profile type: ${type.status} ${JSON.stringify(type.body)}`);
     const typeId = type.body.data.id as string;
     await seed(db, userId, typeId, PROFILES);
 
     // --- SCORED, set-based -------------------------------------------------------------------
-    const created = await client.call('POST', '/api/matching/rules', { name: 'Bench scored', profileTypeId: typeId, ...SCORED_RULE });
+    const created = await client.call('POST', '/api/matching/rules', {
+      name: 'Bench scored',
+      profileTypeId: typeId,
+      ...SCORED_RULE,
+    });
     if (created.status !== 201) throw new Error(`rule: ${created.status} ${JSON.stringify(created.body)}`);
     const ruleId = created.body.data.rule.id as string;
     const first = await timedExecute(client, ruleId);
     const again = await timedExecute(client, ruleId);
     const ok = first.run.status === 'COMPLETED' && first.run.processed === PROFILES;
-    rows.push({ name: `SCORED execute, ${PROFILES.toLocaleString('en')} profiles, POST → COMPLETED (${first.run.matched} matched)`, value: `${first.secs.toFixed(2)} s`, target: '< 3 s', pass: ok && first.secs < 3 });
-    rows.push({ name: 'SCORED re-execute, same profiles (unchanged results are not rewritten)', value: `${again.secs.toFixed(2)} s`, target: '< 3 s', pass: again.run.status === 'COMPLETED' && again.secs < 3 });
+    rows.push({
+      name: `SCORED execute, ${PROFILES.toLocaleString('en')} profiles, POST → COMPLETED (${first.run.matched} matched)`,
+      value: `${first.secs.toFixed(2)} s`,
+      target: '< 3 s',
+      pass: ok && first.secs < 3,
+    });
+    rows.push({
+      name: 'SCORED re-execute, same profiles (unchanged results are not rewritten)',
+      value: `${again.secs.toFixed(2)} s`,
+      target: '< 3 s',
+      pass: again.run.status === 'COMPLETED' && again.secs < 3,
+    });
 
     // --- the naive baseline: rows to Node, evaluate there, one INSERT per result ----------------
-    const baselineRule = (await client.call('POST', '/api/matching/rules', { name: 'Baseline', profileTypeId: typeId, ...SCORED_RULE })).body.data.rule.id as string;
+    const baselineRule = (
+      await client.call('POST', '/api/matching/rules', { name: 'Baseline', profileTypeId: typeId, ...SCORED_RULE })
+    ).body.data.rule.id as string;
     const repo = matchingRepository(runtime.deps.db);
     const scope = { userId, profileTypeId: typeId };
     const t0 = performance.now();
@@ -129,7 +181,9 @@ export async function benchMatching(): Promise<Row[]> {
     let done = 0;
     let agree = 0;
     const stored = new Map<string, number>(
-      (await db.query('SELECT profile_id, match_score FROM matching_results WHERE rule_id = $1', [ruleId])).rows.map((r) => [r.profile_id, r.match_score]),
+      (await db.query('SELECT profile_id, match_score FROM matching_results WHERE rule_id = $1', [ruleId])).rows.map(
+        (r) => [r.profile_id, r.match_score],
+      ),
     );
     while (done < BASELINE_SAMPLE) {
       const page = await repo.profilesWithLeads(scope, { after, limit: 1000 });
@@ -148,12 +202,31 @@ export async function benchMatching(): Promise<Row[]> {
     }
     const sampleSecs = (performance.now() - t0) / 1000;
     const baselineSecs = sampleSecs * (PROFILES / done);
-    rows.push({ name: `row-by-row in Node (measured on ${done.toLocaleString('en')}, ×${PROFILES / done} extrapolated)`, value: `${baselineSecs.toFixed(1)} s`, target: '', pass: null });
-    rows.push({ name: 'SQL set-based speed-up over row-by-row', value: `${(baselineSecs / first.secs).toFixed(1)}×`, target: '> 1', pass: baselineSecs > first.secs });
-    rows.push({ name: 'Node evaluator agrees with the SQL scores (sample)', value: `${agree}/${done}`, target: 'all', pass: agree === done });
+    rows.push({
+      name: `row-by-row in Node (measured on ${done.toLocaleString('en')}, ×${PROFILES / done} extrapolated)`,
+      value: `${baselineSecs.toFixed(1)} s`,
+      target: '',
+      pass: null,
+    });
+    rows.push({
+      name: 'SQL set-based speed-up over row-by-row',
+      value: `${(baselineSecs / first.secs).toFixed(1)}×`,
+      target: '> 1',
+      pass: baselineSecs > first.secs,
+    });
+    rows.push({
+      name: 'Node evaluator agrees with the SQL scores (sample)',
+      value: `${agree}/${done}`,
+      target: 'all',
+      pass: agree === done,
+    });
 
     // --- AI: 1,000 profiles, 200 ms answers, 2% 429 + Retry-After: 1 ---------------------------
-    const aiType = await client.call('POST', '/api/profile-types', { name: 'AI lender', slug: 'ai-lender', fields: FIELDS });
+    const aiType = await client.call('POST', '/api/profile-types', {
+      name: 'AI lender',
+      slug: 'ai-lender',
+      fields: FIELDS,
+    });
     const aiTypeId = aiType.body.data.id as string;
     await seed(db, userId, aiTypeId, AI_PROFILES);
     let n = 0;
@@ -166,7 +239,14 @@ export async function benchMatching(): Promise<Row[]> {
       }
       return { json: { match: n % 3 === 0, score: n % 101, reasoning: 'Stub verdict.' }, delayMs: 200 };
     });
-    const aiRule = (await client.call('POST', '/api/matching/rules', { name: 'Bench AI', profileTypeId: aiTypeId, type: 'AI', aiPrompt: 'Lenders worth calling' })).body.data.rule.id as string;
+    const aiRule = (
+      await client.call('POST', '/api/matching/rules', {
+        name: 'Bench AI',
+        profileTypeId: aiTypeId,
+        type: 'AI',
+        aiPrompt: 'Lenders worth calling',
+      })
+    ).body.data.rule.id as string;
     const ai = await timedExecute(client, aiRule);
     const ideal = (AI_PROFILES / 20) * 0.2;
     rows.push({
@@ -175,7 +255,12 @@ export async function benchMatching(): Promise<Row[]> {
       target: '< 15 s',
       pass: ai.run.status === 'COMPLETED' && ai.run.processed === AI_PROFILES && ai.secs < 15,
     });
-    rows.push({ name: `AI: most requests in flight at once (ideal wall time ${ideal.toFixed(0)} s)`, value: String(stub.maxInFlight), target: '= 20', pass: stub.maxInFlight === 20 });
+    rows.push({
+      name: `AI: most requests in flight at once (ideal wall time ${ideal.toFixed(0)} s)`,
+      value: String(stub.maxInFlight),
+      target: '= 20',
+      pass: stub.maxInFlight === 20,
+    });
   } finally {
     await db.end();
     await runtime.stop();

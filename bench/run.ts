@@ -1,16 +1,25 @@
 /**
  * `npm run bench`: measures the service against baselines taken in the same run and prints
- * PASS/FAIL against the figures the issues ask for. PostgreSQL: BENCH_DATABASE_URL, else
+ * PASS/FAIL against the figures the issues ask for; exits 1 when any figure is below its target. PostgreSQL: BENCH_DATABASE_URL, else
  * TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test (a scratch database is made).
- * Sections: `npm run bench -- foundation`, `npm run bench -- scraping` (default: all).
+ * Sections: `npm run bench -- foundation`, `npm run bench -- scraping`, `matching` (default: all).
  */
 import { benchFoundation } from './foundation.ts';
 import { printTable, type Row } from './lib.ts';
-import { benchScraping } from './scraping.ts';
 import { benchMatching } from './matching.ts';
+import { benchScraping } from './scraping.ts';
 
-const sections: Record<string, () => Promise<Row[]>> = { foundation: benchFoundation, scraping: benchScraping, matching: benchMatching };
+const sections: Record<string, () => Promise<Row[]>> = {
+  foundation: benchFoundation,
+  scraping: benchScraping,
+  matching: benchMatching,
+};
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const unknown = wanted.filter((name) => !(name in sections));
+if (unknown.length) {
+  console.error(`unknown bench section(s): ${unknown.join(', ')}; sections: ${Object.keys(sections).join(', ')}`);
+  process.exit(2);
+}
 let failed = 0;
 for (const [name, run] of Object.entries(sections)) {
   if (wanted.length && !wanted.includes(name)) continue;
@@ -19,4 +28,5 @@ for (const [name, run] of Object.entries(sections)) {
   failed += rows.filter((r) => r.pass === false).length;
 }
 console.log(failed ? `\n${failed} figure(s) below target` : '\nall figures on target');
-process.exit(0);
+// A figure below its target fails the run, so a script or CI step can rely on the exit code.
+process.exit(failed ? 1 : 0);

@@ -4,10 +4,11 @@
  *   STATIC  raw limit (keep-alive undici + cheerio parse, no framework), bare default Crawlee
  *           CheerioCrawler, and runCrawl STATIC, 2,000 pages each, same concurrency;
  *   DYNAMIC bare PlaywrightCrawler and runCrawl DYNAMIC, 200 pages;
- *   memory  max RSS of a process running a 10,000-page runCrawl STATIC (bench/scraping-rss.ts).
+ *   memory  max RSS of a process running a 10,000-page runCrawl STATIC (bench/scraping-rss.ts);
+ *   jobs    the STATIC crawl as a job through the API, leads stored, against runCrawl (bench/scraping-jobs.ts).
  * `npm run bench -- scraping`. BENCH_SCRAPING_ROUNDS (default 3) repeats the STATIC trio; medians reported.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { CheerioCrawler } from '@crawlee/cheerio';
@@ -19,7 +20,7 @@ import { Agent, request } from 'undici';
 import { runCrawl } from '../src/modules/scraping/crawl.ts';
 import type { CrawlSettings } from '../src/modules/scraping/scraping.types.ts';
 import { DIRECTORY_SELECTORS } from '../test/fixtures/sites.ts';
-import { median, repoRoot, type Row } from './lib.ts';
+import { median, type Row, repoRoot } from './lib.ts';
 import { benchScrapingJobs } from './scraping-jobs.ts';
 
 const STATIC_PAGES = 2000;
@@ -28,7 +29,14 @@ const RSS_PAGES = 10_000;
 const CONCURRENCY = 16;
 const BROWSER_CONCURRENCY = 4;
 const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'];
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-quic',
+  '--no-first-run',
+];
 
 interface SiteProcess {
   origin: string;
@@ -36,7 +44,9 @@ interface SiteProcess {
 }
 
 async function startSiteProcess(options: Record<string, unknown>): Promise<SiteProcess> {
-  const child = spawn(process.execPath, [path.join(repoRoot, 'bench/fixture-server.ts'), JSON.stringify(options)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(repoRoot, 'bench/fixture-server.ts'), JSON.stringify(options)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const origin = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d) => {
@@ -131,7 +141,10 @@ async function bareBrowser(origin: string, pages: number): Promise<number> {
     {
       maxConcurrency: BROWSER_CONCURRENCY,
       maxRequestsPerCrawl: pages,
-      launchContext: { launcher: chromium, launchOptions: { executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS } },
+      launchContext: {
+        launcher: chromium,
+        launchOptions: { executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS },
+      },
       async requestHandler({ enqueueLinks }) {
         done++;
         await enqueueLinks({ selector: 'a.next' });
@@ -143,7 +156,11 @@ async function bareBrowser(origin: string, pages: number): Promise<number> {
   return done;
 }
 
-async function quarry(origin: string, pages: number, overrides: Partial<CrawlSettings> = {}): Promise<{ pages: number; items: number }> {
+async function quarry(
+  origin: string,
+  pages: number,
+  overrides: Partial<CrawlSettings> = {},
+): Promise<{ pages: number; items: number }> {
   let items = 0;
   const result = await runCrawl(settings(`${origin}/big/1`, pages, overrides), {
     // The job runner's store is this hook; here it only counts (the job-level figure below measures storage).
@@ -183,30 +200,81 @@ export async function benchScraping(): Promise<Row[]> {
       rates.bare.push(bare.value / bare.secs);
       rates.ours.push(ours.value.pages / ours.secs);
       items = ours.value.items;
-      console.log(`round ${round + 1}: raw ${rates.raw.at(-1)!.toFixed(0)}, bare CheerioCrawler ${rates.bare.at(-1)!.toFixed(0)}, runCrawl ${rates.ours.at(-1)!.toFixed(0)} pages/s`);
+      console.log(
+        `round ${round + 1}: raw ${rates.raw.at(-1)!.toFixed(0)}, bare CheerioCrawler ${rates.bare.at(-1)!.toFixed(0)}, runCrawl ${rates.ours.at(-1)!.toFixed(0)} pages/s`,
+      );
     }
     const med = { raw: median(rates.raw), bare: median(rates.bare), ours: median(rates.ours) };
-    rows.push({ name: `STATIC raw limit (undici keep-alive + cheerio, c=${CONCURRENCY}) pages/s, median`, value: med.raw.toFixed(0), target: '', pass: null });
-    rows.push({ name: `STATIC bare default CheerioCrawler (maxConcurrency ${CONCURRENCY}) pages/s, median`, value: med.bare.toFixed(0), target: '', pass: null });
-    rows.push({ name: `STATIC runCrawl pages/s, median (${items} items extracted per run)`, value: med.ours.toFixed(0), target: '', pass: null });
-    rows.push({ name: 'STATIC runCrawl ÷ bare CheerioCrawler', value: (med.ours / med.bare).toFixed(2), target: '>= 1.2', pass: med.ours / med.bare >= 1.2 });
+    rows.push({
+      name: `STATIC raw limit (undici keep-alive + cheerio, c=${CONCURRENCY}) pages/s, median`,
+      value: med.raw.toFixed(0),
+      target: '',
+      pass: null,
+    });
+    rows.push({
+      name: `STATIC bare default CheerioCrawler (maxConcurrency ${CONCURRENCY}) pages/s, median`,
+      value: med.bare.toFixed(0),
+      target: '',
+      pass: null,
+    });
+    rows.push({
+      name: `STATIC runCrawl pages/s, median (${items} items extracted per run)`,
+      value: med.ours.toFixed(0),
+      target: '',
+      pass: null,
+    });
+    rows.push({
+      name: 'STATIC runCrawl ÷ bare CheerioCrawler',
+      value: (med.ours / med.bare).toFixed(2),
+      target: '>= 1.2',
+      pass: med.ours / med.bare >= 1.2,
+    });
     rows.push({ name: 'STATIC runCrawl ÷ raw limit', value: (med.ours / med.raw).toFixed(2), target: '', pass: null });
 
-    // The same site through the service: API, queue, worker, leads stored (PostgreSQL).
-    rows.push(...(await benchScrapingJobs(site.origin, STATIC_PAGES, med.bare)));
+    // The same site through the service: API, queue, worker, leads stored (PostgreSQL, then PGlite).
+    const measure = async () => {
+      const run = await timed(() => quarry(site.origin, STATIC_PAGES));
+      return run.value.pages / run.secs;
+    };
+    rows.push(...(await benchScrapingJobs(site.origin, STATIC_PAGES, { measure, bareRate: med.bare })));
 
     if (fs.existsSync(CHROMIUM_PATH)) {
       await bareBrowser(site.origin, 10);
-      await quarry(site.origin, 10, { scrapeType: 'DYNAMIC', maxConcurrency: BROWSER_CONCURRENCY, domainConcurrency: BROWSER_CONCURRENCY });
+      await quarry(site.origin, 10, {
+        scrapeType: 'DYNAMIC',
+        maxConcurrency: BROWSER_CONCURRENCY,
+        domainConcurrency: BROWSER_CONCURRENCY,
+      });
       const bare = await timed(() => bareBrowser(site.origin, DYNAMIC_PAGES));
-      const ours = await timed(() => quarry(site.origin, DYNAMIC_PAGES, { scrapeType: 'DYNAMIC', maxConcurrency: BROWSER_CONCURRENCY, domainConcurrency: BROWSER_CONCURRENCY }));
+      const ours = await timed(() =>
+        quarry(site.origin, DYNAMIC_PAGES, {
+          scrapeType: 'DYNAMIC',
+          maxConcurrency: BROWSER_CONCURRENCY,
+          domainConcurrency: BROWSER_CONCURRENCY,
+        }),
+      );
       const bareRate = bare.value / bare.secs;
       const ourRate = ours.value.pages / ours.secs;
-      rows.push({ name: `DYNAMIC bare PlaywrightCrawler (maxConcurrency ${BROWSER_CONCURRENCY}) pages/s`, value: bareRate.toFixed(1), target: '', pass: null });
+      rows.push({
+        name: `DYNAMIC bare PlaywrightCrawler (maxConcurrency ${BROWSER_CONCURRENCY}) pages/s`,
+        value: bareRate.toFixed(1),
+        target: '',
+        pass: null,
+      });
       rows.push({ name: 'DYNAMIC runCrawl pages/s', value: ourRate.toFixed(1), target: '', pass: null });
-      rows.push({ name: 'DYNAMIC runCrawl ÷ bare PlaywrightCrawler', value: (ourRate / bareRate).toFixed(2), target: '>= 0.9', pass: ourRate / bareRate >= 0.9 });
+      rows.push({
+        name: 'DYNAMIC runCrawl ÷ bare PlaywrightCrawler',
+        value: (ourRate / bareRate).toFixed(2),
+        target: '>= 0.9',
+        pass: ourRate / bareRate >= 0.9,
+      });
     } else {
-      rows.push({ name: `DYNAMIC skipped: Chromium not found at ${CHROMIUM_PATH} (apt-get install chromium)`, value: '-', target: '>= 0.9', pass: null });
+      rows.push({
+        name: `DYNAMIC skipped: Chromium not found at ${CHROMIUM_PATH} (apt-get install chromium)`,
+        value: '-',
+        target: '>= 0.9',
+        pass: null,
+      });
     }
   } finally {
     stopSite(site);
@@ -214,15 +282,38 @@ export async function benchScraping(): Promise<Row[]> {
 
   const big = await startSiteProcess({ bigPages: RSS_PAGES, leadsPerPage: 10 });
   try {
-    const out = execFileSync(process.execPath, [path.join(repoRoot, 'bench/scraping-rss.ts'), `${big.origin}/big/1`, String(RSS_PAGES)], { encoding: 'utf8' });
-    const { pages, secs, maxRssMb } = JSON.parse(out.trim().split('\n').at(-1)!) as { pages: number; secs: number; maxRssMb: number };
-    rows.push({ name: `STATIC runCrawl ${pages} pages (own process): pages/s`, value: (pages / secs).toFixed(0), target: '', pass: null });
-    rows.push({ name: `STATIC runCrawl ${RSS_PAGES} pages: max RSS of its process (sampled every 100 ms)`, value: `${maxRssMb.toFixed(0)} MB`, target: '< 1024 MB', pass: maxRssMb < 1024 });
+    const out = execFileSync(
+      process.execPath,
+      [path.join(repoRoot, 'bench/scraping-rss.ts'), `${big.origin}/big/1`, String(RSS_PAGES)],
+      { encoding: 'utf8' },
+    );
+    const { pages, secs, maxRssMb } = JSON.parse(out.trim().split('\n').at(-1)!) as {
+      pages: number;
+      secs: number;
+      maxRssMb: number;
+    };
+    rows.push({
+      name: `STATIC runCrawl ${pages} pages (own process): pages/s`,
+      value: (pages / secs).toFixed(0),
+      target: '',
+      pass: null,
+    });
+    rows.push({
+      name: `STATIC runCrawl ${RSS_PAGES} pages: max RSS of its process (sampled every 100 ms)`,
+      value: `${maxRssMb.toFixed(0)} MB`,
+      target: '< 1024 MB',
+      pass: maxRssMb < 1024,
+    });
   } finally {
     stopSite(big);
   }
   if (!storageBefore && fs.existsSync(path.join(process.cwd(), 'storage'))) {
-    rows.push({ name: 'Crawlee wrote a ./storage directory (memory-only storage expected)', value: 'yes', target: 'no', pass: false });
+    rows.push({
+      name: 'Crawlee wrote a ./storage directory (memory-only storage expected)',
+      value: 'yes',
+      target: 'no',
+      pass: false,
+    });
   }
   return rows;
 }

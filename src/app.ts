@@ -1,37 +1,35 @@
-import fastifySwagger from '@fastify/swagger';
-import scalar from '@scalar/fastify-api-reference';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
-import { jsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, LogController } from 'fastify';
+import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from './deps.ts';
-import { registerAuth } from './shared/auth.ts';
-import { registerErrorHandling } from './shared/error-handler.ts';
-import { registerIdempotency } from './shared/idempotency.ts';
-import { responseSerializerCompiler } from './shared/serializer.ts';
+import { accountDeletionRoutes } from './modules/account-deletion/account-deletion.routes.ts';
+import { accountRoutes } from './modules/accounts/accounts.routes.ts';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { authRoutes } from './modules/auth/auth.routes.ts';
-import { healthRoutes } from './modules/health/health.routes.ts';
-import { userRoutes } from './modules/users/users.routes.ts';
-import { sourceRoutes } from './modules/sources/sources.routes.ts';
-import { sourceDiscoveryRoutes } from './modules/source-discovery/source-discovery.routes.ts';
-import { jobRoutes } from './modules/jobs/jobs.routes.ts';
-import { projectRoutes } from './modules/projects/projects.routes.ts';
-import { profileTypeRoutes } from './modules/profile-types/profile-types.routes.ts';
-import { profileRoutes } from './modules/profiles/profiles.routes.ts';
+import { campaignRoutes } from './modules/campaigns/campaigns.routes.ts';
+import { chatRoutes } from './modules/chat/chat.routes.ts';
 import { consentRoutes } from './modules/consent/consent.routes.ts';
 import { dataExportRoutes } from './modules/data-export/data-export.routes.ts';
-import { accountDeletionRoutes } from './modules/account-deletion/account-deletion.routes.ts';
+import { healthRoutes } from './modules/health/health.routes.ts';
+import { jobRoutes } from './modules/jobs/jobs.routes.ts';
 import { leadRoutes } from './modules/leads/leads.routes.ts';
-import { chatRoutes } from './modules/chat/chat.routes.ts';
-import { accountRoutes } from './modules/accounts/accounts.routes.ts';
-import { campaignRoutes } from './modules/campaigns/campaigns.routes.ts';
 import { matchingRoutes } from './modules/matching/matching.routes.ts';
+import { profileTypeRoutes } from './modules/profile-types/profile-types.routes.ts';
+import { profileRoutes } from './modules/profiles/profiles.routes.ts';
+import { projectRoutes } from './modules/projects/projects.routes.ts';
+import { sourceDiscoveryRoutes } from './modules/source-discovery/source-discovery.routes.ts';
+import { sourceRoutes } from './modules/sources/sources.routes.ts';
+import { userRoutes } from './modules/users/users.routes.ts';
+import type { RouteModule, TypedApp } from './route-module.ts';
+import { registerAuth } from './shared/auth.ts';
+import { answerClientError } from './shared/client-error.ts';
+import { registerErrorHandling } from './shared/error-handler.ts';
+import { ok } from './shared/http.ts';
+import { registerIdempotency } from './shared/idempotency.ts';
+import { registerJsonBodyParser } from './shared/json-body.ts';
+import { registerOpenApi } from './shared/openapi.ts';
+import { responseSerializerCompiler } from './shared/serializer.ts';
 
-export type App = FastifyInstance;
-export type ZodApp = ReturnType<FastifyInstance['withTypeProvider']> & FastifyInstance;
-/** A feature's HTTP layer: registers its routes on the (zod-typed) app. */
-export type RouteModule = (app: ReturnType<typeof typed>, deps: AppDeps) => void;
-
-const typed = (app: FastifyInstance) => app.withTypeProvider<ZodTypeProvider>();
+const typed = (app: FastifyInstance): TypedApp => app.withTypeProvider<ZodTypeProvider>();
 
 /** Route modules in registration order; each feature adds its own line. */
 const routeModules: RouteModule[] = [
@@ -59,13 +57,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     trustProxy: deps.config.TRUST_PROXY,
-    logController: new LogController({ disableRequestLogging: deps.config.LOG_LEVEL !== 'debug' && deps.config.LOG_LEVEL !== 'trace' }),
+    logController: new LogController({
+      disableRequestLogging: deps.config.LOG_LEVEL !== 'debug' && deps.config.LOG_LEVEL !== 'trace',
+    }),
     forceCloseConnections: 'idle',
     // No per-request child logger (a pino child per request is measurable on hot reads); the few
     // request-scoped log lines carry `reqId` themselves.
     childLoggerFactory: (logger) => logger,
     return503OnClosing: true,
     bodyLimit: 10 * 1024 * 1024,
+    clientErrorHandler: answerClientError,
     routerOptions: {
       ignoreTrailingSlash: true,
       maxParamLength: 500,
@@ -76,30 +77,29 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       },
     },
     frameworkErrors: (error, _request, reply) => {
-      (reply as FastifyReply).code(400).send({ success: false, error: { code: 'VALIDATION_ERROR', message: error.message, details: [{ field: 'url', message: error.message }] } });
+      (reply as FastifyReply).code(400).send({
+        success: false,
+        error: {
+          code: 'VALIDATION_ERROR',
+          message: error.message,
+          details: [{ field: 'url', message: error.message }],
+        },
+      });
     },
   }) as unknown as FastifyInstance;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler);
   registerErrorHandling(app);
+  registerJsonBodyParser(app);
 
-  await app.register(fastifySwagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Quarry API',
-        version: '0.1.0',
-        description:
-          'Self-hostable lead scraping and outreach. Every answer is the envelope `{success, data | error}`; ' +
-          'errors carry `error.code` (see the Errors table of the README) and, for bad input, `error.details[] {field, message}`.',
-      },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key `qk_live_…`' } } },
-      security: [{ bearer: [] }],
-    },
-    transform: jsonSchemaTransform,
-  });
-  await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/api/openapi.json' } });
-  app.get('/api/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+  await registerOpenApi(app, deps.config);
+  // The front door: a browser lands on the API reference; curl sees where things are.
+  app.get('/', { config: { public: true }, schema: { hide: true } }, async (_request, reply) =>
+    reply
+      .code(302)
+      .header('location', '/docs')
+      .send(ok({ docs: '/docs', openapi: '/api/openapi.json', health: '/api/health' })),
+  );
 
   registerAuth(app, deps.apiKeys);
   registerIdempotency(app, deps);

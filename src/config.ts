@@ -7,7 +7,12 @@ const bool = z
 
 const emailList = z
   .string()
-  .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
+  .transform((v) =>
+    v
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean),
+  )
   .pipe(z.array(z.email()));
 
 /** Every setting the service reads from the environment (see README "Configuration"). */
@@ -21,7 +26,10 @@ const envSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
     .optional(),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
-  SMTP_URL: z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),
+  SMTP_URL: z
+    .string()
+    .regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')
+    .optional(),
   MAIL_FROM: z.string().default('Quarry <no-reply@quarry.local>'),
   ALLOW_PRIVATE_NETWORK: bool.default(false),
   TRUST_PROXY: bool.default(false),
@@ -53,7 +61,12 @@ const envSchema = z.object({
   SECRET_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   DNS_SERVERS: z
     .string()
-    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
     .optional(),
   /** Run pg-boss workers inside the API process (default). `false` makes an API-only process. */
   RUN_WORKERS: bool.default(true),

@@ -1,9 +1,9 @@
-import type { Logger } from 'pino';
 import type { PgBoss } from 'pg-boss';
+import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { Database, Db } from './db/client.ts';
-import { createApiKeyService, type ApiKeyService } from './modules/api-keys/api-keys.service.ts';
-import { createAiService, type AiModel, type AiService } from './shared/ai/ai.service.ts';
+import { type ApiKeyService, createApiKeyService } from './modules/api-keys/api-keys.service.ts';
+import { type AiModel, type AiService, createAiService } from './shared/ai/ai.service.ts';
 import { createSearchProvider, type SearchProvider } from './shared/ai/search.ts';
 import type { Clock } from './shared/clock.ts';
 import type { Mailer } from './shared/mail.ts';
@@ -32,13 +32,19 @@ export interface DepsOverrides {
   search?: SearchProvider;
 }
 
-export function assembleDeps(parts: Omit<AppDeps, 'apiKeys' | 'db' | 'ai' | 'search'>, overrides: DepsOverrides = {}): AppDeps {
+export function assembleDeps(
+  parts: Omit<AppDeps, 'apiKeys' | 'db' | 'ai' | 'search'>,
+  overrides: DepsOverrides = {},
+): AppDeps {
   const db = parts.database.db;
   return {
     ...parts,
     db,
     apiKeys: createApiKeyService({ db, clock: parts.clock, notifier: parts.notifier }),
-    ai: createAiService({ config: parts.config, db, logger: parts.logger, clock: parts.clock }, { model: overrides.aiModel }),
+    ai: createAiService(
+      { config: parts.config, db, logger: parts.logger, clock: parts.clock },
+      { model: overrides.aiModel },
+    ),
     search: overrides.search ?? createSearchProvider(parts.config),
   };
 }

@@ -1,12 +1,15 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
-import { ConfigError, loadConfig, type Config } from './config.ts';
-import { migrate, openDatabase, type Database } from './db/client.ts';
+import { type Config, ConfigError, loadConfig } from './config.ts';
+import { type Database, openDatabase } from './db/client.ts';
 import { DataDirLockedError } from './db/lock.ts';
-import { assembleDeps, type AppDeps } from './deps.ts';
-import { startBoss } from './jobs/queues.ts';
-import { registerSchedules, registerWorkers, type Workers } from './jobs/workers.ts';
+import { migrate } from './db/migrate.ts';
+import { type AppDeps, assembleDeps } from './deps.ts';
+import { startBoss } from './queue/queues.ts';
+import { registerSchedules, registerWorkers, type Workers } from './queue/workers.ts';
 import { systemClock } from './shared/clock.ts';
 import { createLogger } from './shared/logger.ts';
 import { createMailer } from './shared/mail.ts';
@@ -22,7 +25,10 @@ export interface Runtime {
  * lower() follows the database's locale: on a cluster created with `--locale=C` it folds ASCII only,
  * so 'MÜLLER' would not equal 'müller' in matching rules or account grouping. Warn once at startup.
  */
-export async function warnOnAsciiOnlyCaseFolding(database: Pick<Database, 'query'>, logger: Pick<Logger, 'warn'>): Promise<boolean> {
+export async function warnOnAsciiOnlyCaseFolding(
+  database: Pick<Database, 'query'>,
+  logger: Pick<Logger, 'warn'>,
+): Promise<boolean> {
   const [row] = await database.query<{ ok: boolean }>(`SELECT lower('ÀÉÜ') = 'àéü' AS ok`);
   if (row?.ok) return true;
   logger.warn(
@@ -32,27 +38,69 @@ export async function warnOnAsciiOnlyCaseFolding(database: Pick<Database, 'query
   return false;
 }
 
+/** Where the database is, for the start-up log: never the credentials of DATABASE_URL. */
+function describeDatabase(config: Config): { database: string; firstStart: boolean } {
+  if (config.DATABASE_URL) {
+    const url = new URL(config.DATABASE_URL);
+    return { database: `postgres://${url.host}${url.pathname}`, firstStart: false };
+  }
+  const dir = path.join(config.dataDir, 'pgdata');
+  return { database: dir, firstStart: !fs.existsSync(path.join(dir, 'PG_VERSION')) };
+}
+
+/** Logs a start-up step before it runs and its duration after, so a slow start is never a silent one. */
+async function step<T>(logger: Logger, says: { start: string; done: string }, run: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  logger.info(says.start);
+  const result = await run();
+  logger.info({ ms: Math.round(performance.now() - started) }, says.done);
+  return result;
+}
+
 /** Opens the database, migrates, starts pg-boss, and (as asked) the HTTP API and the workers. */
-export async function startRuntime(config: Config, role: { http: boolean; workers: boolean }): Promise<Runtime> {
-  const logger = createLogger(config.LOG_LEVEL);
-  const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir, poolSize: config.DATABASE_POOL_SIZE });
-  await migrate(database);
+export async function startRuntime(
+  config: Config,
+  role: { http: boolean; workers: boolean },
+  logger: Logger = createLogger(config.LOG_LEVEL),
+): Promise<Runtime> {
+  const { database: where, firstStart } = describeDatabase(config);
+  const database = await step(
+    logger,
+    firstStart
+      ? {
+          start: `creating the embedded database in ${where} (first start only: PGlite's initdb, tens of seconds)…`,
+          done: 'database created',
+        }
+      : { start: `opening the database ${where}…`, done: 'database open' },
+    () =>
+      openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir, poolSize: config.DATABASE_POOL_SIZE }),
+  );
+  await step(logger, { start: 'applying database migrations…', done: 'database migrated' }, () => migrate(database));
   await warnOnAsciiOnlyCaseFolding(database, logger);
-  const boss = await startBoss(database, { databaseUrl: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE });
+  const boss = await step(logger, { start: 'starting pg-boss (background job queues)…', done: 'pg-boss started' }, () =>
+    startBoss(database, { databaseUrl: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE }),
+  );
   boss.on('error', (err) => logger.error({ err }, 'pg-boss error'));
-  const notifier = createNotifier(database, config.DATABASE_URL);
+  const notifier = createNotifier(database, config.DATABASE_URL, { logger });
   const mailer = createMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, dataDir: config.dataDir, logger });
   const deps = assembleDeps({ config, database, clock: systemClock, mailer, boss, notifier, logger });
 
   let workers: Workers | undefined;
   if (role.workers) {
-    workers = await registerWorkers(deps);
-    await registerSchedules(deps);
+    const says = { start: 'starting background workers and schedules…', done: 'workers started' };
+    workers = await step(logger, says, async () => {
+      const registered = await registerWorkers(deps);
+      await registerSchedules(deps);
+      return registered;
+    });
   }
   let app: FastifyInstance | undefined;
   if (role.http) {
-    app = await buildApp(deps);
-    await app.listen({ port: config.PORT, host: config.HOST });
+    app = await step(logger, { start: 'starting the HTTP API…', done: 'HTTP API ready' }, async () => {
+      const built = await buildApp(deps);
+      await built.listen({ port: config.PORT, host: config.HOST });
+      return built;
+    });
   }
 
   let stopping: Promise<void> | undefined;
@@ -83,9 +131,38 @@ export async function main(role: { http: boolean; workers: boolean }): Promise<v
     throw err;
   }
   if (!role.http && !config.RUN_WORKERS) role.workers = true;
+  const logger = createLogger(config.LOG_LEVEL);
+  const starting = startRuntime(config, { http: role.http, workers: role.http ? config.RUN_WORKERS : true }, logger);
+
+  // `process.on`, not `once`: Crawlee's storage loads signal-exit, whose listener re-raises the signal
+  // (killing the process before its cleanup, lock left behind) when it finds itself the only listener,
+  // and a `once` listener is removed before it runs. A second signal (Ctrl-C reaches both `npm start`,
+  // which forwards it, and node) changes nothing. A signal during start-up stops once started.
+  let shuttingDown = false;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (shuttingDown) return logger.info({ signal }, 'already shutting down');
+    shuttingDown = true;
+    logger.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 30_000);
+    force.unref();
+    starting
+      .then((runtime) => runtime.stop())
+      .then(
+        () => {
+          logger.info('stopped');
+          process.exit(0);
+        },
+        (err) => {
+          if (!(err instanceof DataDirLockedError)) logger.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, shutdown);
+
   let runtime: Runtime;
   try {
-    runtime = await startRuntime(config, { http: role.http, workers: role.http ? config.RUN_WORKERS : true });
+    runtime = await starting;
   } catch (err) {
     if (err instanceof DataDirLockedError) {
       console.error(err.message);
@@ -93,23 +170,9 @@ export async function main(role: { http: boolean; workers: boolean }): Promise<v
     }
     throw err;
   }
-  const { logger } = runtime.deps;
+  const base = `http://${config.HOST}:${config.PORT}`;
   logger.info(
-    { database: runtime.deps.database.kind, http: role.http ? `http://${config.HOST}:${config.PORT}` : false, workers: role.workers || config.RUN_WORKERS },
-    'quarry started',
+    { database: runtime.deps.database.kind, http: role.http && base, workers: role.workers || config.RUN_WORKERS },
+    role.http ? `quarry started: API reference at ${base}/docs` : 'quarry worker started',
   );
-  const shutdown = (signal: string) => {
-    logger.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 30_000);
-    force.unref();
-    runtime.stop().then(
-      () => process.exit(0),
-      (err) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
 }

@@ -7,22 +7,44 @@ import { accountIdOf } from '../src/modules/accounts/account-key.ts';
 import { createAiContext } from './helpers/ai-context.ts';
 import { createTestContext, createTwoUserContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError } from './helpers/assertions.ts';
-import { promptText, type OpenAiStub } from './helpers/openai-stub.ts';
-import { startSearchStub, type SearchStub } from './helpers/search-stub.ts';
-import { seedLeads, seedProfiles, seedProfileType, type SeedLead } from './helpers/seed.ts';
+import { type OpenAiStub, promptText } from './helpers/openai-stub.ts';
+import { type SearchStub, startSearchStub } from './helpers/search-stub.ts';
+import { type SeedLead, seedLeads, seedProfiles, seedProfileType } from './helpers/seed.ts';
 
 const ACME = accountIdOf('domain:acme.com');
 const url = (id: string) => `/api/accounts/${id}/commonalities`;
 
 const acmeLeads: SeedLead[] = [
-  { firstName: 'Ann', email: 'ann@acme.com', company: 'Acme Corp', jobTitle: 'VP Engineering', status: 'QUALIFIED', customFields: { team: 'Platform' } },
-  { firstName: 'Bob', email: 'bob@acme.com', company: 'Acme Corp', jobTitle: 'Staff Engineer', status: 'VALID', customFields: { team: 'Platform' } },
+  {
+    firstName: 'Ann',
+    email: 'ann@acme.com',
+    company: 'Acme Corp',
+    jobTitle: 'VP Engineering',
+    status: 'QUALIFIED',
+    customFields: { team: 'Platform' },
+  },
+  {
+    firstName: 'Bob',
+    email: 'bob@acme.com',
+    company: 'Acme Corp',
+    jobTitle: 'Staff Engineer',
+    status: 'VALID',
+    customFields: { team: 'Platform' },
+  },
   { firstName: 'Cid', email: 'cid@acme.com', company: 'Acme Corp', jobTitle: 'Engineering Manager', status: 'VALID' },
 ];
 
 const searchResults = [
-  { title: 'Acme Corp: about us', url: 'https://acme.com/about', description: 'Acme Corp builds rockets in Arizona, 500 employees.' },
-  { title: 'Acme Corp raises Series C', url: 'https://news.example/acme-series-c', description: 'Funding round led by Road Runner Ventures.' },
+  {
+    title: 'Acme Corp: about us',
+    url: 'https://acme.com/about',
+    description: 'Acme Corp builds rockets in Arizona, 500 employees.',
+  },
+  {
+    title: 'Acme Corp raises Series C',
+    url: 'https://news.example/acme-series-c',
+    description: 'Funding round led by Road Runner Ventures.',
+  },
 ];
 
 const answer = {
@@ -77,7 +99,10 @@ describe('configuration checks', () => {
   });
 
   test('without an AI provider: 503 AI_NOT_CONFIGURED, and nothing is searched', async () => {
-    const ctx = await createTestContext({ workers: false, env: { SEARCH_API_URL: search.url, SEARCH_API_KEY: search.key } });
+    const ctx = await createTestContext({
+      workers: false,
+      env: { SEARCH_API_URL: search.url, SEARCH_API_KEY: search.key },
+    });
     try {
       const user = await ctx.signup();
       await seedLeads(ctx.deps.db, user.id, acmeLeads);
@@ -98,12 +123,19 @@ describe('with a mock model (MockLanguageModelV3) and the search stub', () => {
   before(async () => {
     search = await startSearchStub();
     search.respond((q) => (q.includes('acme.com') ? searchResults : []));
-    ({ ctx, alice, bob } = await createTwoUserContext({ workers: false, aiModel: model, env: { SEARCH_API_URL: search.url, SEARCH_API_KEY: search.key } }));
+    ({ ctx, alice, bob } = await createTwoUserContext({
+      workers: false,
+      aiModel: model,
+      env: { SEARCH_API_URL: search.url, SEARCH_API_KEY: search.key },
+    }));
     await seedLeads(ctx.deps.db, alice.id, acmeLeads);
     // A profile made from one of the leads: its data reaches the prompt too.
     const typeId = await seedProfileType(ctx.deps.db, alice.id, [{ name: 'seniority', type: 'string' }]);
     await seedProfiles(ctx.deps.db, alice.id, typeId, [
-      { data: { seniority: 'Director-level' }, lead: { email: 'dee@acme.com', company: 'Acme Corp', jobTitle: 'Director of Platform' } },
+      {
+        data: { seniority: 'Director-level' },
+        lead: { email: 'dee@acme.com', company: 'Acme Corp', jobTitle: 'Director of Platform' },
+      },
     ]);
   });
   after(async () => void (await Promise.all([ctx?.close(), search?.close()])));
@@ -132,12 +164,25 @@ describe('with a mock model (MockLanguageModelV3) and the search stub', () => {
     assert.equal(request.q, '"Acme Corp" acme.com');
     assert.equal(request.count, 5);
     const prompt = mockPromptText(model);
-    for (const text of ['VP Engineering', 'Staff Engineer', 'Director of Platform', 'Director-level', 'Platform', 'https://acme.com/about']) {
+    for (const text of [
+      'VP Engineering',
+      'Staff Engineer',
+      'Director of Platform',
+      'Director-level',
+      'Platform',
+      'https://acme.com/about',
+    ]) {
       assert.ok(prompt.includes(text), `prompt mentions ${text}`);
     }
     assert.ok(!prompt.includes('ann@acme.com'), 'no email addresses are sent to the model');
-    const usage = await ctx.deps.db.select().from(aiUsage).where(and(eq(aiUsage.userId, alice.id), eq(aiUsage.feature, 'accounts.commonalities')));
-    assert.deepEqual(usage.map((u) => u.totalTokens), [150]);
+    const usage = await ctx.deps.db
+      .select()
+      .from(aiUsage)
+      .where(and(eq(aiUsage.userId, alice.id), eq(aiUsage.feature, 'accounts.commonalities')));
+    assert.deepEqual(
+      usage.map((u) => u.totalTokens),
+      [150],
+    );
   });
 
   test("another user's account, an unknown or malformed id: 404, and nothing is searched or asked", async () => {
@@ -170,7 +215,12 @@ describe('with the loopback OpenAI-compatible server', () => {
     user = await ctx.signup();
     // Free-mail addresses: a company account, searched by name only.
     await seedLeads(ctx.deps.db, user.id, [
-      { email: 'x@gmail.com', company: 'Umbrella Corporation', jobTitle: 'Head of Research', customFields: { lab: 'Raccoon City' } },
+      {
+        email: 'x@gmail.com',
+        company: 'Umbrella Corporation',
+        jobTitle: 'Head of Research',
+        customFields: { lab: 'Raccoon City' },
+      },
       { email: 'y@yahoo.com', company: 'umbrella corp.', jobTitle: 'Lab Director' },
     ]);
   });
@@ -196,16 +246,25 @@ describe('with the loopback OpenAI-compatible server', () => {
     const data = res.json().data;
     assert.equal(data.model, 'stub-model');
     assert.equal(data.leadCount, 2);
-    assert.deepEqual(data.traits, [{ trait: 'Research roles', evidence: 'Head of Research, Lab Director', leadCount: 2 }]);
+    assert.deepEqual(data.traits, [
+      { trait: 'Research roles', evidence: 'Head of Research, Lab Director', leadCount: 2 },
+    ]);
     assert.deepEqual(data.companyFacts, [{ fact: 'Based in Arizona', sourceUrl: 'https://acme.com/about' }]);
     assert.equal(search.requests.at(-1)!.q, '"Umbrella Corporation"');
 
     const [request] = ai.requests;
     assert.equal(request!.body.response_format.type, 'json_schema');
     const prompt = promptText(request!);
-    for (const text of ['Head of Research', 'Lab Director', 'Raccoon City', 'https://news.example/acme-series-c']) assert.ok(prompt.includes(text), `prompt mentions ${text}`);
-    const usage = await ctx.deps.db.select().from(aiUsage).where(and(eq(aiUsage.userId, user.id), eq(aiUsage.feature, 'accounts.commonalities')));
-    assert.deepEqual(usage.map((u) => [u.model, u.inputTokens, u.outputTokens, u.totalTokens]), [['stub-model', 400, 60, 460]]);
+    for (const text of ['Head of Research', 'Lab Director', 'Raccoon City', 'https://news.example/acme-series-c'])
+      assert.ok(prompt.includes(text), `prompt mentions ${text}`);
+    const usage = await ctx.deps.db
+      .select()
+      .from(aiUsage)
+      .where(and(eq(aiUsage.userId, user.id), eq(aiUsage.feature, 'accounts.commonalities')));
+    assert.deepEqual(
+      usage.map((u) => [u.model, u.inputTokens, u.outputTokens, u.totalTokens]),
+      [['stub-model', 400, 60, 460]],
+    );
   });
 
   test('a failing AI provider is a 502 AI_PROVIDER_ERROR', async () => {

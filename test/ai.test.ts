@@ -8,12 +8,12 @@ import pino from 'pino';
 import { z } from 'zod';
 import type { Config } from '../src/config.ts';
 import { aiUsage } from '../src/db/schema/index.ts';
-import { createAiService, type AiModel } from '../src/shared/ai/ai.service.ts';
+import { type AiModel, createAiService } from '../src/shared/ai/ai.service.ts';
 import { createSearchProvider } from '../src/shared/ai/search.ts';
 import { AppError } from '../src/shared/errors.ts';
 import { createTestContext, createTwoUserContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
-import { promptText, requestedSchema, startOpenAiStub, type OpenAiStub } from './helpers/openai-stub.ts';
-import { startSearchStub, type SearchStub } from './helpers/search-stub.ts';
+import { type OpenAiStub, promptText, requestedSchema, startOpenAiStub } from './helpers/openai-stub.ts';
+import { type SearchStub, startSearchStub } from './helpers/search-stub.ts';
 
 let ctx: TestContext;
 let user: TestUser;
@@ -59,7 +59,10 @@ const realClient = (config: Partial<Config> = {}, logger = silent) =>
   service({ AI_BASE_URL: stub.baseURL, AI_MODEL: 'stub-model', AI_API_KEY: SECRET, ...config }, undefined, logger);
 
 const usageRows = (feature: string) =>
-  ctx.deps.db.select().from(aiUsage).where(and(eq(aiUsage.userId, user.id), eq(aiUsage.feature, feature)));
+  ctx.deps.db
+    .select()
+    .from(aiUsage)
+    .where(and(eq(aiUsage.userId, user.id), eq(aiUsage.feature, feature)));
 
 async function rejectsWith(promise: Promise<unknown>, code: string): Promise<AppError> {
   const error = await promise.then(
@@ -80,12 +83,18 @@ describe('AI layer with a mock model', () => {
     assert.deepEqual(answer, { name: 'Ada', age: 36 });
     const rows = await usageRows('test.mock');
     assert.equal(rows.length, 1);
-    assert.deepEqual([rows[0]!.model, rows[0]!.inputTokens, rows[0]!.outputTokens, rows[0]!.totalTokens], ['mock-model', 11, 7, 18]);
+    assert.deepEqual(
+      [rows[0]!.model, rows[0]!.inputTokens, rows[0]!.outputTokens, rows[0]!.totalTokens],
+      ['mock-model', 11, 7, 18],
+    );
   });
 
   test('an answer that fails the schema is a 502 AI_PROVIDER_ERROR, and its tokens are still recorded', async () => {
     const ai = service({}, mockModel('{"name":"Ada","age":"old"}', { input: 5, output: 3 }));
-    const error = await rejectsWith(ai.generateObject({ userId: user.id, feature: 'test.invalid', schema: person, prompt: 'Who?' }), 'AI_PROVIDER_ERROR');
+    const error = await rejectsWith(
+      ai.generateObject({ userId: user.id, feature: 'test.invalid', schema: person, prompt: 'Who?' }),
+      'AI_PROVIDER_ERROR',
+    );
     assert.equal(error.status, 502);
     assert.match(error.message, /did not match the expected structure/);
     const rows = await usageRows('test.invalid');
@@ -94,8 +103,18 @@ describe('AI layer with a mock model', () => {
   });
 
   test('NUL is stripped from every string of the answer, however deep (PostgreSQL cannot store it)', async () => {
-    const nested = z.object({ name: z.string(), tags: z.array(z.string()), inner: z.object({ note: z.string().nullable(), n: z.number() }), extra: z.record(z.string(), z.string()) });
-    const text = JSON.stringify({ name: 'A\u0000da', tags: ['x\u0000', '\u0000\u0000y'], inner: { note: 'n\u0000o', n: 1 }, extra: { 'k\u0000ey': 'v\u0000' } });
+    const nested = z.object({
+      name: z.string(),
+      tags: z.array(z.string()),
+      inner: z.object({ note: z.string().nullable(), n: z.number() }),
+      extra: z.record(z.string(), z.string()),
+    });
+    const text = JSON.stringify({
+      name: 'A\u0000da',
+      tags: ['x\u0000', '\u0000\u0000y'],
+      inner: { note: 'n\u0000o', n: 1 },
+      extra: { 'k\u0000ey': 'v\u0000' },
+    });
     assert.ok(text.includes('\\u0000'));
     const ai = service({}, mockModel(text));
     const answer = await ai.generateObject({ userId: user.id, feature: 'test.nul', schema: nested, prompt: 'Who?' });
@@ -114,7 +133,9 @@ describe('AI layer with a mock model', () => {
       return '{"name":"x","age":1}';
     });
     const ai = service({ AI_CONCURRENCY: 2 }, model);
-    const calls = Array.from({ length: 6 }, () => ai.generateObject({ userId: user.id, feature: 'test.concurrency', schema: person, prompt: 'p' }));
+    const calls = Array.from({ length: 6 }, () =>
+      ai.generateObject({ userId: user.id, feature: 'test.concurrency', schema: person, prompt: 'p' }),
+    );
     await eventually(async () => gates.length === 2);
     // Let every other call get as far as it can: none may pass the bound.
     for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
@@ -141,9 +162,15 @@ describe('AI layer with a mock model', () => {
   test('unconfigured: configured=false, generateObject and model() throw AI_NOT_CONFIGURED (503)', async () => {
     const ai = service({ AI_BASE_URL: undefined, AI_MODEL: undefined });
     assert.equal(ai.configured, false);
-    const error = await rejectsWith(ai.generateObject({ userId: user.id, feature: 'x', schema: person, prompt: 'p' }), 'AI_NOT_CONFIGURED');
+    const error = await rejectsWith(
+      ai.generateObject({ userId: user.id, feature: 'x', schema: person, prompt: 'p' }),
+      'AI_NOT_CONFIGURED',
+    );
     assert.equal(error.status, 503);
-    assert.throws(() => ai.model(), (e: unknown) => e instanceof AppError && e.code === 'AI_NOT_CONFIGURED');
+    assert.throws(
+      () => ai.model(),
+      (e: unknown) => e instanceof AppError && e.code === 'AI_NOT_CONFIGURED',
+    );
   });
 
   test('recordUsage stores counts given by other callers (streaming chat)', async () => {
@@ -151,7 +178,13 @@ describe('AI layer with a mock model', () => {
     await ai.recordUsage(user.id, 'test.direct', { inputTokens: 100, outputTokens: 50, totalTokens: 150 });
     await ai.recordUsage(user.id, 'test.direct', { inputTokens: 4 });
     const rows = (await usageRows('test.direct')).sort((a, b) => a.totalTokens - b.totalTokens);
-    assert.deepEqual(rows.map((r) => [r.inputTokens, r.outputTokens, r.totalTokens]), [[4, 0, 4], [100, 50, 150]]);
+    assert.deepEqual(
+      rows.map((r) => [r.inputTokens, r.outputTokens, r.totalTokens]),
+      [
+        [4, 0, 4],
+        [100, 50, 150],
+      ],
+    );
   });
 });
 
@@ -160,7 +193,13 @@ describe('AI layer against the loopback OpenAI-compatible stub', () => {
     stub.reset();
     stub.enqueue({ json: { name: 'Grace', age: 85 }, usage: { prompt_tokens: 42, completion_tokens: 9 } });
     const ai = realClient();
-    const answer = await ai.generateObject({ userId: user.id, feature: 'test.real', schema: person, system: 'Be exact.', prompt: 'Who wrote COBOL?' });
+    const answer = await ai.generateObject({
+      userId: user.id,
+      feature: 'test.real',
+      schema: person,
+      system: 'Be exact.',
+      prompt: 'Who wrote COBOL?',
+    });
     assert.deepEqual(answer, { name: 'Grace', age: 85 });
     const [request] = stub.requests;
     assert.equal(request!.headers.authorization, `Bearer ${SECRET}`);
@@ -169,13 +208,21 @@ describe('AI layer against the loopback OpenAI-compatible stub', () => {
     assert.deepEqual(Object.keys(requestedSchema(request!).properties), ['name', 'age']);
     assert.match(promptText(request!), /Be exact\.[\s\S]*Who wrote COBOL\?/);
     const rows = await usageRows('test.real');
-    assert.deepEqual(rows.map((r) => [r.model, r.inputTokens, r.outputTokens, r.totalTokens]), [['stub-model', 42, 9, 51]]);
+    assert.deepEqual(
+      rows.map((r) => [r.model, r.inputTokens, r.outputTokens, r.totalTokens]),
+      [['stub-model', 42, 9, 51]],
+    );
   });
 
   test('HTTP 500 is retried (AI_MAX_RETRIES) and then succeeds', async () => {
     stub.reset();
     stub.enqueue({ status: 500 }, { status: 500 }, { json: { name: 'ok', age: 1 } });
-    const answer = await realClient({ AI_MAX_RETRIES: 2 }).generateObject({ userId: user.id, feature: 'test.retry', schema: person, prompt: 'p' });
+    const answer = await realClient({ AI_MAX_RETRIES: 2 }).generateObject({
+      userId: user.id,
+      feature: 'test.retry',
+      schema: person,
+      prompt: 'p',
+    });
     assert.deepEqual(answer, { name: 'ok', age: 1 });
     assert.equal(stub.requests.length, 3);
   });
@@ -183,7 +230,12 @@ describe('AI layer against the loopback OpenAI-compatible stub', () => {
   test('429 with Retry-After is retried', async () => {
     stub.reset();
     stub.enqueue({ status: 429, headers: { 'retry-after': '0' } }, { json: { name: 'later', age: 2 } });
-    const answer = await realClient({ AI_MAX_RETRIES: 1 }).generateObject({ userId: user.id, feature: 'test.429', schema: person, prompt: 'p' });
+    const answer = await realClient({ AI_MAX_RETRIES: 1 }).generateObject({
+      userId: user.id,
+      feature: 'test.429',
+      schema: person,
+      prompt: 'p',
+    });
     assert.equal(answer.name, 'later');
     assert.equal(stub.requests.length, 2);
   });
@@ -191,7 +243,15 @@ describe('AI layer against the loopback OpenAI-compatible stub', () => {
   test('failures beyond the retries: 502 AI_PROVIDER_ERROR naming the status and attempts', async () => {
     stub.reset();
     stub.respond(() => ({ status: 503 }));
-    const error = await rejectsWith(realClient({ AI_MAX_RETRIES: 1 }).generateObject({ userId: user.id, feature: 'test.fail', schema: person, prompt: 'p' }), 'AI_PROVIDER_ERROR');
+    const error = await rejectsWith(
+      realClient({ AI_MAX_RETRIES: 1 }).generateObject({
+        userId: user.id,
+        feature: 'test.fail',
+        schema: person,
+        prompt: 'p',
+      }),
+      'AI_PROVIDER_ERROR',
+    );
     assert.equal(error.status, 502);
     assert.match(error.message, /HTTP 503 after 2 attempts/);
     assert.equal(stub.requests.length, 2);
@@ -200,7 +260,15 @@ describe('AI layer against the loopback OpenAI-compatible stub', () => {
   test('a 400 from the provider is not retried', async () => {
     stub.reset();
     stub.respond(() => ({ status: 400, message: 'bad request' }));
-    await rejectsWith(realClient({ AI_MAX_RETRIES: 3 }).generateObject({ userId: user.id, feature: 'test.400', schema: person, prompt: 'p' }), 'AI_PROVIDER_ERROR');
+    await rejectsWith(
+      realClient({ AI_MAX_RETRIES: 3 }).generateObject({
+        userId: user.id,
+        feature: 'test.400',
+        schema: person,
+        prompt: 'p',
+      }),
+      'AI_PROVIDER_ERROR',
+    );
     assert.equal(stub.requests.length, 1);
   });
 
@@ -208,7 +276,12 @@ describe('AI layer against the loopback OpenAI-compatible stub', () => {
     stub.reset();
     stub.respond(() => ({ json: { name: 'slow', age: 1 }, delayMs: 30_000 }));
     const error = await rejectsWith(
-      realClient({ AI_TIMEOUT_MS: 1500, AI_MAX_RETRIES: 2 }).generateObject({ userId: user.id, feature: 'test.timeout', schema: person, prompt: 'p' }),
+      realClient({ AI_TIMEOUT_MS: 1500, AI_MAX_RETRIES: 2 }).generateObject({
+        userId: user.id,
+        feature: 'test.timeout',
+        schema: person,
+        prompt: 'p',
+      }),
       'AI_PROVIDER_ERROR',
     );
     assert.match(error.message, /did not answer within 1500 ms/);
@@ -219,7 +292,13 @@ describe('AI layer against the loopback OpenAI-compatible stub', () => {
     stub.reset();
     stub.respond(() => ({ json: { name: 'late', age: 1 }, delayMs: 5_000 }));
     const controller = new AbortController();
-    const call = realClient({ AI_MAX_RETRIES: 2 }).generateObject({ userId: user.id, feature: 'test.abort', schema: person, prompt: 'p', signal: controller.signal });
+    const call = realClient({ AI_MAX_RETRIES: 2 }).generateObject({
+      userId: user.id,
+      feature: 'test.abort',
+      schema: person,
+      prompt: 'p',
+      signal: controller.signal,
+    });
     await eventually(async () => stub.requests.length === 1);
     controller.abort(new Error('client went away'));
     await assert.rejects(call, /client went away/);
@@ -229,11 +308,25 @@ describe('AI layer against the loopback OpenAI-compatible stub', () => {
   test('a wrong key: the error and the logs name no secret', async () => {
     stub.reset();
     const lines: string[] = [];
-    const logger = pino({ level: 'trace' }, new Writable({ write: (chunk, _enc, done) => void (lines.push(String(chunk)), done()) }));
+    const logger = pino(
+      { level: 'trace' },
+      new Writable({
+        write: (chunk, _enc, done) => {
+          lines.push(String(chunk));
+          done();
+        },
+      }),
+    );
     const wrong = 'sk-wrong-secret-value-42';
-    stub.respond((request) => ({ status: 401, message: `Incorrect API key provided: ${String(request.headers.authorization).slice(7)}` }));
+    stub.respond((request) => ({
+      status: 401,
+      message: `Incorrect API key provided: ${String(request.headers.authorization).slice(7)}`,
+    }));
     const ai = service({ AI_BASE_URL: stub.baseURL, AI_MODEL: 'stub-model', AI_API_KEY: wrong }, undefined, logger);
-    const error = await rejectsWith(ai.generateObject({ userId: user.id, feature: 'test.secret', schema: person, prompt: 'p' }), 'AI_PROVIDER_ERROR');
+    const error = await rejectsWith(
+      ai.generateObject({ userId: user.id, feature: 'test.secret', schema: person, prompt: 'p' }),
+      'AI_PROVIDER_ERROR',
+    );
     assert.match(error.message, /HTTP 401/);
     assert.ok(!error.message.includes(wrong));
     assert.ok(lines.length > 0, 'the failure is logged');
@@ -242,13 +335,24 @@ describe('AI layer against the loopback OpenAI-compatible stub', () => {
 
   test('model() drives tool calls and SSE streaming through the stub, with usage', async () => {
     stub.reset();
-    stub.enqueue({ toolCalls: [{ name: 'lookup', arguments: { city: 'Austin' } }] }, { content: 'Austin has 3 dentists.' });
+    stub.enqueue(
+      { toolCalls: [{ name: 'lookup', arguments: { city: 'Austin' } }] },
+      { content: 'Austin has 3 dentists.' },
+    );
     const ai = realClient();
     const calls: string[] = [];
     const result = await generateText({
       model: ai.model(),
       prompt: 'How many dentists in Austin?',
-      tools: { lookup: tool({ inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => (calls.push(city), { count: 3 }) }) },
+      tools: {
+        lookup: tool({
+          inputSchema: z.object({ city: z.string() }),
+          execute: async ({ city }) => {
+            calls.push(city);
+            return { count: 3 };
+          },
+        }),
+      },
       stopWhen: stepCountIs(3),
     });
     assert.deepEqual(calls, ['Austin']);
@@ -265,7 +369,10 @@ describe('AI layer against the loopback OpenAI-compatible stub', () => {
     const usage = await stream.totalUsage;
     await ai.recordUsage(user.id, 'test.stream', usage);
     const rows = await usageRows('test.stream');
-    assert.deepEqual(rows.map((r) => [r.inputTokens, r.outputTokens]), [[10, 4]]);
+    assert.deepEqual(
+      rows.map((r) => [r.inputTokens, r.outputTokens]),
+      [[10, 4]],
+    );
   });
 });
 
@@ -279,7 +386,11 @@ describe('search provider (Brave Search API format)', () => {
 
   test('sends q, count and the subscription token; answers plain-text results', async () => {
     searchStub.respond((q) => [
-      { title: `<strong>${q}</strong> directory`, url: 'https://example.org/dir', description: 'All the <strong>dentists</strong> &amp; clinics' },
+      {
+        title: `<strong>${q}</strong> directory`,
+        url: 'https://example.org/dir',
+        description: 'All the <strong>dentists</strong> &amp; clinics',
+      },
       { title: 'Not a URL', url: 'ftp://example.org/x' },
       { title: 'Second', url: 'https://example.net/list' },
     ]);
@@ -303,8 +414,14 @@ describe('search provider (Brave Search API format)', () => {
     searchStub.fail(500);
     const search = createSearchProvider({ SEARCH_API_URL: searchStub.url, SEARCH_API_KEY: searchStub.key });
     assert.match((await rejectsWith(search.search('x y z'), 'SEARCH_PROVIDER_ERROR')).message, /HTTP 500/);
-    const unreachable = createSearchProvider({ SEARCH_API_URL: 'http://127.0.0.1:9/res/v1/web/search', SEARCH_API_KEY: 'k' });
-    assert.match((await rejectsWith(unreachable.search('x y z'), 'SEARCH_PROVIDER_ERROR')).message, /could not be reached/);
+    const unreachable = createSearchProvider({
+      SEARCH_API_URL: 'http://127.0.0.1:9/res/v1/web/search',
+      SEARCH_API_KEY: 'k',
+    });
+    assert.match(
+      (await rejectsWith(unreachable.search('x y z'), 'SEARCH_PROVIDER_ERROR')).message,
+      /could not be reached/,
+    );
   });
 });
 
@@ -314,9 +431,29 @@ describe('an injected model through TestContextOptions.aiModel', () => {
   const model = new MockLanguageModelV3({
     modelId: 'mock',
     doGenerate: async () => ({
-      content: [{ type: 'text', text: JSON.stringify({ sources: [{ name: 'Registry', url: 'https://registry.example.org/', category: 'registry', estimatedLeads: 5, scrapeType: 'STATIC', description: 'd', reasoning: 'r' }] }) }],
+      content: [
+        {
+          type: 'text',
+          text: JSON.stringify({
+            sources: [
+              {
+                name: 'Registry',
+                url: 'https://registry.example.org/',
+                category: 'registry',
+                estimatedLeads: 5,
+                scrapeType: 'STATIC',
+                description: 'd',
+                reasoning: 'r',
+              },
+            ],
+          }),
+        },
+      ],
       finishReason: { unified: 'stop', raw: 'stop' },
-      usage: { inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 2, text: 2, reasoning: 0 } },
+      usage: {
+        inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 },
+        outputTokens: { total: 2, text: 2, reasoning: 0 },
+      },
       warnings: [],
     }),
   });
@@ -326,7 +463,20 @@ describe('an injected model through TestContextOptions.aiModel', () => {
   test('discover uses the injected model (no search configured)', async () => {
     const res = await ctx.call(alice, 'POST', '/api/sources/discover', { query: 'registries' });
     assert.equal(res.statusCode, 200, res.body);
-    assert.deepEqual(res.json().data, { method: 'ai', sources: [{ name: 'Registry', url: 'https://registry.example.org/', category: 'registry', estimatedLeads: 5, scrapeType: 'STATIC', description: 'd', reasoning: 'r' }] });
+    assert.deepEqual(res.json().data, {
+      method: 'ai',
+      sources: [
+        {
+          name: 'Registry',
+          url: 'https://registry.example.org/',
+          category: 'registry',
+          estimatedLeads: 5,
+          scrapeType: 'STATIC',
+          description: 'd',
+          reasoning: 'r',
+        },
+      ],
+    });
     assert.equal(model.doGenerateCalls.length, 1);
   });
 });

@@ -13,7 +13,8 @@ before(async () => {
 });
 after(async () => ctx?.close());
 
-const create = (headers: Record<string, string>, payload: unknown) => ctx.inject({ method: 'POST', url: '/api/api-keys', headers, payload: payload as object });
+const create = (headers: Record<string, string>, payload: unknown) =>
+  ctx.inject({ method: 'POST', url: '/api/api-keys', headers, payload: payload as object });
 
 describe('API keys', () => {
   test('mint a scoped key: shown once, listed by prefix, scopes enforced', async () => {
@@ -37,7 +38,12 @@ describe('API keys', () => {
     const denied = await ctx.inject({ method: 'GET', url: '/api/api-keys', headers: scoped });
     assert.equal(denied.statusCode, 403);
     assert.equal(denied.json().error.code, 'INSUFFICIENT_SCOPE');
-    const write = await ctx.inject({ method: 'PATCH', url: '/api/users/password', headers: scoped, payload: { currentPassword: 'x', newPassword: 'yyyyyyyy' } });
+    const write = await ctx.inject({
+      method: 'PATCH',
+      url: '/api/users/password',
+      headers: scoped,
+      payload: { currentPassword: 'x', newPassword: 'yyyyyyyy' },
+    });
     assert.equal(write.statusCode, 403);
   });
 
@@ -63,7 +69,10 @@ describe('API keys', () => {
       const res = await create(u.headers, payload);
       assert.equal(res.statusCode, 400, JSON.stringify(payload));
       assert.equal(res.json().error.code, 'VALIDATION_ERROR');
-      assert.ok(res.json().error.details.some((d: { field: string }) => d.field === field), `${field}: ${res.body}`);
+      assert.ok(
+        res.json().error.details.some((d: { field: string }) => d.field === field),
+        `${field}: ${res.body}`,
+      );
     }
   });
 
@@ -80,7 +89,12 @@ describe('API keys', () => {
   test('lastUsedAt is written, at most once a minute', async () => {
     const u = await ctx.signup();
     const readLastUsed = async () =>
-      (await ctx.deps.database.query<{ last_used_at: Date | null }>('SELECT last_used_at FROM api_keys WHERE user_id = $1', [u.id]))[0]!.last_used_at;
+      (
+        await ctx.deps.database.query<{ last_used_at: Date | null }>(
+          'SELECT last_used_at FROM api_keys WHERE user_id = $1',
+          [u.id],
+        )
+      )[0]!.last_used_at;
     await ctx.inject({ method: 'GET', url: '/api/users', headers: u.headers });
     const first = await eventually(readLastUsed);
     clock.advance(20_000);
@@ -111,7 +125,11 @@ describe('API keys', () => {
     assert.equal((await ctx.inject({ method: 'GET', url: '/api/users', headers: oldH })).statusCode, 200);
     clock.advance(2 * 60 * 60_000);
     assert.equal((await ctx.inject({ method: 'GET', url: '/api/users', headers: oldH })).statusCode, 401);
-    assert.equal((await ctx.inject({ method: 'GET', url: '/api/users', headers: { authorization: `Bearer ${fresh.key}` } })).statusCode, 200);
+    assert.equal(
+      (await ctx.inject({ method: 'GET', url: '/api/users', headers: { authorization: `Bearer ${fresh.key}` } }))
+        .statusCode,
+      200,
+    );
   });
 
   test("revoke works at once; another user's key is a 404", async () => {
@@ -122,12 +140,22 @@ describe('API keys', () => {
     assert.equal((await ctx.inject({ method: 'GET', url: '/api/users', headers: h })).statusCode, 200); // now cached
     const foreign = await ctx.inject({ method: 'DELETE', url: `/api/api-keys/${created.id}`, headers: other.headers });
     assert.equal(foreign.statusCode, 404);
-    assert.equal((await ctx.inject({ method: 'DELETE', url: '/api/api-keys/not-a-uuid', headers: u.headers })).statusCode, 404);
-    assert.equal((await ctx.inject({ method: 'POST', url: `/api/api-keys/${created.id}/rotate`, headers: other.headers })).statusCode, 404);
+    assert.equal(
+      (await ctx.inject({ method: 'DELETE', url: '/api/api-keys/not-a-uuid', headers: u.headers })).statusCode,
+      404,
+    );
+    assert.equal(
+      (await ctx.inject({ method: 'POST', url: `/api/api-keys/${created.id}/rotate`, headers: other.headers }))
+        .statusCode,
+      404,
+    );
     const del = await ctx.inject({ method: 'DELETE', url: `/api/api-keys/${created.id}`, headers: u.headers });
     assert.equal(del.statusCode, 200);
     assert.equal((await ctx.inject({ method: 'GET', url: '/api/users', headers: h })).statusCode, 401);
-    assert.equal((await ctx.inject({ method: 'DELETE', url: `/api/api-keys/${created.id}`, headers: u.headers })).statusCode, 404);
+    assert.equal(
+      (await ctx.inject({ method: 'DELETE', url: `/api/api-keys/${created.id}`, headers: u.headers })).statusCode,
+      404,
+    );
   });
 
   test('a revoke in one process evicts the cached key in another process at once', async () => {
@@ -140,11 +168,19 @@ describe('API keys', () => {
       const u = await ctx.signup();
       const created = (await create(u.headers, { name: 'shared', scopes: ['*'] })).json().data.apiKey;
       const h = { authorization: `Bearer ${created.key}` };
-      assert.equal((await app2.inject({ method: 'GET', url: '/api/users', headers: h })).statusCode, 200); // cached in app2
+      const cachedInApp2 = await app2.inject({ method: 'GET', url: '/api/users', headers: h });
+      assert.equal(cachedInApp2.statusCode, 200);
       await eventually(async () => true, 200); // give the listener time to be attached
-      assert.equal((await ctx.inject({ method: 'DELETE', url: `/api/api-keys/${created.id}`, headers: u.headers })).statusCode, 200);
+      assert.equal(
+        (await ctx.inject({ method: 'DELETE', url: `/api/api-keys/${created.id}`, headers: u.headers })).statusCode,
+        200,
+      );
       // No clock movement: without the notification app2 would serve its cached entry for 30 s.
-      await eventually(async () => (await app2.inject({ method: 'GET', url: '/api/users', headers: h })).statusCode === 401, 3000, 20);
+      await eventually(
+        async () => (await app2.inject({ method: 'GET', url: '/api/users', headers: h })).statusCode === 401,
+        3000,
+        20,
+      );
     } finally {
       await app2.close();
       await notifier.close();
@@ -162,8 +198,15 @@ describe('API keys: who may manage which key', () => {
     const rotate = await ctx.inject({ method: 'POST', url: `/api/api-keys/${signupKey.id}/rotate`, headers: narrowH });
     assert.equal(rotate.statusCode, 403);
     assert.equal(rotate.json().error.code, 'FORBIDDEN');
-    assert.equal((await ctx.inject({ method: 'DELETE', url: `/api/api-keys/${signupKey.id}`, headers: narrowH })).statusCode, 403);
-    assert.equal((await ctx.inject({ method: 'GET', url: '/api/users', headers: u.headers })).statusCode, 200, 'the broad key still works');
+    assert.equal(
+      (await ctx.inject({ method: 'DELETE', url: `/api/api-keys/${signupKey.id}`, headers: narrowH })).statusCode,
+      403,
+    );
+    assert.equal(
+      (await ctx.inject({ method: 'GET', url: '/api/users', headers: u.headers })).statusCode,
+      200,
+      'the broad key still works',
+    );
     // A key it covers is fine.
     const sibling = (await create(u.headers, { name: 'sibling', scopes: ['api-keys:read'] })).json().data.apiKey;
     const ok = await ctx.inject({ method: 'POST', url: `/api/api-keys/${sibling.id}/rotate`, headers: narrowH });
@@ -181,8 +224,14 @@ describe('API keys: who may manage which key', () => {
     assert.equal(again.statusCode, 409);
     assert.equal(again.json().error.code, 'CONFLICT');
     clock.advance(25 * 60 * 60_000); // past the rotation grace period
-    assert.equal((await ctx.inject({ method: 'POST', url: `/api/api-keys/${k.id}/rotate`, headers: u.headers })).statusCode, 404);
-    assert.equal((await ctx.inject({ method: 'DELETE', url: `/api/api-keys/${k.id}`, headers: u.headers })).statusCode, 404);
+    assert.equal(
+      (await ctx.inject({ method: 'POST', url: `/api/api-keys/${k.id}/rotate`, headers: u.headers })).statusCode,
+      404,
+    );
+    assert.equal(
+      (await ctx.inject({ method: 'DELETE', url: `/api/api-keys/${k.id}`, headers: u.headers })).statusCode,
+      404,
+    );
   });
 
   test('an orgId that names no organization of the caller is a 404 naming orgId', async () => {
@@ -194,12 +243,21 @@ describe('API keys: who may manage which key', () => {
 
   test('the list is cursor-paginated, newest first', async () => {
     const u = await ctx.signup();
-    for (const name of ['k1', 'k2', 'k3']) assert.equal((await create(u.headers, { name, scopes: ['leads:read'] })).statusCode, 201);
+    for (const name of ['k1', 'k2', 'k3'])
+      assert.equal((await create(u.headers, { name, scopes: ['leads:read'] })).statusCode, 201);
     const p1 = (await ctx.inject({ method: 'GET', url: '/api/api-keys?limit=2', headers: u.headers })).json().data;
-    assert.deepEqual(p1.apiKeys.map((k: { name: string }) => k.name), ['k3', 'k2']);
+    assert.deepEqual(
+      p1.apiKeys.map((k: { name: string }) => k.name),
+      ['k3', 'k2'],
+    );
     assert.ok(p1.nextCursor);
-    const p2 = (await ctx.inject({ method: 'GET', url: `/api/api-keys?limit=2&cursor=${p1.nextCursor}`, headers: u.headers })).json().data;
-    assert.deepEqual(p2.apiKeys.map((k: { name: string }) => k.name), ['k1', 'signup']);
+    const p2 = (
+      await ctx.inject({ method: 'GET', url: `/api/api-keys?limit=2&cursor=${p1.nextCursor}`, headers: u.headers })
+    ).json().data;
+    assert.deepEqual(
+      p2.apiKeys.map((k: { name: string }) => k.name),
+      ['k1', 'signup'],
+    );
     assert.equal(p2.nextCursor, null);
   });
 });
@@ -216,13 +274,20 @@ describe('Idempotency-Key', () => {
     assert.equal(replay.headers['idempotent-replayed'], 'true');
     assert.deepEqual(replay.json(), first.json());
     // Without the key the same call really runs again, and finds nothing.
-    assert.equal((await ctx.inject({ method: 'DELETE', url: `/api/api-keys/${created.id}`, headers: u.headers })).statusCode, 404);
+    assert.equal(
+      (await ctx.inject({ method: 'DELETE', url: `/api/api-keys/${created.id}`, headers: u.headers })).statusCode,
+      404,
+    );
     const other = await ctx.inject({ method: 'DELETE', url: `/api/api-keys/${u.id}`, headers });
     assert.equal(other.statusCode, 409);
     assert.equal(other.json().error.code, 'CONFLICT');
     // Keys are per user: another user may use the same key string.
     const v = await ctx.signup();
-    const theirs = await ctx.inject({ method: 'DELETE', url: `/api/api-keys/${created.id}`, headers: { ...v.headers, 'idempotency-key': 'delete-once-123' } });
+    const theirs = await ctx.inject({
+      method: 'DELETE',
+      url: `/api/api-keys/${created.id}`,
+      headers: { ...v.headers, 'idempotency-key': 'delete-once-123' },
+    });
     assert.equal(theirs.statusCode, 404);
   });
 

@@ -23,7 +23,14 @@ interface Operation {
   requestBody?: { content?: Record<string, { schema?: Schema }> };
 }
 
-const badIds = ['not-a-uuid', '00000000-0000-0000-0000-000000000000', "1' OR '1'='1", 'x'.repeat(300), '%00', '..%2F..%2Fetc'];
+const badIds = [
+  'not-a-uuid',
+  '00000000-0000-0000-0000-000000000000',
+  "1' OR '1'='1",
+  'x'.repeat(300),
+  '%00',
+  '..%2F..%2Fetc',
+];
 const wrongFor = (s: Schema | undefined): unknown[] => {
   const t = Array.isArray(s?.type) ? s!.type[0] : s?.type;
   if (t === 'string') return [12345, {}, ['a'], 'x'.repeat(100_000)];
@@ -43,14 +50,22 @@ async function expectClientError(method: string, url: string, options: { payload
     url,
     headers,
     remoteAddress: `127.9.${Math.floor(++counter / 250) % 250}.${(counter % 250) + 1}`,
-    ...(options.raw !== undefined ? { payload: options.raw } : options.payload !== undefined ? { payload: options.payload as object } : {}),
+    ...(options.raw !== undefined
+      ? { payload: options.raw }
+      : options.payload !== undefined
+        ? { payload: options.payload as object }
+        : {}),
   });
-  assert.ok(res.statusCode < 500, `${method.toUpperCase()} ${url} ${JSON.stringify(options).slice(0, 200)} → ${res.statusCode} ${res.body.slice(0, 300)}`);
+  assert.ok(
+    res.statusCode < 500,
+    `${method.toUpperCase()} ${url} ${JSON.stringify(options).slice(0, 200)} → ${res.statusCode} ${res.body.slice(0, 300)}`,
+  );
   if (res.statusCode >= 400 && String(res.headers['content-type']).includes('json')) {
     const body = res.json();
     assert.equal(body.success, false, `${method} ${url}`);
     assert.equal(typeof body.error?.code, 'string', `${method} ${url}`);
-    if (body.error.code === 'VALIDATION_ERROR') assert.ok(Array.isArray(body.error.details) && body.error.details.length, `${method} ${url} names no field`);
+    if (body.error.code === 'VALIDATION_ERROR')
+      assert.ok(Array.isArray(body.error.details) && body.error.details.length, `${method} ${url} names no field`);
   }
 }
 
@@ -67,12 +82,17 @@ describe('bad input never causes a 500', () => {
         const concrete = urls[0]!;
         for (const q of (op.parameters ?? []).filter((p) => p.in === 'query')) {
           for (const value of ['', 'null', '-1', '1e999', 'x'.repeat(5000), '[]', '{"a":1}']) {
-            await expectClientError(method, `${concrete}?${encodeURIComponent(q.name)}=${encodeURIComponent(value)}`, {});
+            await expectClientError(
+              method,
+              `${concrete}?${encodeURIComponent(q.name)}=${encodeURIComponent(value)}`,
+              {},
+            );
           }
         }
         const bodySchema = op.requestBody?.content?.['application/json']?.schema;
         if (!bodySchema) continue;
-        for (const raw of ['{', '[]', '"text"', 'null', '{"a":', '{}']) await expectClientError(method, concrete, { raw });
+        for (const raw of ['{', '[]', '"text"', 'null', '{"a":', '{}'])
+          await expectClientError(method, concrete, { raw });
         for (const [name, prop] of Object.entries(bodySchema.properties ?? {})) {
           for (const wrong of wrongFor(prop)) await expectClientError(method, concrete, { payload: { [name]: wrong } });
         }
@@ -90,19 +110,26 @@ describe('bad input never causes a 500', () => {
     assert.deepEqual(long.json(), { success: false, error: { code: 'NOT_FOUND', message: 'Resource not found' } });
   });
 
-  test('an id of 201–500 characters names nothing: 404 NOT_FOUND on every GET and DELETE of /…/{id}, not a 400', async () => {
-    const id = 'a'.repeat(300);
-    const named = ['/api/matching/rules/{id}', '/api/campaigns/{id}', '/api/projects/{id}'];
-    const paths = Object.keys(doc.paths).filter((p) => p.endsWith('/{id}') && (p.match(/\{/g) ?? []).length === 1);
-    for (const p of named) assert.ok(paths.includes(p), p);
-    for (const path of paths) {
-      for (const method of ['get', 'delete'].filter((m) => doc.paths[path]![m])) {
-        const res = await ctx.inject({ method: method.toUpperCase() as 'GET', url: path.replace('{id}', id), headers: user.headers });
-        assert.equal(res.statusCode, 404, `${method.toUpperCase()} ${path}: ${res.body}`);
-        assert.equal(res.json().error.code, 'NOT_FOUND', `${method.toUpperCase()} ${path}`);
+  test(
+    'an id of 201–500 characters names nothing: 404 NOT_FOUND on every GET and DELETE of /…/{id}, not a ' + '400',
+    async () => {
+      const id = 'a'.repeat(300);
+      const named = ['/api/matching/rules/{id}', '/api/campaigns/{id}', '/api/projects/{id}'];
+      const paths = Object.keys(doc.paths).filter((p) => p.endsWith('/{id}') && (p.match(/\{/g) ?? []).length === 1);
+      for (const p of named) assert.ok(paths.includes(p), p);
+      for (const path of paths) {
+        for (const method of ['get', 'delete'].filter((m) => doc.paths[path]![m])) {
+          const res = await ctx.inject({
+            method: method.toUpperCase() as 'GET',
+            url: path.replace('{id}', id),
+            headers: user.headers,
+          });
+          assert.equal(res.statusCode, 404, `${method.toUpperCase()} ${path}: ${res.body}`);
+          assert.equal(res.json().error.code, 'NOT_FOUND', `${method.toUpperCase()} ${path}`);
+        }
       }
-    }
-  });
+    },
+  );
 });
 
 describe('input PostgreSQL cannot store', () => {
@@ -110,16 +137,37 @@ describe('input PostgreSQL cannot store', () => {
     const cases: Array<[string, string, unknown, string]> = [
       ['POST', '/api/projects', { name: 'a\u0000b' }, 'name'],
       ['POST', '/api/leads', { sourceUrl: 'https://example.com', firstName: 'x\u0000' }, 'firstName'],
-      ['POST', '/api/profile-types', { name: 'T', slug: 't', fields: [{ name: 'a', type: 'string', enum: ['x\u0000'] }] }, 'fields.0.enum.0'],
+      [
+        'POST',
+        '/api/profile-types',
+        { name: 'T', slug: 't', fields: [{ name: 'a', type: 'string', enum: ['x\u0000'] }] },
+        'fields.0.enum.0',
+      ],
       ['GET', '/api/leads?company=x%00y', undefined, 'company'],
       ['POST', '/api/api-keys', { name: 'k\u0000', scopes: ['*'] }, 'name'],
     ];
     for (const [method, url, payload, field] of cases) {
-      const res = await ctx.inject({ method: method as 'GET', url, headers: user.headers, ...(payload ? { payload: payload as object } : {}) });
+      const res = await ctx.inject({
+        method: method as 'GET',
+        url,
+        headers: user.headers,
+        ...(payload ? { payload: payload as object } : {}),
+      });
       assert.equal(res.statusCode, 400, `${method} ${url}: ${res.body}`);
       assert.equal(res.json().error.details[0].field, field);
     }
-    const signup = await ctx.inject({ method: 'POST', url: '/api/auth/signup', remoteAddress: '127.8.0.1', payload: { email: 'nul@example.com', password: 'long enough pw', name: 'a\u0000b', termsAccepted: true, privacyAccepted: true } });
+    const signup = await ctx.inject({
+      method: 'POST',
+      url: '/api/auth/signup',
+      remoteAddress: '127.8.0.1',
+      payload: {
+        email: 'nul@example.com',
+        password: 'long enough pw',
+        name: 'a\u0000b',
+        termsAccepted: true,
+        privacyAccepted: true,
+      },
+    });
     assert.equal(signup.statusCode, 400);
     const rows = await ctx.deps.database.query(`SELECT 1 FROM users WHERE email = 'nul@example.com'`);
     assert.equal(rows.length, 0, 'no partial write');
@@ -129,9 +177,12 @@ describe('input PostgreSQL cannot store', () => {
 describe('logs', () => {
   test('a failed query is logged without its bound parameters (no password or key hashes)', async () => {
     const { scrubError } = await import('../src/shared/logger.ts');
-    const err = new Error('Failed query: insert into "users" values ($1, $2)\nparams: a@example.com,$argon2id$v=19$m=19456$secret', {
-      cause: Object.assign(new Error('invalid byte sequence'), { code: '22021' }),
-    });
+    const err = new Error(
+      'Failed query: insert into "users" values ($1, $2)\nparams: a@example.com,$argon2id$v=19$m=19456$secret',
+      {
+        cause: Object.assign(new Error('invalid byte sequence'), { code: '22021' }),
+      },
+    );
     Object.assign(err, { params: ['a@example.com', '$argon2id$secret'] });
     const out = JSON.stringify(scrubError(err));
     assert.ok(!out.includes('argon2'), out);

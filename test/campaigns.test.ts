@@ -1,8 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { eq, inArray } from 'drizzle-orm';
-import { campaignRules, campaigns, campaignSources, matchingResults, matchingRules, sources } from '../src/db/schema/index.ts';
-import { ruleDefinitionSchema, LEAD_CONDITION_FIELDS } from '../src/modules/matching/matching.conditions.ts';
+import {
+  campaignRules,
+  campaignSources,
+  campaigns,
+  matchingResults,
+  matchingRules,
+  sources,
+} from '../src/db/schema/index.ts';
+import { LEAD_CONDITION_FIELDS, ruleDefinitionSchema } from '../src/modules/matching/matching.conditions.ts';
 import { newId } from '../src/shared/ids.ts';
 import { createTwoUserContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError, assertValidation } from './helpers/assertions.ts';
@@ -32,14 +39,25 @@ async function createProject(user: TestUser): Promise<string> {
 }
 
 async function createSource(user: TestUser, name = 'Team page'): Promise<string> {
-  const res = await ctx.call(user, 'POST', '/api/sources', { name, url: 'https://example.com/team', scrapeType: 'STATIC', selectors: { item: '.m' } });
+  const res = await ctx.call(user, 'POST', '/api/sources', {
+    name,
+    url: 'https://example.com/team',
+    scrapeType: 'STATIC',
+    selectors: { item: '.m' },
+  });
   assert.equal(res.statusCode, 201, res.body);
   return res.json().data.source.id;
 }
 
-async function insertRule(userId: string, profileTypeId: string, values: Partial<typeof matchingRules.$inferInsert> = {}): Promise<string> {
+async function insertRule(
+  userId: string,
+  profileTypeId: string,
+  values: Partial<typeof matchingRules.$inferInsert> = {},
+): Promise<string> {
   const id = newId();
-  await ctx.deps.db.insert(matchingRules).values({ id, userId, profileTypeId, name: `Rule ${id.slice(-4)}`, type: 'AI', aiPrompt: 'Good fit?', ...values });
+  await ctx.deps.db
+    .insert(matchingRules)
+    .values({ id, userId, profileTypeId, name: `Rule ${id.slice(-4)}`, type: 'AI', aiPrompt: 'Good fit?', ...values });
   return id;
 }
 
@@ -54,11 +72,19 @@ describe('CRUD', () => {
     const projectId = await createProject(alice);
     const typeId = await seedProfileType(ctx.deps.db, alice.id, FIELDS);
     const [s1, s2] = [await createSource(alice), await createSource(alice)];
-    const [r1, r2] = [await insertRule(alice.id, typeId, { name: 'Scored', type: 'SCORED' }), await insertRule(alice.id, typeId, { name: 'Ai' })];
+    const [r1, r2] = [
+      await insertRule(alice.id, typeId, { name: 'Scored', type: 'SCORED' }),
+      await insertRule(alice.id, typeId, { name: 'Ai' }),
+    ];
     const body = {
       name: '  Dental SaaS  ',
       description: 'Practice software',
-      target: { industries: ['Dental', 'dental'], locations: ['Austin'], companySize: { min: 5, max: 50 }, titles: ['Owner'] },
+      target: {
+        industries: ['Dental', 'dental'],
+        locations: ['Austin'],
+        companySize: { min: 5, max: 50 },
+        titles: ['Owner'],
+      },
       projectId,
       profileTypeId: typeId.toUpperCase(),
       sourceIds: [s1, s2, s1],
@@ -67,7 +93,13 @@ describe('CRUD', () => {
     const campaign = await createCampaign(alice, body);
     assert.equal(campaign.name, 'Dental SaaS');
     assert.equal(campaign.status, 'DRAFT');
-    assert.deepEqual(campaign.target, { industries: ['Dental'], locations: ['Austin'], companySize: { min: 5, max: 50 }, titles: ['Owner'], keywords: [] });
+    assert.deepEqual(campaign.target, {
+      industries: ['Dental'],
+      locations: ['Austin'],
+      companySize: { min: 5, max: 50 },
+      titles: ['Owner'],
+      keywords: [],
+    });
     assert.equal(campaign.profileTypeId, typeId);
     assert.deepEqual([...campaign.sourceIds].sort(), [s1, s2].sort());
     const byId = Object.fromEntries(campaign.rules.map((r: { ruleId: string }) => [r.ruleId, r]));
@@ -80,12 +112,28 @@ describe('CRUD', () => {
 
     const active = await createCampaign(alice, { name: 'Second', status: 'ACTIVE' });
     const all = (await ctx.call(alice, 'GET', '/api/campaigns?limit=1')).json().data;
-    assert.deepEqual(all.campaigns.map((c: { id: string }) => c.id), [active.id]);
+    assert.deepEqual(
+      all.campaigns.map((c: { id: string }) => c.id),
+      [active.id],
+    );
     const next = (await ctx.call(alice, 'GET', `/api/campaigns?limit=1&cursor=${all.nextCursor}`)).json().data;
-    assert.deepEqual(next.campaigns.map((c: { id: string }) => c.id), [campaign.id]);
+    assert.deepEqual(
+      next.campaigns.map((c: { id: string }) => c.id),
+      [campaign.id],
+    );
     assert.equal(next.campaigns[0].rules.length, 2);
-    assert.deepEqual((await ctx.call(alice, 'GET', '/api/campaigns?status=ACTIVE')).json().data.campaigns.map((c: { id: string }) => c.id), [active.id]);
-    assert.deepEqual((await ctx.call(alice, 'GET', `/api/campaigns?projectId=${projectId}`)).json().data.campaigns.map((c: { id: string }) => c.id), [campaign.id]);
+    assert.deepEqual(
+      (await ctx.call(alice, 'GET', '/api/campaigns?status=ACTIVE'))
+        .json()
+        .data.campaigns.map((c: { id: string }) => c.id),
+      [active.id],
+    );
+    assert.deepEqual(
+      (await ctx.call(alice, 'GET', `/api/campaigns?projectId=${projectId}`))
+        .json()
+        .data.campaigns.map((c: { id: string }) => c.id),
+      [campaign.id],
+    );
     assertValidation(await ctx.call(alice, 'GET', '/api/campaigns?status=LIVE'), 'status');
     assertValidation(await ctx.call(alice, 'GET', '/api/campaigns?cursor=nope'), 'cursor');
   });
@@ -95,14 +143,31 @@ describe('CRUD', () => {
     const s1 = await createSource(alice);
     const s2 = await createSource(alice);
     const r1 = await insertRule(alice.id, typeId);
-    const c = await createCampaign(alice, { name: 'P', target: { titles: ['CEO'], keywords: ['x'] }, sourceIds: [s1], ruleIds: [r1] });
+    const c = await createCampaign(alice, {
+      name: 'P',
+      target: { titles: ['CEO'], keywords: ['x'] },
+      sourceIds: [s1],
+      ruleIds: [r1],
+    });
     const same = await ctx.call(alice, 'PATCH', `/api/campaigns/${c.id}`, {});
     assert.deepEqual(same.json().data.campaign, c);
-    const res = await ctx.call(alice, 'PATCH', `/api/campaigns/${c.id}`, { name: 'Q', status: 'PAUSED', target: { keywords: ['y'], companySize: { min: 10 } }, sourceIds: [s2], rules: [] });
+    const res = await ctx.call(alice, 'PATCH', `/api/campaigns/${c.id}`, {
+      name: 'Q',
+      status: 'PAUSED',
+      target: { keywords: ['y'], companySize: { min: 10 } },
+      sourceIds: [s2],
+      rules: [],
+    });
     assert.equal(res.statusCode, 200, res.body);
     const updated = res.json().data.campaign;
     assert.deepEqual([updated.name, updated.status], ['Q', 'PAUSED']);
-    assert.deepEqual(updated.target, { industries: [], locations: [], companySize: { min: 10, max: null }, titles: ['CEO'], keywords: ['y'] });
+    assert.deepEqual(updated.target, {
+      industries: [],
+      locations: [],
+      companySize: { min: 10, max: null },
+      titles: ['CEO'],
+      keywords: ['y'],
+    });
     assert.deepEqual(updated.sourceIds, [s2]);
     assert.deepEqual(updated.rules, []);
     assert.ok(Date.parse(updated.updatedAt) >= Date.parse(c.updatedAt));
@@ -119,7 +184,10 @@ describe('CRUD', () => {
     assertError(await ctx.call(alice, 'GET', `/api/campaigns/${c.id}`), 404, 'NOT_FOUND');
     assertError(await ctx.call(alice, 'DELETE', `/api/campaigns/${c.id}`), 404, 'NOT_FOUND');
     assert.equal((await ctx.deps.db.select().from(campaigns).where(eq(campaigns.id, c.id))).length, 0);
-    assert.equal((await ctx.deps.db.select().from(campaignSources).where(eq(campaignSources.campaignId, c.id))).length, 0);
+    assert.equal(
+      (await ctx.deps.db.select().from(campaignSources).where(eq(campaignSources.campaignId, c.id))).length,
+      0,
+    );
     assert.equal((await ctx.deps.db.select().from(campaignRules).where(eq(campaignRules.campaignId, c.id))).length, 0);
     assert.equal((await ctx.deps.db.select().from(sources).where(eq(sources.id, s1))).length, 1);
     assert.equal((await ctx.deps.db.select().from(matchingRules).where(eq(matchingRules.id, r1))).length, 1);
@@ -159,14 +227,26 @@ describe('CRUD', () => {
     const ruleA = await insertRule(alice.id, typeA);
     const ruleB = await insertRule(alice.id, typeB);
     const before = (await ctx.deps.db.select().from(campaigns)).length;
-    assertValidation(await ctx.call(alice, 'POST', '/api/campaigns', { name: 'x', profileTypeId: typeA, ruleIds: [ruleA, ruleB] }), 'ruleIds.1');
+    assertValidation(
+      await ctx.call(alice, 'POST', '/api/campaigns', { name: 'x', profileTypeId: typeA, ruleIds: [ruleA, ruleB] }),
+      'ruleIds.1',
+    );
     assert.equal((await ctx.deps.db.select().from(campaigns)).length, before);
     // Without a type, mixed rules are fine; setting a type the kept rules do not fit is a 400 naming profileTypeId.
     const c = await createCampaign(alice, { name: 'mixed', ruleIds: [ruleA, ruleB] });
-    assertValidation(await ctx.call(alice, 'PATCH', `/api/campaigns/${c.id}`, { profileTypeId: typeA }), 'profileTypeId');
-    const ok = await ctx.call(alice, 'PATCH', `/api/campaigns/${c.id}`, { profileTypeId: typeA, rules: [{ ruleId: ruleA, weight: 7 }] });
+    assertValidation(
+      await ctx.call(alice, 'PATCH', `/api/campaigns/${c.id}`, { profileTypeId: typeA }),
+      'profileTypeId',
+    );
+    const ok = await ctx.call(alice, 'PATCH', `/api/campaigns/${c.id}`, {
+      profileTypeId: typeA,
+      rules: [{ ruleId: ruleA, weight: 7 }],
+    });
     assert.equal(ok.statusCode, 200, ok.body);
-    assert.deepEqual(ok.json().data.campaign.rules.map((r: { ruleId: string; weight: number }) => [r.ruleId, r.weight]), [[ruleA, 7]]);
+    assert.deepEqual(
+      ok.json().data.campaign.rules.map((r: { ruleId: string; weight: number }) => [r.ruleId, r.weight]),
+      [[ruleA, 7]],
+    );
   });
 });
 
@@ -204,7 +284,10 @@ describe('ownership', () => {
     for (const [body, field] of cases) {
       const res = await ctx.call(alice, 'POST', '/api/campaigns', body);
       assertError(res, 404, 'NOT_FOUND');
-      assert.deepEqual(res.json().error.details.map((d: { field: string }) => d.field), [field]);
+      assert.deepEqual(
+        res.json().error.details.map((d: { field: string }) => d.field),
+        [field],
+      );
     }
     assert.equal((await ctx.deps.db.select().from(campaigns)).length, before);
     const c = await createCampaign(alice, { name: 'x', sourceIds: [mySource] });
@@ -217,112 +300,207 @@ describe('ownership', () => {
 });
 
 describe('suggest-matching without an AI provider (rule-based)', () => {
-  const target = { industries: ['Dental'], locations: ['Austin', 'Texas'], companySize: { min: 10, max: 200 }, titles: ['Owner', 'Practice Manager'], keywords: ['orthodontics'] };
+  const target = {
+    industries: ['Dental'],
+    locations: ['Austin', 'Texas'],
+    companySize: { min: 10, max: 200 },
+    titles: ['Owner', 'Practice Manager'],
+    keywords: ['orthodontics'],
+  };
 
-  test('proposals parse under the rule language, name only existing fields, follow the documented mapping', async () => {
-    const typeId = await seedProfileType(ctx.deps.db, alice.id, FIELDS);
-    const c = await createCampaign(alice, { name: 'Dentists', target, profileTypeId: typeId });
-    const res = await ctx.call(alice, 'POST', `/api/campaigns/${c.id}/suggest-matching`, {});
-    assert.equal(res.statusCode, 200, res.body);
-    const data = res.json().data;
-    assert.equal(data.method, 'rule-based');
-    assert.match(data.reasoning, /no AI provider/);
-    assert.deepEqual(data.rules.map((r: { type: string }) => r.type), ['FILTER', 'SCORED', 'AI']);
-    const known = new Set([...FIELDS.map((f) => `profile.${f.name}`), ...LEAD_CONDITION_FIELDS.map((f) => `lead.${f}`)]);
-    const fieldsOf = (node: any): string[] => (node.conditions ? node.conditions.flatMap(fieldsOf) : [node.field]);
-    for (const rule of data.rules) {
-      assert.equal(rule.method, 'rule-based');
-      const parsed = ruleDefinitionSchema.safeParse(rule);
-      assert.ok(parsed.success, JSON.stringify(parsed.error?.issues));
-      const used = rule.type === 'FILTER' ? fieldsOf(rule.conditions) : rule.type === 'SCORED' ? rule.criteria.flatMap((c: any) => fieldsOf(c.condition)) : [];
-      for (const f of used) assert.ok(known.has(f), `unknown field ${f}`);
-    }
-    const [filter, scored, ai] = data.rules;
-    assert.deepEqual(filter.conditions, {
-      operator: 'AND',
-      conditions: [
-        { operator: 'OR', conditions: [{ field: 'lead.jobTitle', operator: 'contains', value: 'Owner' }, { field: 'lead.jobTitle', operator: 'contains', value: 'Practice Manager' }] },
-        {
-          operator: 'OR',
-          conditions: ['Austin', 'Texas'].flatMap((v) => ['profile.city', 'profile.country'].map((field) => ({ field, operator: 'contains', value: v }))),
-        },
-        { field: 'profile.industry', operator: 'contains', value: 'Dental' },
-        { operator: 'AND', conditions: [{ field: 'profile.employees', operator: 'gte', value: 10 }, { field: 'profile.employees', operator: 'lte', value: 200 }] },
-      ],
-    });
-    // Weights: round(40/√2) = 28 for two titles and two locations, 40 for one industry, 30 for a closed size range, round(20/√1) for one keyword.
-    assert.deepEqual(scored.criteria.map((c: { weight: number }) => c.weight), [28, 28, 40, 30, 20]);
-    assert.deepEqual(scored.criteria[4].condition, { field: 'profile.description', operator: 'contains', value: 'orthodontics' });
-    assert.equal(scored.threshold, 50);
-    assert.match(ai.aiPrompt, /Dental[\s\S]*Austin, Texas[\s\S]*10 to 200 employees[\s\S]*Owner, Practice Manager/);
-    assert.deepEqual(data.adjustments, []);
-    // Nothing saved without save=true.
-    assert.equal((await ctx.call(alice, 'GET', `/api/campaigns/${c.id}`)).json().data.campaign.rules.length, 0);
-  });
-
-  test('a type without matching fields: honest notes; types filter; save=true creates and links the rules', async () => {
-    const typeId = await seedProfileType(ctx.deps.db, alice.id, [{ name: 'name', type: 'string' }, { name: 'headcount', type: 'string' }]);
-    const c = await createCampaign(alice, { name: 'Sparse', target });
-    assertValidation(await ctx.call(alice, 'POST', `/api/campaigns/${c.id}/suggest-matching`, {}), 'profileTypeId');
-    const bobType = await seedProfileType(ctx.deps.db, bob.id, FIELDS);
-    const notMine = await ctx.call(alice, 'POST', `/api/campaigns/${c.id}/suggest-matching`, { profileTypeId: bobType });
-    assertError(notMine, 404, 'NOT_FOUND');
-    assert.equal(notMine.json().error.details[0].field, 'profileTypeId');
-    assertValidation(await ctx.call(alice, 'POST', `/api/campaigns/${c.id}/suggest-matching`, { types: ['FUZZY'] }), 'types.0');
-
-    const res = await ctx.call(alice, 'POST', `/api/campaigns/${c.id}/suggest-matching`, { profileTypeId: typeId, types: ['SCORED', 'AI'], save: true });
-    assert.equal(res.statusCode, 200, res.body);
-    const data = res.json().data;
-    assert.deepEqual(data.rules.map((r: { type: string }) => r.type), ['SCORED', 'AI']);
-    assert.ok(data.adjustments.some((a: string) => /locations: .*no location-like field/.test(a)), data.adjustments.join('\n'));
-    assert.ok(data.adjustments.some((a: string) => /companySize: profile\.headcount is not a number field/.test(a)));
-    // Industries and keywords fall back to the text field `name`; titles to lead.jobTitle.
-    assert.deepEqual(data.rules[0].criteria.map((cr: any) => cr.condition.field ?? cr.condition.conditions[0].field), ['lead.jobTitle', 'profile.name', 'profile.name']);
-    const ids = data.rules.map((r: { id: string }) => r.id);
-    const rows = await ctx.deps.db.select().from(matchingRules).where(inArray(matchingRules.id, ids));
-    assert.equal(rows.length, 2);
-    for (const row of rows) {
-      assert.equal(row.userId, alice.id);
-      assert.equal(row.profileTypeId, typeId);
-      const def = row.type === 'SCORED' ? { type: row.type, criteria: row.criteria, threshold: row.threshold } : { type: row.type, aiPrompt: row.aiPrompt, threshold: row.threshold };
-      assert.ok(ruleDefinitionSchema.safeParse(def).success);
-    }
-    const campaign = (await ctx.call(alice, 'GET', `/api/campaigns/${c.id}`)).json().data.campaign;
-    assert.equal(campaign.profileTypeId, typeId);
-    assert.deepEqual(campaign.rules.map((r: { ruleId: string }) => r.ruleId).sort(), [...ids].sort());
-    assert.ok(campaign.rules.every((r: { weight: number }) => r.weight === 1));
-  });
-
-  test('a huge target still gives rules within MAX_TOTAL_CONDITIONS: each list dimension is capped, with a note; they pass the matching check on save', async () => {
-    // 50 titles, 50 locations, 50 industries, a size range and 50 keywords: uncapped, the SCORED rule would hold 202 conditions.
-    const many = (p: string) => Array.from({ length: 50 }, (_, i) => `${p}${i}`);
-    const typeId = await seedProfileType(ctx.deps.db, alice.id, [
-      { name: 'city', type: 'string' },
-      { name: 'industry', type: 'string' },
-      { name: 'employees', type: 'integer' },
-      { name: 'description', type: 'string' },
-    ]);
-    const big = { titles: many('title'), locations: many('city'), industries: many('industry'), keywords: many('word'), companySize: { min: 5, max: 50 } };
-    const c = await createCampaign(alice, { name: 'Huge', target: big, profileTypeId: typeId });
-    for (const save of [false, true]) {
-      const res = await ctx.call(alice, 'POST', `/api/campaigns/${c.id}/suggest-matching`, { save });
+  test(
+    'proposals parse under the rule language, name only existing fields, follow the documented ' + 'mapping',
+    async () => {
+      const typeId = await seedProfileType(ctx.deps.db, alice.id, FIELDS);
+      const c = await createCampaign(alice, { name: 'Dentists', target, profileTypeId: typeId });
+      const res = await ctx.call(alice, 'POST', `/api/campaigns/${c.id}/suggest-matching`, {});
       assert.equal(res.statusCode, 200, res.body);
       const data = res.json().data;
-      assert.deepEqual(data.rules.map((r: { type: string }) => r.type), ['FILTER', 'SCORED', 'AI']);
-      const scoredRule = data.rules.find((r: { type: string }) => r.type === 'SCORED');
-      const count = (node: any): number => (Array.isArray(node?.conditions) ? node.conditions.reduce((n: number, x: any) => n + count(x), 0) : 1);
-      const total = scoredRule.criteria.reduce((n: number, cr: { condition: unknown }) => n + count(cr.condition), 0);
-      assert.equal(total, 4 * 49 + 2);
-      for (const what of ['titles', 'locations', 'industries', 'keywords']) {
-        assert.ok(data.adjustments.some((a: string) => a.startsWith(`${what}: only the first 49 of 50`)), data.adjustments.join('\n'));
+      assert.equal(data.method, 'rule-based');
+      assert.match(data.reasoning, /no AI provider/);
+      assert.deepEqual(
+        data.rules.map((r: { type: string }) => r.type),
+        ['FILTER', 'SCORED', 'AI'],
+      );
+      const known = new Set([
+        ...FIELDS.map((f) => `profile.${f.name}`),
+        ...LEAD_CONDITION_FIELDS.map((f) => `lead.${f}`),
+      ]);
+      const fieldsOf = (node: any): string[] => (node.conditions ? node.conditions.flatMap(fieldsOf) : [node.field]);
+      for (const rule of data.rules) {
+        assert.equal(rule.method, 'rule-based');
+        const parsed = ruleDefinitionSchema.safeParse(rule);
+        assert.ok(parsed.success, JSON.stringify(parsed.error?.issues));
+        const used =
+          rule.type === 'FILTER'
+            ? fieldsOf(rule.conditions)
+            : rule.type === 'SCORED'
+              ? rule.criteria.flatMap((c: any) => fieldsOf(c.condition))
+              : [];
+        for (const f of used) assert.ok(known.has(f), `unknown field ${f}`);
       }
-      if (save) {
-        const rows = await ctx.deps.db.select().from(matchingRules).where(inArray(matchingRules.id, data.rules.map((r: { id: string }) => r.id)));
-        assert.deepEqual(rows.map((r) => r.type).sort(), ['AI', 'FILTER', 'SCORED']);
-        assert.equal((await ctx.call(alice, 'GET', `/api/campaigns/${c.id}`)).json().data.campaign.rules.length, 3);
+      const [filter, scored, ai] = data.rules;
+      assert.deepEqual(filter.conditions, {
+        operator: 'AND',
+        conditions: [
+          {
+            operator: 'OR',
+            conditions: [
+              { field: 'lead.jobTitle', operator: 'contains', value: 'Owner' },
+              { field: 'lead.jobTitle', operator: 'contains', value: 'Practice Manager' },
+            ],
+          },
+          {
+            operator: 'OR',
+            conditions: ['Austin', 'Texas'].flatMap((v) =>
+              ['profile.city', 'profile.country'].map((field) => ({ field, operator: 'contains', value: v })),
+            ),
+          },
+          { field: 'profile.industry', operator: 'contains', value: 'Dental' },
+          {
+            operator: 'AND',
+            conditions: [
+              { field: 'profile.employees', operator: 'gte', value: 10 },
+              { field: 'profile.employees', operator: 'lte', value: 200 },
+            ],
+          },
+        ],
+      });
+      // Weights: round(40/√2) = 28 for two titles and two locations, 40 for one industry, 30 for a closed size range,
+      // round(20/√1) for one keyword.
+      assert.deepEqual(
+        scored.criteria.map((c: { weight: number }) => c.weight),
+        [28, 28, 40, 30, 20],
+      );
+      assert.deepEqual(scored.criteria[4].condition, {
+        field: 'profile.description',
+        operator: 'contains',
+        value: 'orthodontics',
+      });
+      assert.equal(scored.threshold, 50);
+      assert.match(ai.aiPrompt, /Dental[\s\S]*Austin, Texas[\s\S]*10 to 200 employees[\s\S]*Owner, Practice Manager/);
+      assert.deepEqual(data.adjustments, []);
+      // Nothing saved without save=true.
+      assert.equal((await ctx.call(alice, 'GET', `/api/campaigns/${c.id}`)).json().data.campaign.rules.length, 0);
+    },
+  );
+
+  test(
+    'a type without matching fields: honest notes; types filter; save=true creates and links the ' + 'rules',
+    async () => {
+      const typeId = await seedProfileType(ctx.deps.db, alice.id, [
+        { name: 'name', type: 'string' },
+        { name: 'headcount', type: 'string' },
+      ]);
+      const c = await createCampaign(alice, { name: 'Sparse', target });
+      assertValidation(await ctx.call(alice, 'POST', `/api/campaigns/${c.id}/suggest-matching`, {}), 'profileTypeId');
+      const bobType = await seedProfileType(ctx.deps.db, bob.id, FIELDS);
+      const notMine = await ctx.call(alice, 'POST', `/api/campaigns/${c.id}/suggest-matching`, {
+        profileTypeId: bobType,
+      });
+      assertError(notMine, 404, 'NOT_FOUND');
+      assert.equal(notMine.json().error.details[0].field, 'profileTypeId');
+      assertValidation(
+        await ctx.call(alice, 'POST', `/api/campaigns/${c.id}/suggest-matching`, { types: ['FUZZY'] }),
+        'types.0',
+      );
+
+      const res = await ctx.call(alice, 'POST', `/api/campaigns/${c.id}/suggest-matching`, {
+        profileTypeId: typeId,
+        types: ['SCORED', 'AI'],
+        save: true,
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      const data = res.json().data;
+      assert.deepEqual(
+        data.rules.map((r: { type: string }) => r.type),
+        ['SCORED', 'AI'],
+      );
+      assert.ok(
+        data.adjustments.some((a: string) => /locations: .*no location-like field/.test(a)),
+        data.adjustments.join('\n'),
+      );
+      assert.ok(data.adjustments.some((a: string) => /companySize: profile\.headcount is not a number field/.test(a)));
+      // Industries and keywords fall back to the text field `name`; titles to lead.jobTitle.
+      assert.deepEqual(
+        data.rules[0].criteria.map((cr: any) => cr.condition.field ?? cr.condition.conditions[0].field),
+        ['lead.jobTitle', 'profile.name', 'profile.name'],
+      );
+      const ids = data.rules.map((r: { id: string }) => r.id);
+      const rows = await ctx.deps.db.select().from(matchingRules).where(inArray(matchingRules.id, ids));
+      assert.equal(rows.length, 2);
+      for (const row of rows) {
+        assert.equal(row.userId, alice.id);
+        assert.equal(row.profileTypeId, typeId);
+        const def =
+          row.type === 'SCORED'
+            ? { type: row.type, criteria: row.criteria, threshold: row.threshold }
+            : { type: row.type, aiPrompt: row.aiPrompt, threshold: row.threshold };
+        assert.ok(ruleDefinitionSchema.safeParse(def).success);
       }
-    }
-  });
+      const campaign = (await ctx.call(alice, 'GET', `/api/campaigns/${c.id}`)).json().data.campaign;
+      assert.equal(campaign.profileTypeId, typeId);
+      assert.deepEqual(campaign.rules.map((r: { ruleId: string }) => r.ruleId).sort(), [...ids].sort());
+      assert.ok(campaign.rules.every((r: { weight: number }) => r.weight === 1));
+    },
+  );
+
+  test(
+    'a huge target still gives rules within MAX_TOTAL_CONDITIONS: each list dimension is capped, with a note; ' +
+      'they pass the matching check on save',
+    async () => {
+      // 50 titles, 50 locations, 50 industries, a size range and 50 keywords: uncapped, the SCORED rule would hold 202
+      // conditions.
+      const many = (p: string) => Array.from({ length: 50 }, (_, i) => `${p}${i}`);
+      const typeId = await seedProfileType(ctx.deps.db, alice.id, [
+        { name: 'city', type: 'string' },
+        { name: 'industry', type: 'string' },
+        { name: 'employees', type: 'integer' },
+        { name: 'description', type: 'string' },
+      ]);
+      const big = {
+        titles: many('title'),
+        locations: many('city'),
+        industries: many('industry'),
+        keywords: many('word'),
+        companySize: { min: 5, max: 50 },
+      };
+      const c = await createCampaign(alice, { name: 'Huge', target: big, profileTypeId: typeId });
+      for (const save of [false, true]) {
+        const res = await ctx.call(alice, 'POST', `/api/campaigns/${c.id}/suggest-matching`, { save });
+        assert.equal(res.statusCode, 200, res.body);
+        const data = res.json().data;
+        assert.deepEqual(
+          data.rules.map((r: { type: string }) => r.type),
+          ['FILTER', 'SCORED', 'AI'],
+        );
+        const scoredRule = data.rules.find((r: { type: string }) => r.type === 'SCORED');
+        const count = (node: any): number =>
+          Array.isArray(node?.conditions) ? node.conditions.reduce((n: number, x: any) => n + count(x), 0) : 1;
+        const total = scoredRule.criteria.reduce((n: number, cr: { condition: unknown }) => n + count(cr.condition), 0);
+        assert.equal(total, 4 * 49 + 2);
+        for (const what of ['titles', 'locations', 'industries', 'keywords']) {
+          assert.ok(
+            data.adjustments.some((a: string) => a.startsWith(`${what}: only the first 49 of 50`)),
+            data.adjustments.join('\n'),
+          );
+        }
+        if (save) {
+          const rows = await ctx.deps.db
+            .select()
+            .from(matchingRules)
+            .where(
+              inArray(
+                matchingRules.id,
+                data.rules.map((r: { id: string }) => r.id),
+              ),
+            );
+          assert.deepEqual(rows.map((r) => r.type).sort(), ['AI', 'FILTER', 'SCORED']);
+          assert.equal((await ctx.call(alice, 'GET', `/api/campaigns/${c.id}`)).json().data.campaign.rules.length, 3);
+        }
+      }
+    },
+  );
 
   test('discover-sources without an AI provider: 503 AI_NOT_CONFIGURED', async () => {
     const c = await createCampaign(alice, { name: 'No AI', target });
@@ -349,7 +527,11 @@ describe('ranked-accounts', () => {
       aiPrompt: null,
       threshold: 50,
       criteria: [
-        { label: 'Dental', weight: 60, condition: { field: 'profile.industry', operator: 'contains', value: 'dental' } },
+        {
+          label: 'Dental',
+          weight: 60,
+          condition: { field: 'profile.industry', operator: 'contains', value: 'dental' },
+        },
         { label: 'Austin', weight: 40, condition: { field: 'profile.city', operator: 'equals', value: 'Austin' } },
       ],
     });
@@ -362,7 +544,13 @@ describe('ranked-accounts', () => {
       { data: {}, lead: { email: 'g@gamma.io', sourceId: s2 } },
       { data: {}, lead: { firstName: 'No account', sourceId: s1 } },
     ]);
-    const result = (ruleId: string, profileId: string, matchScore: number | null, matched: boolean, extra: Record<string, unknown> = {}) => ({
+    const result = (
+      ruleId: string,
+      profileId: string,
+      matchScore: number | null,
+      matched: boolean,
+      extra: Record<string, unknown> = {},
+    ) => ({
       userId: alice.id,
       ruleId,
       profileId: profileId!,
@@ -370,18 +558,29 @@ describe('ranked-accounts', () => {
       matched,
       ...extra,
     });
-    await ctx.deps.db.insert(matchingResults).values([
-      result(scored, p1!, 60, true, { details: [true, false] }),
-      result(scored, p2!, 100, true, { details: [true, true] }),
-      result(scored, p4!, 40, false, { details: [false, true] }),
-      result(scored, p5!, 100, true, { details: [true, true] }),
-      result(scored, p6!, 100, true, { details: [true, true] }),
-      result(ai, p1!, 80, true, { aiReasoning: 'Good fit' }),
-      result(ai, p3!, 90, true, { aiReasoning: 'Best fit' }),
-      result(ai, p4!, null, false, { error: 'provider down' }),
-      result(ai, p5!, 20, false, { aiReasoning: 'Weak fit' }),
-    ]);
-    campaignId = (await createCampaign(alice, { name: 'Ranked', profileTypeId: typeId, rules: [{ ruleId: scored, weight: 3 }, { ruleId: ai, weight: 1 }] })).id;
+    await ctx.deps.db
+      .insert(matchingResults)
+      .values([
+        result(scored, p1!, 60, true, { details: [true, false] }),
+        result(scored, p2!, 100, true, { details: [true, true] }),
+        result(scored, p4!, 40, false, { details: [false, true] }),
+        result(scored, p5!, 100, true, { details: [true, true] }),
+        result(scored, p6!, 100, true, { details: [true, true] }),
+        result(ai, p1!, 80, true, { aiReasoning: 'Good fit' }),
+        result(ai, p3!, 90, true, { aiReasoning: 'Best fit' }),
+        result(ai, p4!, null, false, { error: 'provider down' }),
+        result(ai, p5!, 20, false, { aiReasoning: 'Weak fit' }),
+      ]);
+    campaignId = (
+      await createCampaign(alice, {
+        name: 'Ranked',
+        profileTypeId: typeId,
+        rules: [
+          { ruleId: scored, weight: 3 },
+          { ruleId: ai, weight: 1 },
+        ],
+      })
+    ).id;
   });
 
   const ranked = async (query = '') => {
@@ -392,7 +591,8 @@ describe('ranked-accounts', () => {
 
   test('fitScore = round(Σ best × weight ÷ Σ weights), best first, with reasons', async () => {
     const data = await ranked();
-    // acme: (100·3 + 90·1) / 4 = 97.5 → 98; gamma: (100·3 + 20) / 4 = 80; beta: (40·3 + 0) / 4 = 30 (its AI evaluation failed).
+    // acme: (100·3 + 90·1) / 4 = 97.5 → 98; gamma: (100·3 + 20) / 4 = 80; beta: (40·3 + 0) / 4 = 30 (its AI evaluation
+    // failed).
     assert.deepEqual(
       data.accounts.map((a: any) => [a.name, a.domain, a.fitScore, a.leadCount, a.matchedLeads]),
       [
@@ -403,12 +603,34 @@ describe('ranked-accounts', () => {
     );
     assert.equal(data.accounts[0].accountId, Buffer.from('domain:acme.com').toString('base64url'));
     assert.equal(data.accounts[2].accountId, Buffer.from('company:beta').toString('base64url'));
-    assert.deepEqual(data.accounts[0].reasons, [
-      { ruleId: scored, ruleName: 'Scored fit', type: 'SCORED', weight: 3, bestScore: 100, matchedProfiles: 2, reasoning: 'Held: Dental; Austin' },
-      { ruleId: ai, ruleName: 'AI fit', type: 'AI', weight: 1, bestScore: 90, matchedProfiles: 2, reasoning: 'Best fit' },
-    ].sort((a, b) => (a.ruleId < b.ruleId ? -1 : 1)));
+    assert.deepEqual(
+      data.accounts[0].reasons,
+      [
+        {
+          ruleId: scored,
+          ruleName: 'Scored fit',
+          type: 'SCORED',
+          weight: 3,
+          bestScore: 100,
+          matchedProfiles: 2,
+          reasoning: 'Held: Dental; Austin',
+        },
+        {
+          ruleId: ai,
+          ruleName: 'AI fit',
+          type: 'AI',
+          weight: 1,
+          bestScore: 90,
+          matchedProfiles: 2,
+          reasoning: 'Best fit',
+        },
+      ].sort((a, b) => (a.ruleId < b.ruleId ? -1 : 1)),
+    );
     const beta = Object.fromEntries(data.accounts[2].reasons.map((r: any) => [r.ruleId, r]));
-    assert.deepEqual([beta[scored].bestScore, beta[scored].reasoning, beta[scored].matchedProfiles], [40, 'Held: Austin', 0]);
+    assert.deepEqual(
+      [beta[scored].bestScore, beta[scored].reasoning, beta[scored].matchedProfiles],
+      [40, 'Held: Austin', 0],
+    );
     assert.deepEqual([beta[ai].bestScore, beta[ai].reasoning], [null, null]);
     assert.equal(data.nextCursor, null);
     assert.deepEqual(data.rulesWithoutResults, []);
@@ -424,15 +646,42 @@ describe('ranked-accounts', () => {
       cursor = page.nextCursor;
     } while (cursor);
     assert.deepEqual(seen, ['Acme Inc', 'gamma.io', 'Beta LLC']);
-    assert.deepEqual((await ranked('?minScore=80')).accounts.map((a: any) => a.fitScore), [98, 80]);
-    assertValidation(await ctx.call(alice, 'GET', `/api/campaigns/${campaignId}/ranked-accounts?cursor=bogus`), 'cursor');
+    assert.deepEqual(
+      (await ranked('?minScore=80')).accounts.map((a: any) => a.fitScore),
+      [98, 80],
+    );
+    assertValidation(
+      await ctx.call(alice, 'GET', `/api/campaigns/${campaignId}/ranked-accounts?cursor=bogus`),
+      'cursor',
+    );
     // A score outside 0–100 or a key with NUL: 400 naming cursor, not a database error naming the body.
     const rc = (s: unknown, k: unknown) => Buffer.from(JSON.stringify({ s, k }), 'utf8').toString('base64url');
-    for (const cursor of [rc(1e300, 'domain:acme.com'), rc(-1, 'domain:acme.com'), rc(101, 'domain:acme.com'), rc(50, 'domain:acme\u0000.com'), rc(50, 'company:\u0000')]) {
-      assertValidation(await ctx.call(alice, 'GET', `/api/campaigns/${campaignId}/ranked-accounts?cursor=${cursor}`), 'cursor');
+    for (const cursor of [
+      rc(1e300, 'domain:acme.com'),
+      rc(-1, 'domain:acme.com'),
+      rc(101, 'domain:acme.com'),
+      rc(50, 'domain:acme\u0000.com'),
+      rc(50, 'company:\u0000'),
+    ]) {
+      assertValidation(
+        await ctx.call(alice, 'GET', `/api/campaigns/${campaignId}/ranked-accounts?cursor=${cursor}`),
+        'cursor',
+      );
     }
-    assert.equal((await ctx.call(alice, 'GET', `/api/campaigns/${campaignId}/ranked-accounts?cursor=${rc(100, 'domain:acme.com')}`)).statusCode, 200);
-    assertValidation(await ctx.call(alice, 'GET', `/api/campaigns/${campaignId}/ranked-accounts?minScore=101`), 'minScore');
+    assert.equal(
+      (
+        await ctx.call(
+          alice,
+          'GET',
+          `/api/campaigns/${campaignId}/ranked-accounts?cursor=${rc(100, 'domain:acme.com')}`,
+        )
+      ).statusCode,
+      200,
+    );
+    assertValidation(
+      await ctx.call(alice, 'GET', `/api/campaigns/${campaignId}/ranked-accounts?minScore=101`),
+      'minScore',
+    );
   });
 
   test("restricted to the campaign's sources when it has any", async () => {
@@ -440,15 +689,32 @@ describe('ranked-accounts', () => {
     try {
       const data = await ranked();
       // acme from S1 only: (100·3 + 80) / 4 = 95, two leads; gamma (S2) is gone.
-      assert.deepEqual(data.accounts.map((a: any) => [a.name, a.fitScore, a.leadCount]), [['Acme Inc', 95, 2], ['Beta LLC', 30, 1]]);
+      assert.deepEqual(
+        data.accounts.map((a: any) => [a.name, a.fitScore, a.leadCount]),
+        [
+          ['Acme Inc', 95, 2],
+          ['Beta LLC', 30, 1],
+        ],
+      );
     } finally {
       await ctx.call(alice, 'PATCH', `/api/campaigns/${campaignId}`, { sourceIds: [] });
     }
   });
 
   test('a rule never executed counts 0 and is listed; no rules is 400 NO_RULES', async () => {
-    const filter = await insertRule(alice.id, typeId, { name: 'Never run', type: 'FILTER', aiPrompt: null, conditions: { operator: 'AND', conditions: [{ field: 'profile.city', operator: 'exists' }] } });
-    await ctx.call(alice, 'PATCH', `/api/campaigns/${campaignId}`, { rules: [{ ruleId: scored, weight: 3 }, { ruleId: ai, weight: 1 }, { ruleId: filter, weight: 1 }] });
+    const filter = await insertRule(alice.id, typeId, {
+      name: 'Never run',
+      type: 'FILTER',
+      aiPrompt: null,
+      conditions: { operator: 'AND', conditions: [{ field: 'profile.city', operator: 'exists' }] },
+    });
+    await ctx.call(alice, 'PATCH', `/api/campaigns/${campaignId}`, {
+      rules: [
+        { ruleId: scored, weight: 3 },
+        { ruleId: ai, weight: 1 },
+        { ruleId: filter, weight: 1 },
+      ],
+    });
     const data = await ranked();
     // acme: (300 + 90 + 0) / 5 = 78.
     assert.equal(data.accounts[0].fitScore, 78);

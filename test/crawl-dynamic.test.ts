@@ -4,17 +4,45 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { assertAbortStopsCrawl, CHROMIUM_SKIP, chromiumMissing, collectCrawl, crawlSettings, emailsOf, TEST_USER_AGENT } from './fixtures/crawl-run.ts';
-import { DIRECTORY_SELECTORS, directoryLead, HIDDEN_CLASS_INDEX, HIDDEN_INLINE_INDEX, startFixtureSite, startForwardProxy, type FixtureSite } from './fixtures/sites.ts';
+import {
+  assertAbortStopsCrawl,
+  CHROMIUM_SKIP,
+  chromiumMissing,
+  collectCrawl,
+  crawlSettings,
+  emailsOf,
+  TEST_USER_AGENT,
+} from './fixtures/crawl-run.ts';
+import {
+  DIRECTORY_SELECTORS,
+  directoryLead,
+  type FixtureSite,
+  HIDDEN_CLASS_INDEX,
+  HIDDEN_INLINE_INDEX,
+  startFixtureSite,
+  startForwardProxy,
+} from './fixtures/sites.ts';
 
 if (chromiumMissing) console.log(CHROMIUM_SKIP);
 const JS_SELECTORS = { ...DIRECTORY_SELECTORS, waitFor: '.person' };
-const dynamic = (overrides: Parameters<typeof crawlSettings>[0]) => crawlSettings({ scrapeType: 'DYNAMIC', selectors: JS_SELECTORS, maxConcurrency: 2, domainConcurrency: 2, ...overrides });
+const dynamic = (overrides: Parameters<typeof crawlSettings>[0]) =>
+  crawlSettings({
+    scrapeType: 'DYNAMIC',
+    selectors: JS_SELECTORS,
+    maxConcurrency: 2,
+    domainConcurrency: 2,
+    ...overrides,
+  });
 
 it('a missing Chromium fails the crawl saying how to install it', async () => {
-  const run = await collectCrawl(crawlSettings({ url: 'http://127.0.0.1:9/', scrapeType: 'DYNAMIC', chromiumPath: '/nonexistent/chromium' }));
+  const run = await collectCrawl(
+    crawlSettings({ url: 'http://127.0.0.1:9/', scrapeType: 'DYNAMIC', chromiumPath: '/nonexistent/chromium' }),
+  );
   assert.equal(run.error?.kind, 'browser_unavailable');
-  assert.equal(run.error?.message, 'Chromium not found at /nonexistent/chromium: install it (apt-get install chromium) or set CHROMIUM_PATH');
+  assert.equal(
+    run.error?.message,
+    'Chromium not found at /nonexistent/chromium: install it (apt-get install chromium) or set CHROMIUM_PATH',
+  );
 });
 
 describe('DYNAMIC', { skip: chromiumMissing ? CHROMIUM_SKIP : false }, () => {
@@ -49,31 +77,54 @@ describe('DYNAMIC', { skip: chromiumMissing ? CHROMIUM_SKIP : false }, () => {
   });
 
   it('fails a page whose waitFor selector never appears, with a clear message', async () => {
-    const run = await collectCrawl(dynamic({ url: `${site.origin}/js-directory?case=never`, selectors: { ...DIRECTORY_SELECTORS, waitFor: '.never' }, requestTimeoutSecs: 1, maxRetries: 0 }));
+    const run = await collectCrawl(
+      dynamic({
+        url: `${site.origin}/js-directory?case=never`,
+        selectors: { ...DIRECTORY_SELECTORS, waitFor: '.never' },
+        requestTimeoutSecs: 1,
+        maxRetries: 0,
+      }),
+    );
     assert.equal(run.error?.kind, 'all_failed');
-    assert.equal(run.error?.message, `GET ${site.origin}/js-directory?case=never failed: the waitFor selector .never did not appear within 1 s`);
+    assert.equal(
+      run.error?.message,
+      `GET ${site.origin}/js-directory?case=never failed: the waitFor selector .never did not appear within 1 s`,
+    );
   });
 
   it('retries a 500 and fails the page after maxRetries', async () => {
-    const run = await collectCrawl(dynamic({ url: `${site.origin}/fail`, selectors: DIRECTORY_SELECTORS, maxRetries: 1 }));
+    const run = await collectCrawl(
+      dynamic({ url: `${site.origin}/fail`, selectors: DIRECTORY_SELECTORS, maxRetries: 1 }),
+    );
     assert.equal(run.error?.kind, 'all_failed');
     assert.equal(run.error?.message, `GET ${site.origin}/fail answered 500 after 2 attempts`);
   });
 
-  it('refuses a redirect to the metadata address, naming it (public start address served through a proxy)', async () => {
-    // See crawl.test.ts: offline, a first hop that the guard allows needs a public address, which
-    // only a proxy can serve. Chromium's redirect hop goes through the crawl's guard proxy.
-    const proxy = await startForwardProxy({ routeTo: site.origin });
-    try {
-      const run = await collectCrawl(dynamic({ url: 'http://93.184.215.14/redirect-private', selectors: DIRECTORY_SELECTORS, allowPrivateNetwork: false, proxyUrl: proxy.url, respectRobotsTxt: false }));
-      assert.equal(run.error?.kind, 'ssrf', run.error?.message);
-      assert.match(run.error!.message, /169\.254\.169\.254/);
-      assert.ok(proxy.requests.some((r) => r.target === 'http://93.184.215.14/redirect-private'));
-      assert.ok(!proxy.requests.some((r) => r.target.includes('169.254.169.254')), 'the private hop never left');
-    } finally {
-      await proxy.close();
-    }
-  });
+  it(
+    'refuses a redirect to the metadata address, naming it (public start address served through a ' + 'proxy)',
+    async () => {
+      // See crawl.test.ts: offline, a first hop that the guard allows needs a public address, which
+      // only a proxy can serve. Chromium's redirect hop goes through the crawl's guard proxy.
+      const proxy = await startForwardProxy({ routeTo: site.origin });
+      try {
+        const run = await collectCrawl(
+          dynamic({
+            url: 'http://93.184.215.14/redirect-private',
+            selectors: DIRECTORY_SELECTORS,
+            allowPrivateNetwork: false,
+            proxyUrl: proxy.url,
+            respectRobotsTxt: false,
+          }),
+        );
+        assert.equal(run.error?.kind, 'ssrf', run.error?.message);
+        assert.match(run.error!.message, /169\.254\.169\.254/);
+        assert.ok(proxy.requests.some((r) => r.target === 'http://93.184.215.14/redirect-private'));
+        assert.ok(!proxy.requests.some((r) => r.target.includes('169.254.169.254')), 'the private hop never left');
+      } finally {
+        await proxy.close();
+      }
+    },
+  );
 
   it('sends the browser through proxyUrl', async () => {
     const proxy = await startForwardProxy();
@@ -81,13 +132,19 @@ describe('DYNAMIC', { skip: chromiumMissing ? CHROMIUM_SKIP : false }, () => {
       const run = await collectCrawl(dynamic({ url: `${site.origin}/js-directory`, proxyUrl: proxy.url, maxPages: 2 }));
       assert.equal(run.result?.pagesVisited, 2);
       const targets = proxy.requests.map((r) => r.target);
-      assert.ok(targets.includes(`${site.origin}/js-directory`) && targets.includes(`${site.origin}/js-directory?page=2`), targets.join(' '));
+      assert.ok(
+        targets.includes(`${site.origin}/js-directory`) && targets.includes(`${site.origin}/js-directory?page=2`),
+        targets.join(' '),
+      );
     } finally {
       await proxy.close();
     }
   });
 
   it('stops within 2 s of the abort and sends nothing afterwards', async () => {
-    await assertAbortStopsCrawl((origin) => dynamic({ url: `${origin}/slow?ms=800&n=1`, selectors: DIRECTORY_SELECTORS, maxPages: 100 }), 2);
+    await assertAbortStopsCrawl(
+      (origin) => dynamic({ url: `${origin}/slow?ms=800&n=1`, selectors: DIRECTORY_SELECTORS, maxPages: 100 }),
+      2,
+    );
   });
 });

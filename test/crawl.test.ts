@@ -12,7 +12,15 @@ import { PageFetcher } from '../src/modules/scraping/http-client.ts';
 import { HostLimiter } from '../src/modules/scraping/politeness.ts';
 import { createGuardedDispatcher, SsrfBlockedError } from '../src/shared/ssrf.ts';
 import { assertAbortStopsCrawl, collectCrawl, crawlSettings, emailsOf, TEST_USER_AGENT } from './fixtures/crawl-run.ts';
-import { API_SELECTORS, DIRECTORY_SELECTORS, directoryLead, HIDDEN_INLINE_INDEX, startFixtureSite, startForwardProxy, type FixtureSite } from './fixtures/sites.ts';
+import {
+  API_SELECTORS,
+  DIRECTORY_SELECTORS,
+  directoryLead,
+  type FixtureSite,
+  HIDDEN_INLINE_INDEX,
+  startFixtureSite,
+  startForwardProxy,
+} from './fixtures/sites.ts';
 
 const storageDir = path.join(process.cwd(), 'storage');
 const storageExisted = fs.existsSync(storageDir);
@@ -26,7 +34,11 @@ after(async () => {
 });
 
 const expectedEmails = (pages: number, perPage: number, prefix = 'person') =>
-  Array.from({ length: pages }, (_, p) => Array.from({ length: perPage }, (_, i) => directoryLead(p + 1, i, prefix).email)).flat().sort();
+  Array.from({ length: pages }, (_, p) =>
+    Array.from({ length: perPage }, (_, i) => directoryLead(p + 1, i, prefix).email),
+  )
+    .flat()
+    .sort();
 
 describe('STATIC', () => {
   it('follows nextPage through the directory and extracts every lead with provenance', async () => {
@@ -35,7 +47,14 @@ describe('STATIC', () => {
     assert.deepEqual(emailsOf(run), expectedEmails(3, 5));
     const first = run.pages.find((p) => p.url === `${site.origin}/directory`)!;
     const lead = directoryLead(1, 0);
-    assert.deepEqual(first.items[0]!.fields, { email: lead.email, company: lead.company, jobTitle: lead.jobTitle, phone: lead.phone, firstName: 'Ada1x0', lastName: 'Lovelace' });
+    assert.deepEqual(first.items[0]!.fields, {
+      email: lead.email,
+      company: lead.company,
+      jobTitle: lead.jobTitle,
+      phone: lead.phone,
+      firstName: 'Ada1x0',
+      lastName: 'Lovelace',
+    });
     assert.equal(first.items[0]!.matchedSelectors.email, '.email');
     assert.equal(first.items[HIDDEN_INLINE_INDEX]!.visible, false, 'an email hidden by inline style is not visible');
     assert.deepEqual(run.progress.at(-1), { pagesVisited: 3, pagesFailed: 0, pagesPlanned: 3 });
@@ -44,7 +63,9 @@ describe('STATIC', () => {
   it('never fetches more than maxPages pages', async () => {
     const big = await startFixtureSite({ pages: 10 });
     try {
-      const run = await collectCrawl(crawlSettings({ url: `${big.origin}/directory`, selectors: DIRECTORY_SELECTORS, maxPages: 4 }));
+      const run = await collectCrawl(
+        crawlSettings({ url: `${big.origin}/directory`, selectors: DIRECTORY_SELECTORS, maxPages: 4 }),
+      );
       assert.equal(run.result?.pagesVisited, 4);
       assert.equal(big.requestsTo('/directory').length, 4);
       assert.ok(run.progress.every((p) => p.pagesPlanned <= 4));
@@ -54,16 +75,26 @@ describe('STATIC', () => {
   });
 
   it('follows redirects and resolves links against the final URL', async () => {
-    const run = await collectCrawl(crawlSettings({ url: `${site.origin}/redirect?to=${encodeURIComponent('/directory?page=2')}`, selectors: DIRECTORY_SELECTORS }));
+    const run = await collectCrawl(
+      crawlSettings({
+        url: `${site.origin}/redirect?to=${encodeURIComponent('/directory?page=2')}`,
+        selectors: DIRECTORY_SELECTORS,
+      }),
+    );
     assert.deepEqual(run.result, { pagesVisited: 2, pagesFailed: 0, aborted: false });
-    assert.deepEqual(run.pages.map((p) => p.url).sort(), [`${site.origin}/directory?page=2`, `${site.origin}/directory?page=3`]);
+    assert.deepEqual(run.pages.map((p) => p.url).sort(), [
+      `${site.origin}/directory?page=2`,
+      `${site.origin}/directory?page=3`,
+    ]);
   });
 
   it('decompresses gzip and brotli bodies', async () => {
     for (const compress of ['gzip', 'br'] as const) {
       const zipped = await startFixtureSite({ pages: 2, compress });
       try {
-        const run = await collectCrawl(crawlSettings({ url: `${zipped.origin}/directory`, selectors: DIRECTORY_SELECTORS }));
+        const run = await collectCrawl(
+          crawlSettings({ url: `${zipped.origin}/directory`, selectors: DIRECTORY_SELECTORS }),
+        );
         assert.deepEqual(emailsOf(run), expectedEmails(2, 5), compress);
         assert.match(String(zipped.requests[1]!.headers['accept-encoding']), new RegExp(compress));
       } finally {
@@ -74,7 +105,12 @@ describe('STATIC', () => {
 
   it('counts a 404 as failed without retrying it, and fetches each URL once', async () => {
     // nav links: / (200), /about (404), /private/directory (disallowed by robots.txt).
-    const run = await collectCrawl(crawlSettings({ url: `${site.origin}/directory?page=3`, selectors: { ...DIRECTORY_SELECTORS, nextPage: 'nav a@href' } }));
+    const run = await collectCrawl(
+      crawlSettings({
+        url: `${site.origin}/directory?page=3`,
+        selectors: { ...DIRECTORY_SELECTORS, nextPage: 'nav a@href' },
+      }),
+    );
     assert.deepEqual(run.result, { pagesVisited: 2, pagesFailed: 1, aborted: false });
     assert.equal(site.requestsTo('/about').length, 1, '404 is not retried');
     assert.equal(site.requests.filter((r) => r.path === '/').length, 1);
@@ -101,19 +137,29 @@ describe('STATIC', () => {
 
 describe('API', () => {
   it('follows the JSONPath next link and maps dotted paths', async () => {
-    const run = await collectCrawl(crawlSettings({ url: `${site.origin}/api/people`, scrapeType: 'API', selectors: API_SELECTORS }));
+    const run = await collectCrawl(
+      crawlSettings({ url: `${site.origin}/api/people`, scrapeType: 'API', selectors: API_SELECTORS }),
+    );
     assert.deepEqual(run.result, { pagesVisited: 3, pagesFailed: 0, aborted: false });
     assert.deepEqual(emailsOf(run), expectedEmails(3, 5, 'api'));
     const item = run.pages.find((p) => p.url.endsWith('/api/people?page=2'))!.items[1]!;
     const lead = directoryLead(2, 1, 'api');
-    assert.deepEqual(item.fields, { firstName: 'Ada2x1', lastName: 'Lovelace', email: lead.email, company: lead.company, jobTitle: lead.jobTitle });
+    assert.deepEqual(item.fields, {
+      firstName: 'Ada2x1',
+      lastName: 'Lovelace',
+      email: lead.email,
+      company: lead.company,
+      jobTitle: lead.jobTitle,
+    });
     assert.match(String(site.requestsTo('/api/people')[0]!.headers.accept), /application\/json/);
   });
 });
 
 describe('retries and timeouts', () => {
   it('retries a flaky page with backoff until it succeeds', async () => {
-    const run = await collectCrawl(crawlSettings({ url: `${site.origin}/flaky?case=retry`, selectors: DIRECTORY_SELECTORS, maxRetries: 2 }));
+    const run = await collectCrawl(
+      crawlSettings({ url: `${site.origin}/flaky?case=retry`, selectors: DIRECTORY_SELECTORS, maxRetries: 2 }),
+    );
     assert.deepEqual(run.result, { pagesVisited: 1, pagesFailed: 0, aborted: false });
     const attempts = site.requests.filter((r) => r.path === '/flaky?case=retry');
     assert.equal(attempts.length, 3);
@@ -122,7 +168,9 @@ describe('retries and timeouts', () => {
   });
 
   it('fails a page that keeps answering 500 after maxRetries, and the crawl when every page failed', async () => {
-    const run = await collectCrawl(crawlSettings({ url: `${site.origin}/fail`, selectors: DIRECTORY_SELECTORS, maxRetries: 2 }));
+    const run = await collectCrawl(
+      crawlSettings({ url: `${site.origin}/fail`, selectors: DIRECTORY_SELECTORS, maxRetries: 2 }),
+    );
     assert.equal(run.error?.kind, 'all_failed');
     assert.equal(run.error?.message, `GET ${site.origin}/fail answered 500 after 3 attempts`);
     assert.equal(site.requestsTo('/fail').length, 3);
@@ -130,7 +178,14 @@ describe('retries and timeouts', () => {
   });
 
   it('times out a slow page per request', async () => {
-    const run = await collectCrawl(crawlSettings({ url: `${site.origin}/slow?ms=4000&case=timeout`, selectors: DIRECTORY_SELECTORS, requestTimeoutSecs: 1, maxRetries: 1 }));
+    const run = await collectCrawl(
+      crawlSettings({
+        url: `${site.origin}/slow?ms=4000&case=timeout`,
+        selectors: DIRECTORY_SELECTORS,
+        requestTimeoutSecs: 1,
+        maxRetries: 1,
+      }),
+    );
     assert.equal(run.error?.kind, 'all_failed');
     assert.equal(run.error?.message, `GET ${site.origin}/slow?ms=4000&case=timeout timed out after 1 s (2 attempts)`);
   });
@@ -141,7 +196,10 @@ describe('robots.txt and User-Agent', () => {
     const fresh = await startFixtureSite({ pages: 2 });
     try {
       await collectCrawl(crawlSettings({ url: `${fresh.origin}/directory`, selectors: DIRECTORY_SELECTORS }));
-      assert.deepEqual(fresh.requests.map((r) => r.path), ['/robots.txt', '/directory', '/directory?page=2']);
+      assert.deepEqual(
+        fresh.requests.map((r) => r.path),
+        ['/robots.txt', '/directory', '/directory?page=2'],
+      );
       for (const r of fresh.requests) assert.equal(r.headers['user-agent'], TEST_USER_AGENT, r.path);
     } finally {
       await fresh.close();
@@ -149,14 +207,18 @@ describe('robots.txt and User-Agent', () => {
   });
 
   it('refuses a disallowed start URL without fetching it', async () => {
-    const run = await collectCrawl(crawlSettings({ url: `${site.origin}/private/directory`, selectors: DIRECTORY_SELECTORS }));
+    const run = await collectCrawl(
+      crawlSettings({ url: `${site.origin}/private/directory`, selectors: DIRECTORY_SELECTORS }),
+    );
     assert.equal(run.error?.kind, 'robots');
     assert.match(run.error!.message, /disallowed by robots\.txt/);
     assert.equal(site.requestsTo('/private/directory').length, 0);
   });
 
   it('matches the group of our product token, not only *', async () => {
-    const own = await startFixtureSite({ robots: { body: 'User-agent: QuarryTestBot\nDisallow: /directory\n\nUser-agent: *\nDisallow:\n' } });
+    const own = await startFixtureSite({
+      robots: { body: 'User-agent: QuarryTestBot\nDisallow: /directory\n\nUser-agent: *\nDisallow:\n' },
+    });
     try {
       const run = await collectCrawl(crawlSettings({ url: `${own.origin}/directory`, selectors: DIRECTORY_SELECTORS }));
       assert.equal(run.error?.kind, 'robots');
@@ -168,7 +230,13 @@ describe('robots.txt and User-Agent', () => {
   it('ignores robots.txt when respectRobotsTxt is false', async () => {
     const fresh = await startFixtureSite();
     try {
-      const run = await collectCrawl(crawlSettings({ url: `${fresh.origin}/directory?page=3`, selectors: { ...DIRECTORY_SELECTORS, nextPage: 'nav a@href' }, respectRobotsTxt: false }));
+      const run = await collectCrawl(
+        crawlSettings({
+          url: `${fresh.origin}/directory?page=3`,
+          selectors: { ...DIRECTORY_SELECTORS, nextPage: 'nav a@href' },
+          respectRobotsTxt: false,
+        }),
+      );
       assert.equal(run.result?.pagesVisited, 3);
       assert.equal(fresh.requestsTo('/robots.txt').length, 0);
       assert.equal(fresh.requestsTo('/private/directory').length, 1);
@@ -180,7 +248,9 @@ describe('robots.txt and User-Agent', () => {
   it('allows everything when robots.txt answers 500', async () => {
     const broken = await startFixtureSite({ robots: { status: 500 } });
     try {
-      const run = await collectCrawl(crawlSettings({ url: `${broken.origin}/private/directory`, selectors: DIRECTORY_SELECTORS }));
+      const run = await collectCrawl(
+        crawlSettings({ url: `${broken.origin}/private/directory`, selectors: DIRECTORY_SELECTORS }),
+      );
       assert.equal(run.result?.pagesVisited, 3);
       assert.equal(broken.requestsTo('/private/directory').length, 3);
     } finally {
@@ -191,10 +261,18 @@ describe('robots.txt and User-Agent', () => {
   it('honours Crawl-delay as a floor for domainDelayMs', async () => {
     const slow = await startFixtureSite({ pages: 3, robots: { disallow: [], crawlDelaySecs: 0.5 } });
     try {
-      await collectCrawl(crawlSettings({ url: `${slow.origin}/directory`, selectors: { ...DIRECTORY_SELECTORS, nextPage: 'a@href' }, domainDelayMs: 0, maxPages: 4 }));
+      await collectCrawl(
+        crawlSettings({
+          url: `${slow.origin}/directory`,
+          selectors: { ...DIRECTORY_SELECTORS, nextPage: 'a@href' },
+          domainDelayMs: 0,
+          maxPages: 4,
+        }),
+      );
       const pages = slow.requests.filter((r) => r.path !== '/robots.txt');
       assert.equal(pages.length, 4);
-      for (let i = 1; i < pages.length; i++) assert.ok(pages[i]!.at - pages[i - 1]!.at >= 400, `gap ${pages[i]!.at - pages[i - 1]!.at} ms`);
+      for (let i = 1; i < pages.length; i++)
+        assert.ok(pages[i]!.at - pages[i - 1]!.at >= 400, `gap ${pages[i]!.at - pages[i - 1]!.at} ms`);
     } finally {
       await slow.close();
     }
@@ -209,7 +287,15 @@ describe('politeness', () => {
     ] as const) {
       const slow = await startFixtureSite({ robots: { disallow: [] } });
       try {
-        const run = await collectCrawl(crawlSettings({ url: `${slow.origin}/slow?ms=200&n=1`, selectors: DIRECTORY_SELECTORS, maxPages: 15, maxConcurrency: 8, domainConcurrency }));
+        const run = await collectCrawl(
+          crawlSettings({
+            url: `${slow.origin}/slow?ms=200&n=1`,
+            selectors: DIRECTORY_SELECTORS,
+            maxPages: 15,
+            maxConcurrency: 8,
+            domainConcurrency,
+          }),
+        );
         assert.equal(run.result?.pagesVisited, 15);
         assert.ok(check(slow.maxInFlight), `domainConcurrency ${domainConcurrency}: ${slow.maxInFlight} in flight`);
       } finally {
@@ -222,9 +308,17 @@ describe('politeness', () => {
   it('spaces requests to one host by domainDelayMs', async () => {
     const fresh = await startFixtureSite({ pages: 3, robots: { disallow: [] } });
     try {
-      await collectCrawl(crawlSettings({ url: `${fresh.origin}/directory`, selectors: { ...DIRECTORY_SELECTORS, nextPage: 'a@href' }, domainDelayMs: 300, maxPages: 4 }));
+      await collectCrawl(
+        crawlSettings({
+          url: `${fresh.origin}/directory`,
+          selectors: { ...DIRECTORY_SELECTORS, nextPage: 'a@href' },
+          domainDelayMs: 300,
+          maxPages: 4,
+        }),
+      );
       const pages = fresh.requests.filter((r) => r.path !== '/robots.txt');
-      for (let i = 1; i < pages.length; i++) assert.ok(pages[i]!.at - pages[i - 1]!.at >= 200, `gap ${pages[i]!.at - pages[i - 1]!.at} ms`);
+      for (let i = 1; i < pages.length; i++)
+        assert.ok(pages[i]!.at - pages[i - 1]!.at >= 200, `gap ${pages[i]!.at - pages[i - 1]!.at} ms`);
     } finally {
       await fresh.close();
     }
@@ -235,7 +329,14 @@ describe('SSRF guard', () => {
   it('refuses a loopback start URL before any request reaches it', async () => {
     for (const scrapeType of ['STATIC', 'API', 'DYNAMIC'] as const) {
       const before = site.requests.length;
-      const run = await collectCrawl(crawlSettings({ url: `${site.origin}/directory`, scrapeType, selectors: scrapeType === 'API' ? API_SELECTORS : DIRECTORY_SELECTORS, allowPrivateNetwork: false }));
+      const run = await collectCrawl(
+        crawlSettings({
+          url: `${site.origin}/directory`,
+          scrapeType,
+          selectors: scrapeType === 'API' ? API_SELECTORS : DIRECTORY_SELECTORS,
+          allowPrivateNetwork: false,
+        }),
+      );
       assert.equal(run.error?.kind, 'ssrf', scrapeType);
       assert.match(run.error!.message, /127\.0\.0\.1/);
       assert.equal(site.requests.length, before, `${scrapeType}: nothing reached the site`);
@@ -255,9 +356,21 @@ describe('SSRF guard', () => {
         return String(opts.origin) === site.origin ? open.dispatch(opts, handler) : guarded.dispatch(opts, handler);
       }
     })();
-    const fetcher = new PageFetcher({ userAgent: TEST_USER_AGENT, accept: '*/*', allowPrivateNetwork: false, timeoutMs: 5000, signal: new AbortController().signal, limiter: new HostLimiter(4, 0), connections: 4, dispatcher: routing });
+    const fetcher = new PageFetcher({
+      userAgent: TEST_USER_AGENT,
+      accept: '*/*',
+      allowPrivateNetwork: false,
+      timeoutMs: 5000,
+      signal: new AbortController().signal,
+      limiter: new HostLimiter(4, 0),
+      connections: 4,
+      dispatcher: routing,
+    });
     const hits = site.requestsTo('/redirect-private').length;
-    await assert.rejects(fetcher.open(`${site.origin}/redirect-private`), (e: unknown) => e instanceof SsrfBlockedError && e.address === '169.254.169.254');
+    await assert.rejects(
+      fetcher.open(`${site.origin}/redirect-private`),
+      (e: unknown) => e instanceof SsrfBlockedError && e.address === '169.254.169.254',
+    );
     assert.equal(site.requestsTo('/redirect-private').length, hits + 1, 'the first hop was made');
     await Promise.all([fetcher.close(), guarded.close(), open.close()]);
   });
@@ -265,10 +378,22 @@ describe('SSRF guard', () => {
   it('fails the crawl on a redirect to the metadata address, naming it (through a proxy)', async () => {
     const proxy = await startForwardProxy({ routeTo: site.origin });
     try {
-      const run = await collectCrawl(crawlSettings({ url: 'http://93.184.215.14/redirect-private', selectors: DIRECTORY_SELECTORS, allowPrivateNetwork: false, proxyUrl: proxy.url, respectRobotsTxt: false }));
+      const run = await collectCrawl(
+        crawlSettings({
+          url: 'http://93.184.215.14/redirect-private',
+          selectors: DIRECTORY_SELECTORS,
+          allowPrivateNetwork: false,
+          proxyUrl: proxy.url,
+          respectRobotsTxt: false,
+        }),
+      );
       assert.equal(run.error?.kind, 'ssrf');
       assert.match(run.error!.message, /169\.254\.169\.254/);
-      assert.deepEqual(proxy.requests.map((r) => r.target), ['http://93.184.215.14/redirect-private'], 'the private hop never left');
+      assert.deepEqual(
+        proxy.requests.map((r) => r.target),
+        ['http://93.184.215.14/redirect-private'],
+        'the private hop never left',
+      );
     } finally {
       await proxy.close();
     }
@@ -278,7 +403,13 @@ describe('SSRF guard', () => {
 describe('abort and proxy', () => {
   it('stops within 2 s of the abort and sends nothing afterwards', async () => {
     const run = await assertAbortStopsCrawl(
-      (origin) => crawlSettings({ url: `${origin}/slow?ms=600&n=1`, selectors: DIRECTORY_SELECTORS, maxPages: 200, maxConcurrency: 4 }),
+      (origin) =>
+        crawlSettings({
+          url: `${origin}/slow?ms=600&n=1`,
+          selectors: DIRECTORY_SELECTORS,
+          maxPages: 200,
+          maxConcurrency: 4,
+        }),
       3,
     );
     assert.ok(run.result!.pagesVisited >= 3 && run.result!.pagesVisited < 20);
@@ -287,10 +418,24 @@ describe('abort and proxy', () => {
   it('sends every request through proxyUrl, with its credentials', async () => {
     const proxy = await startForwardProxy({ auth: 'scraper:s3cret' });
     try {
-      const run = await collectCrawl(crawlSettings({ url: `${site.origin}/directory`, selectors: DIRECTORY_SELECTORS, proxyUrl: proxy.url }));
+      const run = await collectCrawl(
+        crawlSettings({ url: `${site.origin}/directory`, selectors: DIRECTORY_SELECTORS, proxyUrl: proxy.url }),
+      );
       assert.equal(run.result?.pagesVisited, 3);
-      assert.deepEqual(proxy.requests.map((r) => r.target), [`${site.origin}/robots.txt`, `${site.origin}/directory`, `${site.origin}/directory?page=2`, `${site.origin}/directory?page=3`]);
-      assert.ok(proxy.requests.every((r) => r.headers['proxy-authorization'] === `Basic ${Buffer.from('scraper:s3cret').toString('base64')}`));
+      assert.deepEqual(
+        proxy.requests.map((r) => r.target),
+        [
+          `${site.origin}/robots.txt`,
+          `${site.origin}/directory`,
+          `${site.origin}/directory?page=2`,
+          `${site.origin}/directory?page=3`,
+        ],
+      );
+      assert.ok(
+        proxy.requests.every(
+          (r) => r.headers['proxy-authorization'] === `Basic ${Buffer.from('scraper:s3cret').toString('base64')}`,
+        ),
+      );
     } finally {
       await proxy.close();
     }

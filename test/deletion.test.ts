@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { jobs, leads, profiles, profileTypes, projects, sources, suppressions } from '../src/db/schema/index.ts';
-import { QUEUES } from '../src/jobs/queues.ts';
-import { registerSchedules } from '../src/jobs/workers.ts';
 import { createAccountDeletionService } from '../src/modules/account-deletion/account-deletion.service.ts';
+import { QUEUES } from '../src/queue/queues.ts';
+import { registerSchedules } from '../src/queue/workers.ts';
 import { DAY_MS, ManualClock } from '../src/shared/clock.ts';
 import { sha256 } from '../src/shared/crypto.ts';
 import type { Mailer } from '../src/shared/mail.ts';
@@ -63,13 +63,21 @@ describe('deletion flow', () => {
     const token = tokenIn(mail);
 
     // Only the token's SHA-256 is stored.
-    const rows = await ctx.deps.database.query<{ token_hash: string }>('SELECT * FROM deletion_requests WHERE user_id = $1', [u.id]);
+    const rows = await ctx.deps.database.query<{ token_hash: string }>(
+      'SELECT * FROM deletion_requests WHERE user_id = $1',
+      [u.id],
+    );
     assert.equal(rows.length, 1);
     assert.equal(rows[0]!.token_hash, sha256(token));
     assert.ok(!JSON.stringify(rows).includes(token));
 
     const st = await status(u);
-    assert.deepEqual(st, { status: 'requested', scheduledAt: null, gracePeriodDays: 30, expiresAt: new Date(requestedAt + DAY_MS).toISOString() });
+    assert.deepEqual(st, {
+      status: 'requested',
+      scheduledAt: null,
+      gracePeriodDays: 30,
+      expiresAt: new Date(requestedAt + DAY_MS).toISOString(),
+    });
 
     clock.advance(3600_000);
     const confirmedAt = clock.now().getTime();
@@ -91,17 +99,20 @@ describe('deletion flow', () => {
     assertError(await call(u, 'POST', '/cancel'), 400, 'NO_PENDING_DELETION');
   });
 
-  test('400 NO_PENDING_DELETION when nothing was requested; a requested (unconfirmed) deletion can be cancelled', async () => {
-    const u = await ctx.signup();
-    const res = await call(u, 'POST', '/cancel');
-    assertError(res, 400, 'NO_PENDING_DELETION');
-    const token = await requestToken(u);
-    assert.equal((await call(u, 'POST', '/cancel')).statusCode, 200);
-    assert.equal((await status(u)).status, 'none');
-    assertError(await call(u, 'POST', '/confirm', { token }), 400, 'INVALID_TOKEN');
-  });
+  test(
+    '400 NO_PENDING_DELETION when nothing was requested; a requested (unconfirmed) deletion can be ' + 'cancelled',
+    async () => {
+      const u = await ctx.signup();
+      const res = await call(u, 'POST', '/cancel');
+      assertError(res, 400, 'NO_PENDING_DELETION');
+      const token = await requestToken(u);
+      assert.equal((await call(u, 'POST', '/cancel')).statusCode, 200);
+      assert.equal((await status(u)).status, 'none');
+      assertError(await call(u, 'POST', '/confirm', { token }), 400, 'INVALID_TOKEN');
+    },
+  );
 
-  test('400 INVALID_TOKEN: wrong, another user\'s, or expired token; the state is unchanged', async () => {
+  test("400 INVALID_TOKEN: wrong, another user's, or expired token; the state is unchanged", async () => {
     const a = await ctx.signup();
     const b = await ctx.signup();
     const tokenA = await requestToken(a);
@@ -112,7 +123,7 @@ describe('deletion flow', () => {
     assertError(stolen, 400, 'INVALID_TOKEN');
     assert.equal(stolen.json().error.details[0].field, 'token');
     assert.equal((await status(a)).status, 'requested');
-    assert.equal((await status(b)).status, 'requested', 'B is not scheduled by A using B\'s token');
+    assert.equal((await status(b)).status, 'requested', "B is not scheduled by A using B's token");
 
     clock.advance(DAY_MS + 1000);
     assertError(await call(a, 'POST', '/confirm', { token: tokenA }), 400, 'INVALID_TOKEN');
@@ -138,7 +149,10 @@ describe('deletion flow', () => {
     assert.equal(Number(again.headers['retry-after']), (DAY_MS - 3600_000) / 1000);
     assert.equal((await call(u, 'POST', '/cancel')).statusCode, 200);
     assertError(await call(u, 'POST', ''), 429, 'RATE_LIMIT_EXCEEDED'); // cancelling does not reset it
-    const [n] = await ctx.deps.database.query<{ n: number }>('SELECT count(*)::int AS n FROM deletion_requests WHERE user_id = $1', [u.id]);
+    const [n] = await ctx.deps.database.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM deletion_requests WHERE user_id = $1',
+      [u.id],
+    );
     assert.equal(Number(n!.n), 1, 'refused requests are not recorded');
 
     clock.advance(24 * 3600_000);
@@ -150,7 +164,9 @@ describe('deletion flow', () => {
 
   test('concurrent requests: only one is accepted', async () => {
     const u = await ctx.signup();
-    const codes = (await Promise.all(Array.from({ length: 5 }, () => call(u, 'POST', '')))).map((r) => r.statusCode).sort();
+    const codes = (await Promise.all(Array.from({ length: 5 }, () => call(u, 'POST', ''))))
+      .map((r) => r.statusCode)
+      .sort();
     assert.deepEqual(codes, [200, 429, 429, 429, 429]);
     await smtp.waitFor(u.email);
   });
@@ -196,12 +212,27 @@ describe('deletion flow', () => {
   });
 
   test('401 without a key; users:read cannot request deletion', async () => {
-    for (const [method, path] of [['POST', ''], ['POST', '/confirm'], ['POST', '/cancel'], ['GET', '/status']] as const) {
+    for (const [method, path] of [
+      ['POST', ''],
+      ['POST', '/confirm'],
+      ['POST', '/cancel'],
+      ['GET', '/status'],
+    ] as const) {
       assertError(await ctx.inject({ method, url: `/api/users/deletion${path}` }), 401, 'UNAUTHORIZED');
     }
     const u = await ctx.signup();
-    const key = await ctx.inject({ method: 'POST', url: '/api/api-keys', headers: u.headers, payload: { name: 'ro', scopes: ['users:read'] } });
-    const ro = { id: u.id, email: u.email, apiKey: '', headers: { authorization: `Bearer ${key.json().data.apiKey.key}` } };
+    const key = await ctx.inject({
+      method: 'POST',
+      url: '/api/api-keys',
+      headers: u.headers,
+      payload: { name: 'ro', scopes: ['users:read'] },
+    });
+    const ro = {
+      id: u.id,
+      email: u.email,
+      apiKey: '',
+      headers: { authorization: `Bearer ${key.json().data.apiKey.key}` },
+    };
     assertError(await call(ro, 'POST', ''), 403, 'INSUFFICIENT_SCOPE');
     assert.equal((await call(ro, 'GET', '/status')).statusCode, 200);
   });
@@ -215,7 +246,10 @@ async function rowsByTable(userId: string): Promise<Record<string, number>> {
   );
   const out: Record<string, number> = {};
   for (const { table_name } of tables) {
-    const [row] = await ctx.deps.database.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${table_name}" WHERE user_id::text = $1`, [userId]);
+    const [row] = await ctx.deps.database.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM "${table_name}" WHERE user_id::text = $1`,
+      [userId],
+    );
     out[table_name] = Number(row!.n);
   }
   return out;
@@ -225,18 +259,51 @@ async function userWithEverything(): Promise<TestUser> {
   const u = await ctx.signup();
   const db = ctx.deps.db;
   const [project] = await db.insert(projects).values({ userId: u.id, name: 'p' }).returning();
-  const [source] = await db.insert(sources).values({ userId: u.id, projectId: project!.id, name: 's', url: 'https://example.com', scrapeType: 'STATIC' }).returning();
+  const [source] = await db
+    .insert(sources)
+    .values({ userId: u.id, projectId: project!.id, name: 's', url: 'https://example.com', scrapeType: 'STATIC' })
+    .returning();
   const [job] = await db.insert(jobs).values({ userId: u.id, sourceId: source!.id, name: 'j' }).returning();
-  await db.insert(leads).values([{ userId: u.id, sourceId: source!.id, jobId: job!.id, email: `lead-${u.id}@example.com` }, { userId: u.id, firstName: 'x' }]);
+  await db.insert(leads).values([
+    { userId: u.id, sourceId: source!.id, jobId: job!.id, email: `lead-${u.id}@example.com` },
+    { userId: u.id, firstName: 'x' },
+  ]);
   const [type] = await db.insert(profileTypes).values({ userId: u.id, name: 't', slug: 't', fields: [] }).returning();
   await db.insert(profiles).values({ userId: u.id, profileTypeId: type!.id });
   await db.insert(suppressions).values({ userId: u.id, type: 'email', value: 'no@example.com' });
-  assert.equal((await ctx.inject({ method: 'POST', url: '/api/api-keys', headers: u.headers, payload: { name: 'ci', scopes: ['leads:read'] } })).statusCode, 201);
-  assert.equal((await ctx.inject({ method: 'PATCH', url: '/api/users/consent', headers: u.headers, payload: { marketingConsent: true } })).statusCode, 200);
-  const exp = await ctx.inject({ method: 'POST', url: '/api/users/export', headers: u.headers, payload: { format: 'CSV' } });
+  assert.equal(
+    (
+      await ctx.inject({
+        method: 'POST',
+        url: '/api/api-keys',
+        headers: u.headers,
+        payload: { name: 'ci', scopes: ['leads:read'] },
+      })
+    ).statusCode,
+    201,
+  );
+  assert.equal(
+    (
+      await ctx.inject({
+        method: 'PATCH',
+        url: '/api/users/consent',
+        headers: u.headers,
+        payload: { marketingConsent: true },
+      })
+    ).statusCode,
+    200,
+  );
+  const exp = await ctx.inject({
+    method: 'POST',
+    url: '/api/users/export',
+    headers: u.headers,
+    payload: { format: 'CSV' },
+  });
   assert.equal(exp.statusCode, 200);
   await eventually(async () => {
-    const [r] = await ctx.deps.database.query<{ status: string }>('SELECT status FROM data_exports WHERE id = $1', [exp.json().data.requestId]);
+    const [r] = await ctx.deps.database.query<{ status: string }>('SELECT status FROM data_exports WHERE id = $1', [
+      exp.json().data.requestId,
+    ]);
     return r?.status === 'COMPLETED';
   });
   return u;
@@ -250,8 +317,15 @@ describe('purge after the grace period', () => {
     const unconfirmed = await ctx.signup();
     await schedule(doomed);
     // Leftovers keyed by the user outside the cascading tables: a queued job and a rate-limit entry.
-    await ctx.deps.boss.send(QUEUES.dataExport, { exportId: '00000000-0000-7000-8000-000000000000', userId: doomed.id }, { startAfter: 3600 });
-    await ctx.deps.database.query(`INSERT INTO rate_limit_events (id, bucket, subject) VALUES (gen_random_uuid(), 'test', $1)`, [doomed.id]);
+    await ctx.deps.boss.send(
+      QUEUES.dataExport,
+      { exportId: '00000000-0000-7000-8000-000000000000', userId: doomed.id },
+      { startAfter: 3600 },
+    );
+    await ctx.deps.database.query(
+      `INSERT INTO rate_limit_events (id, bucket, subject) VALUES (gen_random_uuid(), 'test', $1)`,
+      [doomed.id],
+    );
     clock.advance(5 * DAY_MS);
     await schedule(later);
     await schedule(cancelled);
@@ -259,7 +333,20 @@ describe('purge after the grace period', () => {
     await requestToken(unconfirmed);
 
     const before = await rowsByTable(doomed.id);
-    for (const table of ['users', 'consent_events', 'api_keys', 'projects', 'sources', 'jobs', 'leads', 'profile_types', 'profiles', 'suppressions', 'data_exports', 'deletion_requests']) {
+    for (const table of [
+      'users',
+      'consent_events',
+      'api_keys',
+      'projects',
+      'sources',
+      'jobs',
+      'leads',
+      'profile_types',
+      'profiles',
+      'suppressions',
+      'data_exports',
+      'deletion_requests',
+    ]) {
       if (table !== 'users') assert.ok(before[table]! > 0, `${table} has rows before the purge`);
     }
     const deletion = createAccountDeletionService(ctx.deps);
@@ -267,7 +354,10 @@ describe('purge after the grace period', () => {
 
     clock.advance(26 * DAY_MS); // doomed: 31 days after confirmation; later: 26 days
     // The key is in the auth cache right before the purge.
-    assert.equal((await ctx.inject({ method: 'GET', url: '/api/users/export/status', headers: doomed.headers })).statusCode, 200);
+    assert.equal(
+      (await ctx.inject({ method: 'GET', url: '/api/users/export/status', headers: doomed.headers })).statusCode,
+      200,
+    );
     const { purged } = await deletion.purgeDueAccounts();
     // Users scheduled by the earlier tests of this file are due as well; these four decide the test.
     assert.ok(purged.includes(doomed.id));
@@ -275,14 +365,25 @@ describe('purge after the grace period', () => {
 
     const afterPurge = await rowsByTable(doomed.id);
     assert.ok(Object.keys(afterPurge).length >= 12, Object.keys(afterPurge).join());
-    for (const [table, n] of Object.entries(afterPurge)) assert.equal(n, 0, `${table} still has rows of the purged user`);
-    const [userRow] = await ctx.deps.database.query<{ n: number }>('SELECT count(*)::int AS n FROM users WHERE id = $1', [doomed.id]);
+    for (const [table, n] of Object.entries(afterPurge))
+      assert.equal(n, 0, `${table} still has rows of the purged user`);
+    const [userRow] = await ctx.deps.database.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM users WHERE id = $1',
+      [doomed.id],
+    );
     assert.equal(Number(userRow!.n), 0);
-    const [rl] = await ctx.deps.database.query<{ n: number }>('SELECT count(*)::int AS n FROM rate_limit_events WHERE subject = $1', [doomed.id]);
+    const [rl] = await ctx.deps.database.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM rate_limit_events WHERE subject = $1',
+      [doomed.id],
+    );
     assert.equal(Number(rl!.n), 0);
     assert.deepEqual(await ctx.deps.boss.findJobs(QUEUES.dataExport, { data: { userId: doomed.id } }), []);
     // The key was cached: without the cache invalidation, a route that does not load the user would still answer.
-    assertError(await ctx.inject({ method: 'GET', url: '/api/users/export/status', headers: doomed.headers }), 401, 'UNAUTHORIZED');
+    assertError(
+      await ctx.inject({ method: 'GET', url: '/api/users/export/status', headers: doomed.headers }),
+      401,
+      'UNAUTHORIZED',
+    );
     assertError(await ctx.inject({ method: 'GET', url: '/api/users', headers: doomed.headers }), 401, 'UNAUTHORIZED');
 
     // The others are untouched.
@@ -293,13 +394,18 @@ describe('purge after the grace period', () => {
     }
     assert.equal((await status(later)).status, 'scheduled');
     assert.equal((await status(cancelled)).status, 'none');
-    assert.equal((await ctx.inject({ method: 'GET', url: '/api/users', headers: unconfirmed.headers })).statusCode, 200);
+    assert.equal(
+      (await ctx.inject({ method: 'GET', url: '/api/users', headers: unconfirmed.headers })).statusCode,
+      200,
+    );
     assert.deepEqual(await deletion.purgeDueAccounts(), { purged: [] }, 'nothing left to do');
 
     // The hourly job runs the same purge: once `later` is due, a job on the queue erases it.
     clock.advance(5 * DAY_MS);
     await ctx.deps.boss.send(QUEUES.accountPurge, {});
-    await eventually(async () => (await ctx.deps.database.query('SELECT 1 FROM users WHERE id = $1', [later.id])).length === 0);
+    await eventually(
+      async () => (await ctx.deps.database.query('SELECT 1 FROM users WHERE id = $1', [later.id])).length === 0,
+    );
     for (const [table, n] of Object.entries(await rowsByTable(later.id))) assert.equal(n, 0, table);
     assertError(await ctx.inject({ method: 'GET', url: '/api/users', headers: later.headers }), 401, 'UNAUTHORIZED');
     assert.equal((await ctx.inject({ method: 'GET', url: '/api/users', headers: cancelled.headers })).statusCode, 200);

@@ -41,7 +41,8 @@ describe('email syntax', () => {
     `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(60)}.com`, // 257 characters: over 254
   ];
   for (const email of valid) test(`valid: ${email.slice(0, 40)}`, () => assert.equal(checkEmailSyntax(email).ok, true));
-  for (const email of invalid) test(`invalid: ${JSON.stringify(email.slice(0, 40))}`, () => assert.equal(checkEmailSyntax(email).ok, false));
+  for (const email of invalid)
+    test(`invalid: ${JSON.stringify(email.slice(0, 40))}`, () => assert.equal(checkEmailSyntax(email).ok, false));
 
   test('the domain is lower-cased and converted to ASCII for DNS', () => {
     const r = checkEmailSyntax(' Ada@Exämple.DE ');
@@ -78,7 +79,12 @@ describe('mail domain resolver (real DNS server on loopback)', () => {
   before(async () => {
     dns = await startTestDnsServer({
       ...TEST_ZONES,
-      'mixed-null.test': { mx: [{ exchange: '', priority: 0 }, { exchange: 'mx.mixed-null.test', priority: 10 }] },
+      'mixed-null.test': {
+        mx: [
+          { exchange: '', priority: 0 },
+          { exchange: 'mx.mixed-null.test', priority: 10 },
+        ],
+      },
       'cached.test': { mx: [{ exchange: 'mx.cached.test', priority: 10 }] },
     });
   });

@@ -20,5 +20,9 @@ test('the free-mail table follows the installed list, also when a change keeps t
   assert.ok(!(await has('not-free.example')));
   const [{ n }] = await ctx.deps.database.query<{ n: number }>('SELECT count(*)::int AS n FROM free_email_domains');
   await syncFreeEmailDomains(ctx.deps.db);
-  assert.equal((await ctx.deps.database.query<{ n: number }>('SELECT count(*)::int AS n FROM free_email_domains'))[0]!.n, n, 'in sync: nothing changes');
+  assert.equal(
+    (await ctx.deps.database.query<{ n: number }>('SELECT count(*)::int AS n FROM free_email_domains'))[0]!.n,
+    n,
+    'in sync: nothing changes',
+  );
 });

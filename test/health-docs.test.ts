@@ -24,7 +24,10 @@ describe('GET /api/health', () => {
   });
 
   test('503 when the database does not answer', async () => {
-    const failing = { ...ctx.deps.database, db: { ...ctx.deps.db, execute: () => Promise.reject(new Error('connection refused')) } };
+    const failing = {
+      ...ctx.deps.database,
+      db: { ...ctx.deps.db, execute: () => Promise.reject(new Error('connection refused')) },
+    };
     const app = await buildApp({ ...ctx.deps, database: failing as never });
     try {
       const res = await app.inject({ method: 'GET', url: '/api/health' });
@@ -44,7 +47,12 @@ describe('API reference', () => {
     const doc = res.json();
     assert.equal(doc.openapi, '3.1.0');
     const signup = doc.paths['/api/auth/signup'].post;
-    assert.deepEqual(signup.requestBody.content['application/json'].schema.required.sort(), ['email', 'password', 'privacyAccepted', 'termsAccepted']);
+    assert.deepEqual(signup.requestBody.content['application/json'].schema.required.sort(), [
+      'email',
+      'password',
+      'privacyAccepted',
+      'termsAccepted',
+    ]);
     assert.ok(signup.responses['201'] && signup.responses['429']);
     // Every documented operation has a summary and at least one response.
     let operations = 0;
@@ -61,7 +69,8 @@ describe('API reference', () => {
   test('/docs serves the reference page', async () => {
     const res = await ctx.inject({ method: 'GET', url: '/docs' });
     assert.ok([200, 301, 302].includes(res.statusCode));
-    const page = res.statusCode === 200 ? res : await ctx.inject({ method: 'GET', url: res.headers.location as string });
+    const page =
+      res.statusCode === 200 ? res : await ctx.inject({ method: 'GET', url: res.headers.location as string });
     assert.equal(page.statusCode, 200);
     assert.match(String(page.headers['content-type']), /text\/html/);
     assert.match(page.body, /openapi\.json/);

@@ -3,13 +3,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { DIRECTORY_SELECTORS, startFixtureSite, type FixtureSite } from './fixtures/sites.ts';
+import { DIRECTORY_SELECTORS, type FixtureSite, startFixtureSite } from './fixtures/sites.ts';
 import { activeSourceVia, signedUpClient } from './helpers/http-client.ts';
-import { freePort, startService, waitHealthy, type ServiceProcess } from './helpers/process.ts';
+import { freePort, type ServiceProcess, startService, waitHealthy } from './helpers/process.ts';
 
 // The embedded service killed with -9 mid-crawl and started again on the same DATA_DIR. (On
 // PostgreSQL, where another worker takes the job over, see scale-out-jobs.test.ts.)
-const skip = process.env.TEST_DATABASE_URL ? 'embedded-database case; PostgreSQL recovery is in scale-out-jobs.test.ts' : false;
+const skip = process.env.TEST_DATABASE_URL
+  ? 'embedded-database case; PostgreSQL recovery is in scale-out-jobs.test.ts'
+  : false;
 
 describe('crash recovery, embedded database', { skip }, () => {
   let site: FixtureSite;
@@ -27,7 +29,13 @@ describe('crash recovery, embedded database', { skip }, () => {
   });
 
   const start = async (port: number) => {
-    service = startService({ DATA_DIR: dataDir, PORT: String(port), ALLOW_PRIVATE_NETWORK: 'true', LOG_LEVEL: 'warn', SCRAPER_DOMAIN_CONCURRENCY: '4' });
+    service = startService({
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      ALLOW_PRIVATE_NETWORK: 'true',
+      LOG_LEVEL: 'warn',
+      SCRAPER_DOMAIN_CONCURRENCY: '4',
+    });
     await waitHealthy(port, service);
   };
 
@@ -36,10 +44,15 @@ describe('crash recovery, embedded database', { skip }, () => {
     await start(port);
     const base = `http://127.0.0.1:${port}`;
     const client = await signedUpClient(base, 'crash@example.com');
-    const sourceId = await activeSourceVia(client, { url: `${site.url}slow?ms=600&n=1`, selectors: DIRECTORY_SELECTORS, maxPages: 40 });
+    const sourceId = await activeSourceVia(client, {
+      url: `${site.url}slow?ms=600&n=1`,
+      selectors: DIRECTORY_SELECTORS,
+      maxPages: 40,
+    });
     const job = (await client.call('POST', '/api/jobs', { name: 'Crash me', sourceId })).body.data.job;
     const view = async () => (await client.call('GET', `/api/jobs/${job.id}`)).body.data.job;
-    for (let v = await view(); !(v.status === 'RUNNING' && v.leadsFound >= 4); v = await view()) await new Promise((r) => setTimeout(r, 100));
+    for (let v = await view(); !(v.status === 'RUNNING' && v.leadsFound >= 4); v = await view())
+      await new Promise((r) => setTimeout(r, 100));
 
     service!.child.kill('SIGKILL');
     await service!.exited;

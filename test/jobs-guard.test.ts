@@ -3,8 +3,14 @@ import { existsSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import { leads } from '../src/db/schema/index.ts';
+import {
+  DIRECTORY_SELECTORS,
+  directoryLead,
+  type FixtureSite,
+  HIDDEN_CLASS_INDEX,
+  startFixtureSite,
+} from './fixtures/sites.ts';
 import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
-import { DIRECTORY_SELECTORS, HIDDEN_CLASS_INDEX, directoryLead, startFixtureSite, type FixtureSite } from './fixtures/sites.ts';
 
 // Jobs through the SSRF guard (ALLOW_PRIVATE_NETWORK off) and DYNAMIC jobs in Chromium.
 
@@ -15,7 +21,14 @@ before(async () => {
 after(async () => site?.close());
 
 async function runJob(ctx: TestContext, user: TestUser, body: Record<string, unknown>) {
-  const source = (await ctx.call(user, 'POST', '/api/sources', { name: 'Guarded', scrapeType: 'STATIC', selectors: DIRECTORY_SELECTORS, ...body })).json().data.source;
+  const source = (
+    await ctx.call(user, 'POST', '/api/sources', {
+      name: 'Guarded',
+      scrapeType: 'STATIC',
+      selectors: DIRECTORY_SELECTORS,
+      ...body,
+    })
+  ).json().data.source;
   await ctx.call(user, 'POST', `/api/sources/${source.id}/activate`);
   const job = (await ctx.call(user, 'POST', '/api/jobs', { name: 'Run', sourceId: source.id })).json().data.job;
   return eventually(async () => {
@@ -59,7 +72,9 @@ describe('SSRF guard on jobs (ALLOW_PRIVATE_NETWORK=false)', () => {
 });
 
 const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const noChromium = existsSync(chromium) ? false : `DYNAMIC tests skipped: Chromium not found at ${chromium} (apt-get install chromium)`;
+const noChromium = existsSync(chromium)
+  ? false
+  : `DYNAMIC tests skipped: Chromium not found at ${chromium} (apt-get install chromium)`;
 
 describe('DYNAMIC jobs', { skip: noChromium }, () => {
   let ctx: TestContext;
@@ -71,7 +86,11 @@ describe('DYNAMIC jobs', { skip: noChromium }, () => {
   after(async () => ctx?.close());
 
   test('a JS-rendered directory: waitFor, every page followed, hidden emails flagged by computed style', async () => {
-    const job = await runJob(ctx, user, { scrapeType: 'DYNAMIC', url: `${site.url}js-directory?page=1`, selectors: { ...DIRECTORY_SELECTORS, waitFor: '.person' } });
+    const job = await runJob(ctx, user, {
+      scrapeType: 'DYNAMIC',
+      url: `${site.url}js-directory?page=1`,
+      selectors: { ...DIRECTORY_SELECTORS, waitFor: '.person' },
+    });
     assert.equal(job.status, 'COMPLETED', job.error);
     assert.equal(job.leadsFound, 8);
     const rows = await ctx.deps.db.select().from(leads).where(eq(leads.sourceId, job.sourceId));

@@ -3,8 +3,8 @@ import { after, before, describe, test } from 'node:test';
 import { MockLanguageModelV3 } from 'ai/test';
 import { eq } from 'drizzle-orm';
 import { aiUsage, leads, profiles } from '../src/db/schema/index.ts';
+import { DIRECTORY_SELECTORS, directoryLead, type FixtureSite, startFixtureSite } from './fixtures/sites.ts';
 import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
-import { DIRECTORY_SELECTORS, directoryLead, startFixtureSite, type FixtureSite } from './fixtures/sites.ts';
 
 // A source linked to a profile type yields one profile per scraped item: fields from selectors named
 // after the type's fields, and (with an AI provider) the rest from the page text.
@@ -67,7 +67,8 @@ describe('profile extraction without AI', () => {
     assert.equal(profile.profileTypeId, type.id);
     assert.equal(profile.sourceId, source.id);
     assert.equal(profile.sourceUrl, `${site.url}directory?page=2`);
-    const listed = (await ctx.call(user, 'GET', `/api/profiles?profileTypeId=${type.id}&limit=100`)).json().data.profiles;
+    const listed = (await ctx.call(user, 'GET', `/api/profiles?profileTypeId=${type.id}&limit=100`)).json().data
+      .profiles;
     assert.equal(listed.length, 6);
   });
 });
@@ -79,9 +80,17 @@ describe('profile extraction with AI', () => {
     doGenerate: async (options) => {
       prompts.push(JSON.stringify(options.prompt));
       return {
-        content: [{ type: 'text', text: JSON.stringify({ company: 'Made Up Inc', jobTitle: null, email: null, seniority: 'executive' }) }],
+        content: [
+          {
+            type: 'text',
+            text: JSON.stringify({ company: 'Made Up Inc', jobTitle: null, email: null, seniority: 'executive' }),
+          },
+        ],
         finishReason: { unified: 'stop', raw: 'stop' },
-        usage: { inputTokens: { total: 120, noCache: 120, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 30, text: 30, reasoning: 0 } },
+        usage: {
+          inputTokens: { total: 120, noCache: 120, cacheRead: 0, cacheWrite: 0 },
+          outputTokens: { total: 30, text: 30, reasoning: 0 },
+        },
         warnings: [],
       };
     },
@@ -99,7 +108,10 @@ describe('profile extraction with AI', () => {
       assert.notEqual(p.data.company, 'Made Up Inc', 'a selector value is never overwritten by the model');
     }
     assert.ok(prompts.length >= 6);
-    assert.ok(prompts.some((p) => p.includes('seniority')), 'the prompt names the missing field');
+    assert.ok(
+      prompts.some((p) => p.includes('seniority')),
+      'the prompt names the missing field',
+    );
     const usage = await ctx.deps.db.select().from(aiUsage).where(eq(aiUsage.userId, user.id));
     assert.ok(usage.length >= 6);
     assert.ok(usage.every((u) => u.feature === 'scraping.profile' && u.inputTokens === 120));

@@ -2,10 +2,19 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { and, eq, isNull } from 'drizzle-orm';
 import { jobs, leads } from '../src/db/schema/index.ts';
-import { QUEUES } from '../src/jobs/queues.ts';
+import { QUEUES } from '../src/queue/queues.ts';
+import {
+  API_SELECTORS,
+  apiPerson,
+  DIRECTORY_SELECTORS,
+  directoryLead,
+  type FixtureSite,
+  HIDDEN_CLASS_INDEX,
+  HIDDEN_INLINE_INDEX,
+  startFixtureSite,
+} from './fixtures/sites.ts';
 import { createTwoUserContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError, assertValidation } from './helpers/assertions.ts';
-import { API_SELECTORS, DIRECTORY_SELECTORS, HIDDEN_CLASS_INDEX, HIDDEN_INLINE_INDEX, apiPerson, directoryLead, startFixtureSite, type FixtureSite } from './fixtures/sites.ts';
 
 let ctx: TestContext;
 let alice: TestUser;
@@ -48,7 +57,7 @@ describe('POST /api/jobs', () => {
   test('bad input is 400 naming the field; a source that is not yours is 404 naming sourceId', async () => {
     assertValidation(await ctx.call(alice, 'POST', '/api/jobs', { sourceId: unknownId }), 'name');
     assertValidation(await ctx.call(alice, 'POST', '/api/jobs', { name: 'x', sourceId: 'nope' }), 'sourceId');
-    const bobs = await activeSource(bob, { url: `${site.url}directory` , selectors: DIRECTORY_SELECTORS });
+    const bobs = await activeSource(bob, { url: `${site.url}directory`, selectors: DIRECTORY_SELECTORS });
     for (const sourceId of [unknownId, bobs.id]) {
       const res = await ctx.call(alice, 'POST', '/api/jobs', { name: 'x', sourceId });
       assertError(res, 404, 'NOT_FOUND');
@@ -57,8 +66,19 @@ describe('POST /api/jobs', () => {
   });
 
   test('a DRAFT source is 400 SOURCE_NOT_ACTIVE', async () => {
-    const draft = (await ctx.call(alice, 'POST', '/api/sources', { name: 'Draft', url: site.url, scrapeType: 'STATIC', selectors: {} })).json().data.source;
-    assertError(await ctx.call(alice, 'POST', '/api/jobs', { name: 'x', sourceId: draft.id }), 400, 'SOURCE_NOT_ACTIVE');
+    const draft = (
+      await ctx.call(alice, 'POST', '/api/sources', {
+        name: 'Draft',
+        url: site.url,
+        scrapeType: 'STATIC',
+        selectors: {},
+      })
+    ).json().data.source;
+    assertError(
+      await ctx.call(alice, 'POST', '/api/jobs', { name: 'x', sourceId: draft.id }),
+      400,
+      'SOURCE_NOT_ACTIVE',
+    );
     assert.equal((await ctx.deps.db.select().from(jobs).where(eq(jobs.sourceId, draft.id))).length, 0);
   });
 });
@@ -93,7 +113,10 @@ describe('a STATIC job end to end', () => {
     assert.equal(lead.provenance?.visible, false, 'email hidden by an inline style');
     const visible = rows.find((r) => r.email === directoryLead(2, 0).email)!;
     assert.equal(visible.provenance?.visible, true);
-    assert.ok(rows.find((r) => r.email === directoryLead(1, HIDDEN_CLASS_INDEX).email), 'class-hidden emails are stored too');
+    assert.ok(
+      rows.find((r) => r.email === directoryLead(1, HIDDEN_CLASS_INDEX).email),
+      'class-hidden emails are stored too',
+    );
 
     const listed = (await ctx.call(alice, 'GET', `/api/leads?jobId=${job.id}&limit=100`)).json().data.leads;
     assert.equal(listed.length, 15);
@@ -126,7 +149,12 @@ describe('a STATIC job end to end', () => {
     // As if the worker had died after storing the leads but before finishing: RUNNING, heartbeat long gone.
     await ctx.deps.db
       .update(jobs)
-      .set({ status: 'RUNNING', workerId: 'dead-worker', heartbeatAt: new Date(Date.now() - 120_000), finishedAt: null })
+      .set({
+        status: 'RUNNING',
+        workerId: 'dead-worker',
+        heartbeatAt: new Date(Date.now() - 120_000),
+        finishedAt: null,
+      })
       .where(eq(jobs.id, job.id));
     await ctx.deps.boss.send(QUEUES.scrape, { jobId: job.id });
     const rerun = await finished(alice, job.id);
@@ -139,12 +167,19 @@ describe('a STATIC job end to end', () => {
 
 describe('API jobs', () => {
   test('JSONPath items and nextPage, dotted fields', async () => {
-    const source = await activeSource(alice, { scrapeType: 'API', url: `${site.url}api/people?page=1`, selectors: { ...API_SELECTORS, city: 'address.city' } });
+    const source = await activeSource(alice, {
+      scrapeType: 'API',
+      url: `${site.url}api/people?page=1`,
+      selectors: { ...API_SELECTORS, city: 'address.city' },
+    });
     const job = await finished(alice, (await startJob(alice, source.id)).id);
     assert.equal(job.status, 'COMPLETED', job.error);
     assert.equal(job.leadsFound, 15);
     const person = apiPerson(3, 4);
-    const [lead] = await ctx.deps.db.select().from(leads).where(and(eq(leads.sourceId, source.id), eq(leads.email, person.contact.email)));
+    const [lead] = await ctx.deps.db
+      .select()
+      .from(leads)
+      .where(and(eq(leads.sourceId, source.id), eq(leads.email, person.contact.email)));
     assert.equal(lead!.firstName, person.name.first);
     assert.equal(lead!.jobTitle, person.title);
   });
@@ -173,7 +208,11 @@ describe('failures, retry, cancel, delete', () => {
   });
 
   test('DELETE of a running job cancels it: CANCELLED, and no request leaves 2 s after', async () => {
-    const source = await activeSource(alice, { url: `${site.url}slow?ms=400&n=1`, selectors: DIRECTORY_SELECTORS, maxPages: 500 });
+    const source = await activeSource(alice, {
+      url: `${site.url}slow?ms=400&n=1`,
+      selectors: DIRECTORY_SELECTORS,
+      maxPages: 500,
+    });
     const job = await startJob(alice, source.id);
     await eventually(async () => site.requestsTo('/slow').length >= 3);
     assert.equal((await ctx.call(alice, 'GET', `/api/jobs/${job.id}`)).json().data.job.status, 'RUNNING');
@@ -186,12 +225,18 @@ describe('failures, retry, cancel, delete', () => {
     await new Promise((r) => setTimeout(r, 3000));
     const late = site.requestsTo('/slow').filter((r) => r.at > cancelledAt + 2000);
     assert.deepEqual(late, [], 'no request after the crawl stopped');
-    assert.equal((await ctx.call(alice, 'GET', `/api/jobs/${job.id}`)).json().data.job.status, 'CANCELLED', 'the worker did not overwrite the cancel');
+    assert.equal(
+      (await ctx.call(alice, 'GET', `/api/jobs/${job.id}`)).json().data.job.status,
+      'CANCELLED',
+      'the worker did not overwrite the cancel',
+    );
   });
 
   test('DELETE of a pending job cancels it before it runs; DELETE of a finished job deletes it and keeps its leads', async () => {
     const source = await activeSource(alice, { url: `${site.url}directory?page=1`, selectors: DIRECTORY_SELECTORS });
-    const pending = (await ctx.deps.db.insert(jobs).values({ userId: alice.id, sourceId: source.id, name: 'queued' }).returning())[0]!;
+    const pending = (
+      await ctx.deps.db.insert(jobs).values({ userId: alice.id, sourceId: source.id, name: 'queued' }).returning()
+    )[0]!;
     assert.equal((await ctx.call(alice, 'DELETE', `/api/jobs/${pending.id}`)).statusCode, 200);
     assert.equal((await ctx.call(alice, 'GET', `/api/jobs/${pending.id}`)).json().data.job.status, 'CANCELLED');
 
@@ -199,7 +244,10 @@ describe('failures, retry, cancel, delete', () => {
     assert.equal(job.leadsFound, 15);
     assert.equal((await ctx.call(alice, 'DELETE', `/api/jobs/${job.id}`)).statusCode, 200);
     assertError(await ctx.call(alice, 'GET', `/api/jobs/${job.id}`), 404, 'NOT_FOUND');
-    const kept = await ctx.deps.db.select().from(leads).where(and(eq(leads.sourceId, source.id), isNull(leads.jobId)));
+    const kept = await ctx.deps.db
+      .select()
+      .from(leads)
+      .where(and(eq(leads.sourceId, source.id), isNull(leads.jobId)));
     assert.equal(kept.length, 15, 'leads stay, without their job link');
   });
 
@@ -222,7 +270,11 @@ describe('failures, retry, cancel, delete', () => {
 describe('GET /api/jobs/{id}/events', () => {
   test('streams status, progress and leadsFound until the job completes', async () => {
     const address = await ctx.app.listen({ port: 0, host: '127.0.0.1' });
-    const source = await activeSource(alice, { url: `${site.url}slow?ms=150&n=1`, selectors: DIRECTORY_SELECTORS, maxPages: 12 });
+    const source = await activeSource(alice, {
+      url: `${site.url}slow?ms=150&n=1`,
+      selectors: DIRECTORY_SELECTORS,
+      maxPages: 12,
+    });
     const job = await startJob(alice, source.id);
     const res = await fetch(`${address}/api/jobs/${job.id}/events`, { headers: alice.headers });
     assert.equal(res.status, 200);
@@ -236,8 +288,12 @@ describe('GET /api/jobs/{id}/events', () => {
     const last = events.at(-1);
     assert.equal(last.status, 'COMPLETED');
     assert.equal(last.progress, 100);
-    assert.equal(last.leadsFound, 12, "one lead per slow page");
+    assert.equal(last.leadsFound, 12, 'one lead per slow page');
     const progress = events.map((e) => e.progress);
-    assert.deepEqual(progress, [...progress].sort((a, b) => a - b), 'progress never goes back');
+    assert.deepEqual(
+      progress,
+      [...progress].sort((a, b) => a - b),
+      'progress never goes back',
+    );
   });
 });

@@ -20,7 +20,14 @@ const UNKNOWN_ID = '01900000-0000-7000-8000-000000000000';
 async function seed(user: TestUser, count: number, values: Partial<typeof leads.$inferInsert> = {}): Promise<string[]> {
   const rows = await ctx.deps.db
     .insert(leads)
-    .values(Array.from({ length: count }, (_, i) => ({ userId: user.id, firstName: `L${i}`, sourceUrl: 'https://e.org', ...values })))
+    .values(
+      Array.from({ length: count }, (_, i) => ({
+        userId: user.id,
+        firstName: `L${i}`,
+        sourceUrl: 'https://e.org',
+        ...values,
+      })),
+    )
     .returning({ id: leads.id });
   return rows.map((r) => r.id);
 }
@@ -30,8 +37,10 @@ async function rowsOf(ids: string[]) {
   return new Map(rows.map((r) => [r.id, r]));
 }
 
-const bulkDelete = (user: TestUser, payload: unknown) => ctx.inject({ method: 'POST', url: '/api/leads/bulk', headers: user.headers, payload: payload as object });
-const bulkPatch = (user: TestUser, payload: unknown) => ctx.inject({ method: 'PATCH', url: '/api/leads/bulk', headers: user.headers, payload: payload as object });
+const bulkDelete = (user: TestUser, payload: unknown) =>
+  ctx.inject({ method: 'POST', url: '/api/leads/bulk', headers: user.headers, payload: payload as object });
+const bulkPatch = (user: TestUser, payload: unknown) =>
+  ctx.inject({ method: 'PATCH', url: '/api/leads/bulk', headers: user.headers, payload: payload as object });
 
 const sortById = <T extends { id: string }>(errors: T[]) => [...errors].sort((a, b) => a.id.localeCompare(b.id));
 
@@ -39,16 +48,21 @@ describe('POST /api/leads/bulk (delete)', () => {
   test("deletes the caller's leads; unknown, malformed and foreign ids fail, duplicates count once", async () => {
     const mine = await seed(alice, 3);
     const [foreign] = await seed(bob, 1);
-    const res = await bulkDelete(alice, { leadIds: [mine[0], mine[1], mine[2]!.toUpperCase(), mine[0], foreign, UNKNOWN_ID, 'junk', 'junk'] });
+    const res = await bulkDelete(alice, {
+      leadIds: [mine[0], mine[1], mine[2]!.toUpperCase(), mine[0], foreign, UNKNOWN_ID, 'junk', 'junk'],
+    });
     assert.equal(res.statusCode, 200, res.body);
     const data = res.json().data;
     assert.equal(data.deleted, 3);
     assert.equal(data.failed, 3);
-    assert.deepEqual(sortById(data.errors), sortById([
-      { id: foreign!, error: 'not_found' },
-      { id: UNKNOWN_ID, error: 'not_found' },
-      { id: 'junk', error: 'not_found' },
-    ]));
+    assert.deepEqual(
+      sortById(data.errors),
+      sortById([
+        { id: foreign!, error: 'not_found' },
+        { id: UNKNOWN_ID, error: 'not_found' },
+        { id: 'junk', error: 'not_found' },
+      ]),
+    );
     const left = await rowsOf([...mine, foreign!]);
     assert.deepEqual([...left.keys()], [foreign]);
   });
@@ -72,7 +86,10 @@ describe('PATCH /api/leads/bulk', () => {
   test('sets the status; foreign, unknown and malformed ids fail and stay unchanged', async () => {
     const mine = await seed(alice, 2);
     const [foreign] = await seed(bob, 1);
-    const res = await bulkPatch(alice, { leadIds: [...mine, foreign, UNKNOWN_ID, 'nope', mine[0]], updates: { status: 'QUALIFIED' } });
+    const res = await bulkPatch(alice, {
+      leadIds: [...mine, foreign, UNKNOWN_ID, 'nope', mine[0]],
+      updates: { status: 'QUALIFIED' },
+    });
     assert.equal(res.statusCode, 200, res.body);
     const data = res.json().data;
     assert.equal(data.updated, 2);
@@ -88,7 +105,10 @@ describe('PATCH /api/leads/bulk', () => {
     const [a] = await seed(alice, 1, { tags: ['a', 'b', 'c'], status: 'CONTACTED' });
     const [b] = await seed(alice, 1, { tags: [] });
     const [c] = await seed(alice, 1, { tags: ['x', 'b'] });
-    const res = await bulkPatch(alice, { leadIds: [a, b, c], updates: { addTags: ['d', ' a ', 'e', 'd'], removeTags: ['b', 'e', 'zzz'] } });
+    const res = await bulkPatch(alice, {
+      leadIds: [a, b, c],
+      updates: { addTags: ['d', ' a ', 'e', 'd'], removeTags: ['b', 'e', 'zzz'] },
+    });
     assert.equal(res.statusCode, 200, res.body);
     assert.deepEqual(res.json().data, { updated: 3, failed: 0, errors: [] });
     const rows = await rowsOf([a!, b!, c!]);
@@ -125,7 +145,10 @@ describe('PATCH /api/leads/bulk', () => {
     assertValidation(await bulkPatch(alice, { leadIds: [id], updates: { status: 'LOST' } }), 'updates.status');
     assertValidation(await bulkPatch(alice, { leadIds: [id], updates: { addTags: [''] } }), 'updates.addTags.0');
     assertValidation(await bulkPatch(alice, { leadIds: [], updates: { status: 'NEW' } }), 'leadIds');
-    assertValidation(await bulkPatch(alice, { leadIds: Array.from({ length: 1001 }, () => id), updates: { status: 'NEW' } }), 'leadIds');
+    assertValidation(
+      await bulkPatch(alice, { leadIds: Array.from({ length: 1001 }, () => id), updates: { status: 'NEW' } }),
+      'leadIds',
+    );
   });
 
   test('1000 ids: one request, every lead updated', async () => {
@@ -133,27 +156,42 @@ describe('PATCH /api/leads/bulk', () => {
     const timings: number[] = [];
     for (let i = 0; i < 5; i++) {
       const started = performance.now();
-      const res = await bulkPatch(alice, { leadIds: ids, updates: { status: i % 2 ? 'VALID' : 'RISKY', addTags: [`round${i}`], removeTags: ['seed'] } });
+      const res = await bulkPatch(alice, {
+        leadIds: ids,
+        updates: { status: i % 2 ? 'VALID' : 'RISKY', addTags: [`round${i}`], removeTags: ['seed'] },
+      });
       timings.push(performance.now() - started);
       assert.equal(res.json().data.updated, 1000);
     }
     const row = (await ctx.deps.db.select().from(leads).where(eq(leads.id, ids[500]!)))[0]!;
     assert.deepEqual(row.tags, ['round0', 'round1', 'round2', 'round3', 'round4']);
     timings.sort((x, y) => x - y);
-    console.log(`# bulk PATCH 1000 ids: median ${timings[2]!.toFixed(1)} ms (${timings.map((t) => t.toFixed(0)).join(', ')})`);
+    console.log(
+      `# bulk PATCH 1000 ids: median ${timings[2]!.toFixed(1)} ms (${timings.map((t) => t.toFixed(0)).join(', ')})`,
+    );
   });
 });
 
 describe('bulk ids of any shape', () => {
   test('non-string entries count as failed, they do not refuse the request', async () => {
     const [lead] = await ctx.deps.db.insert(leads).values({ userId: alice.id, email: 'shape@example.com' }).returning();
-    const res = await ctx.inject({ method: 'POST', url: '/api/leads/bulk', headers: alice.headers, payload: { leadIds: [lead!.id, 'abc', 123, null, { id: 1 }] } });
+    const res = await ctx.inject({
+      method: 'POST',
+      url: '/api/leads/bulk',
+      headers: alice.headers,
+      payload: { leadIds: [lead!.id, 'abc', 123, null, { id: 1 }] },
+    });
     assert.equal(res.statusCode, 200, res.body);
     const data = res.json().data;
     assert.equal(data.deleted, 1);
     assert.equal(data.failed, 4);
     assert.deepEqual(data.errors.map((e: { id: string }) => e.id).sort(), ['123', 'abc', 'null', '{"id":1}'].sort());
-    const upd = await ctx.inject({ method: 'PATCH', url: '/api/leads/bulk', headers: alice.headers, payload: { leadIds: [42], updates: { status: 'QUALIFIED' } } });
+    const upd = await ctx.inject({
+      method: 'PATCH',
+      url: '/api/leads/bulk',
+      headers: alice.headers,
+      payload: { leadIds: [42], updates: { status: 'QUALIFIED' } },
+    });
     assert.equal(upd.statusCode, 200, upd.body);
     assert.deepEqual(upd.json().data, { updated: 0, failed: 1, errors: [{ id: '42', error: 'not_found' }] });
   });

@@ -4,7 +4,9 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { freePort, startService, waitHealthy } from './helpers/process.ts';
+import { DIRECTORY_SELECTORS, startFixtureSite } from './fixtures/sites.ts';
+import { activeSourceVia, signedUpClient } from './helpers/http-client.ts';
+import { freePort, pollUntil, startService, waitHealthy } from './helpers/process.ts';
 
 // The real entry point, as `npm start` runs it, on the embedded database.
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-proc-'));
@@ -38,10 +40,21 @@ describe('the service process', () => {
     assert.match(second.output(), /DATA_DIR .* is in use by another Quarry process \(pid \d+\)/);
 
     // A request in flight when SIGTERM arrives still gets its answer.
-    const body = JSON.stringify({ email: 'inflight@example.com', password: 'long enough pw', termsAccepted: true, privacyAccepted: true });
+    const body = JSON.stringify({
+      email: 'inflight@example.com',
+      password: 'long enough pw',
+      termsAccepted: true,
+      privacyAccepted: true,
+    });
     const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = http.request(
-        { host: '127.0.0.1', port, method: 'POST', path: '/api/auth/signup', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/api/auth/signup',
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
         (res) => {
           let data = '';
           res.on('data', (d) => (data += d));
@@ -73,6 +86,38 @@ describe('the service process', () => {
     assert.equal(login.status, 200);
     again.child.kill('SIGTERM');
     assert.equal(await again.exited, 0);
+  });
+
+  const afterCrawl = 'after a crawl has run, SIGTERM and SIGINT still stop it gracefully: exit 0, lock removed';
+  test(afterCrawl, { timeout: 400_000 }, async () => {
+    // Crawlee's storage loads signal-exit on the first crawl; its signal listener used to kill the
+    // process (143 / 130) before the shutdown had closed the database and removed the lock.
+    const site = await startFixtureSite();
+    try {
+      for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+        const port = await freePort();
+        const svc = startService({ DATA_DIR: dataDir, PORT: String(port), ALLOW_PRIVATE_NETWORK: 'true' });
+        await waitHealthy(port, svc);
+        const client = await signedUpClient(`http://127.0.0.1:${port}`, `crawler-${signal.toLowerCase()}@example.com`);
+        const sourceId = await activeSourceVia(client, { url: `${site.url}directory`, selectors: DIRECTORY_SELECTORS });
+        const created = await client.call('POST', '/api/jobs', { name: 'before signal', sourceId });
+        assert.equal(created.status, 201, JSON.stringify(created.body));
+        const job = await pollUntil(
+          async () => (await client.call('GET', `/api/jobs/${created.body.data.job.id}`)).body.data.job,
+          (j) => ['COMPLETED', 'FAILED'].includes(j.status),
+        );
+        assert.equal(job.status, 'COMPLETED', JSON.stringify(job));
+        assert.equal(job.leadsFound, 15);
+
+        svc.child.kill(signal);
+        assert.equal(await svc.exited, 0, `${signal}: ${svc.output().split('\n').slice(-5).join('\n')}`);
+        assert.equal(svc.child.signalCode, null, `${signal}: not killed by the signal`);
+        assert.ok(!fs.existsSync(path.join(dataDir, 'quarry.lock')), `${signal}: lock removed`);
+        assert.match(svc.output(), /"msg":"stopped"/);
+      }
+    } finally {
+      await site.close();
+    }
   });
 
   test('a lock left by a dead process is taken over', async () => {

@@ -38,7 +38,12 @@ const cafeFields = [
 ];
 
 async function createType(user: TestUser, slug: string, fields: unknown[]) {
-  const res = await ctx.inject({ method: 'POST', url: '/api/profile-types', headers: user.headers, payload: { name: slug, slug, fields } });
+  const res = await ctx.inject({
+    method: 'POST',
+    url: '/api/profile-types',
+    headers: user.headers,
+    payload: { name: slug, slug, fields },
+  });
   assert.equal(res.statusCode, 201, res.body);
   return res.json().data as { id: string; slug: string };
 }
@@ -69,9 +74,21 @@ describe('createProfiles (service used by the scraping engine)', () => {
         jobId,
         sourceUrl: 'https://directory.example/acme',
       },
-      { data: { companyName: 'Beta', minLoanAmount: 'call us', employees: '12.5', lenderType: 'Hedge fund', website: 'javascript:alert(1)', founded: 'someday' } },
+      {
+        data: {
+          companyName: 'Beta',
+          minLoanAmount: 'call us',
+          employees: '12.5',
+          lenderType: 'Hedge fund',
+          website: 'javascript:alert(1)',
+          founded: 'someday',
+        },
+      },
       { data: { minLoanAmount: 5000 } },
-      { data: { companyName: 'Gamma', loanTypes: ['FHA', '', 'VA'], minLoanAmount: '1.5M', sba: false }, sourceId: 'not-a-uuid' },
+      {
+        data: { companyName: 'Gamma', loanTypes: ['FHA', '', 'VA'], minLoanAmount: '1.5M', sba: false },
+        sourceId: 'not-a-uuid',
+      },
       { data: 'not an object' },
       { data: { companyName: 'Delta', minLoanAmount: -25.5, founded: '2024-02-30' } },
     ]);
@@ -101,7 +118,10 @@ describe('createProfiles (service used by the scraping engine)', () => {
     );
     assert.match(result.skipped[0]!.reason, /companyName/);
     assert.match(result.skipped[1]!.reason, /sourceId/);
-    const droppedBeta = result.dropped.filter((d) => d.index === 1).map((d) => d.field).sort();
+    const droppedBeta = result.dropped
+      .filter((d) => d.index === 1)
+      .map((d) => d.field)
+      .sort();
     assert.deepEqual(droppedBeta, ['employees', 'founded', 'lenderType', 'minLoanAmount', 'website']);
     assert.ok(result.dropped.some((d) => d.index === 0 && d.field === 'unknownKey'));
     const stored = await ctx.deps.db.select().from(profiles).where(eq(profiles.id, acme!.id));
@@ -109,7 +129,7 @@ describe('createProfiles (service used by the scraping engine)', () => {
     assert.equal(stored[0]!.data.minLoanAmount, 1200);
   });
 
-  test('another user\'s or an unknown type is a 404 naming profileTypeId', async () => {
+  test("another user's or an unknown type is a 404 naming profileTypeId", async () => {
     const u = await ctx.signup();
     const other = await ctx.signup();
     const t = await createType(other, 'theirs', cafeFields);
@@ -141,15 +161,29 @@ describe('profiles API', () => {
     cafe = await createType(alice, 'cafe', cafeFields);
     bobType = await createType(bob, 'lender', lenderFields);
     const l = await svc.createProfiles(alice.id, lender.id, [
-      { data: { companyName: 'Acme Lending', loanTypes: ['SBA 7(a)', 'Bridge'], minLoanAmount: 50000, email: 'a@acme.example' }, sourceId: sourceA, jobId: jobA },
-      { data: { companyName: 'Beta Bank', lenderType: 'Bank', minLoanAmount: 100000, notes: 'Says "hi", then\nleaves' }, sourceId: sourceA },
+      {
+        data: {
+          companyName: 'Acme Lending',
+          loanTypes: ['SBA 7(a)', 'Bridge'],
+          minLoanAmount: 50000,
+          email: 'a@acme.example',
+        },
+        sourceId: sourceA,
+        jobId: jobA,
+      },
+      {
+        data: { companyName: 'Beta Bank', lenderType: 'Bank', minLoanAmount: 100000, notes: 'Says "hi", then\nleaves' },
+        sourceId: sourceA,
+      },
       { data: { companyName: '=HYPERLINK("http://evil")', notes: '100% legit_' } },
     ]);
     const c = await svc.createProfiles(alice.id, cafe.id, [
       { data: { name: 'Chez Nous', cuisines: ['French'], rating: 4.5 }, jobId: jobA },
       { data: { name: 'Taqueria', cuisines: ['Mexican', 'Street food'] } },
     ]);
-    const b = await svc.createProfiles(bob.id, bobType.id, [{ data: { companyName: 'Acme Lending (Bob)', minLoanAmount: 1 }, sourceId: sourceA }]);
+    const b = await svc.createProfiles(bob.id, bobType.id, [
+      { data: { companyName: 'Acme Lending (Bob)', minLoanAmount: 1 }, sourceId: sourceA },
+    ]);
     [ids.acme, ids.beta, ids.formula] = l.created.map((p) => p.id);
     [ids.chez, ids.taco] = c.created.map((p) => p.id);
     ids.bob = b.created[0]!.id;
@@ -163,7 +197,7 @@ describe('profiles API', () => {
     return (res.json().data.profiles as Array<{ id: string }>).map((p) => p.id);
   };
 
-  test('GET /api/profiles lists the caller\'s profiles newest first, never another user\'s', async () => {
+  test("GET /api/profiles lists the caller's profiles newest first, never another user's", async () => {
     assert.deepEqual(await list(alice), [ids.taco, ids.chez, ids.formula, ids.beta, ids.acme]);
     assert.deepEqual(await list(bob), [ids.bob]);
   });
@@ -186,7 +220,8 @@ describe('profiles API', () => {
   });
 
   test('400 naming a malformed filter, a bad status or cursor', async () => {
-    for (const f of ['profileTypeId', 'sourceId', 'jobId']) assertValidation(await ctx.call(alice, 'GET', `/api/profiles?${f}=nope`), f);
+    for (const f of ['profileTypeId', 'sourceId', 'jobId'])
+      assertValidation(await ctx.call(alice, 'GET', `/api/profiles?${f}=nope`), f);
     assertValidation(await ctx.call(alice, 'GET', '/api/profiles?status=WHATEVER'), 'status');
     assertValidation(await ctx.call(alice, 'GET', '/api/profiles?cursor=abc'), 'cursor');
     assertValidation(await ctx.call(alice, 'GET', `/api/profiles?q=${'x'.repeat(201)}`), 'q');
@@ -195,7 +230,11 @@ describe('profiles API', () => {
   test('pagination walks every profile once', async () => {
     const u = await ctx.signup();
     const t = await createType(u, 'many', cafeFields);
-    const made = await svc.createProfiles(u.id, t.id, Array.from({ length: 11 }, (_, i) => ({ data: { name: `n${i}` } })));
+    const made = await svc.createProfiles(
+      u.id,
+      t.id,
+      Array.from({ length: 11 }, (_, i) => ({ data: { name: `n${i}` } })),
+    );
     const seen: string[] = [];
     let cursor: string | null = null;
     let pages = 0;
@@ -210,7 +249,7 @@ describe('profiles API', () => {
     assert.deepEqual(seen, made.created.map((p) => p.id).reverse());
   });
 
-  test('GET /api/profiles/{id}: 200 with the type; 404 unknown, malformed or another user\'s', async () => {
+  test("GET /api/profiles/{id}: 200 with the type; 404 unknown, malformed or another user's", async () => {
     const res = await ctx.call(alice, 'GET', `/api/profiles/${ids.acme}`);
     assert.equal(res.statusCode, 200);
     const p = res.json().data.profile;
@@ -220,7 +259,12 @@ describe('profiles API', () => {
     assert.equal(p.sourceId, sourceA);
     assert.equal(p.jobId, jobA);
     assert.deepEqual(p.data.loanTypes, ['SBA 7(a)', 'Bridge']);
-    for (const [user, id] of [[bob, ids.acme], [alice, ids.bob], [alice, uuid()], [alice, 'xyz']] as const) {
+    for (const [user, id] of [
+      [bob, ids.acme],
+      [alice, ids.bob],
+      [alice, uuid()],
+      [alice, 'xyz'],
+    ] as const) {
       const miss = await ctx.call(user, 'GET', `/api/profiles/${id}`);
       assert.equal(miss.statusCode, 404, `${id}`);
       assert.equal(miss.json().error.code, 'NOT_FOUND');
@@ -228,7 +272,11 @@ describe('profiles API', () => {
   });
 
   test('PATCH merges data (coerced), removes with null, sets status', async () => {
-    const [made] = (await svc.createProfiles(alice.id, lender.id, [{ data: { companyName: 'Edit Me', notes: 'old', minLoanAmount: 10 } }])).created;
+    const [made] = (
+      await svc.createProfiles(alice.id, lender.id, [
+        { data: { companyName: 'Edit Me', notes: 'old', minLoanAmount: 10 } },
+      ])
+    ).created;
     const res = await ctx.call(alice, 'PATCH', `/api/profiles/${made!.id}`, {
       data: { minLoanAmount: '$2,500', loanTypes: ['Term Loan'], notes: null, sba: 'no' },
       status: 'REVIEWED',
@@ -265,7 +313,7 @@ describe('profiles API', () => {
     assert.equal(row!.data.minLoanAmount, 50000);
   });
 
-  test('PATCH another user\'s, unknown or malformed profile is a 404 and changes nothing', async () => {
+  test("PATCH another user's, unknown or malformed profile is a 404 and changes nothing", async () => {
     for (const id of [ids.bob, uuid(), 'nope']) {
       const res = await ctx.call(alice, 'PATCH', `/api/profiles/${id}`, { status: 'ARCHIVED' });
       assert.equal(res.statusCode, 404);
@@ -274,49 +322,88 @@ describe('profiles API', () => {
     assert.equal(row!.status, 'NEW');
   });
 
-  test('GET /api/profiles/export?profileTypeId: CSV attachment, type columns, RFC 4180 quoting, formulas neutralised', async () => {
-    const res = await ctx.call(alice, 'GET', `/api/profiles/export?profileTypeId=${lender.id}`);
-    assert.equal(res.statusCode, 200, res.body);
-    assert.match(String(res.headers['content-type']), /^text\/csv/);
-    assert.match(String(res.headers['content-disposition']), /^attachment; filename="profiles-lender-\d{4}-\d{2}-\d{2}\.csv"$/);
-    assert.ok(res.body.startsWith(`id,profileType,status,sourceUrl,createdAt,${lenderFields.map((f) => f.name).join(',')}\r\n`));
-    const [header, ...rows] = parseCsv(res.body);
-    assert.deepEqual(header, ['id', 'profileType', 'status', 'sourceUrl', 'createdAt', ...lenderFields.map((f) => f.name)]);
-    assert.deepEqual(rows.map((r) => r[0]), await list(alice, `?profileTypeId=${lender.id}`));
-    const byId = new Map(rows.map((r) => [r[0], Object.fromEntries(header!.map((h, i) => [h, r[i]]))]));
-    const beta = byId.get(ids.beta)!;
-    assert.equal(beta.notes, 'Says "hi", then\nleaves');
-    assert.ok(res.body.includes('"Says ""hi"", then\nleaves"'));
-    assert.equal(beta.status, 'QUALIFIED');
-    assert.equal(beta.profileType, 'lender');
-    assert.equal(beta.minLoanAmount, '100000');
-    const acme = byId.get(ids.acme)!;
-    assert.equal(acme.loanTypes, 'SBA 7(a); Bridge');
-    assert.equal(acme.email, 'a@acme.example');
-    assert.equal(acme.lenderType, '');
-    assert.ok(Date.parse(acme.createdAt!));
-    assert.equal(byId.get(ids.formula)!.companyName, `'=HYPERLINK("http://evil")`);
-  });
+  test(
+    'GET /api/profiles/export?profileTypeId: CSV attachment, type columns, RFC 4180 quoting, formulas ' + 'neutralised',
+    async () => {
+      const res = await ctx.call(alice, 'GET', `/api/profiles/export?profileTypeId=${lender.id}`);
+      assert.equal(res.statusCode, 200, res.body);
+      assert.match(String(res.headers['content-type']), /^text\/csv/);
+      assert.match(
+        String(res.headers['content-disposition']),
+        /^attachment; filename="profiles-lender-\d{4}-\d{2}-\d{2}\.csv"$/,
+      );
+      assert.ok(
+        res.body.startsWith(
+          `id,profileType,status,sourceUrl,createdAt,${lenderFields.map((f) => f.name).join(',')}\r\n`,
+        ),
+      );
+      const [header, ...rows] = parseCsv(res.body);
+      assert.deepEqual(header, [
+        'id',
+        'profileType',
+        'status',
+        'sourceUrl',
+        'createdAt',
+        ...lenderFields.map((f) => f.name),
+      ]);
+      assert.deepEqual(
+        rows.map((r) => r[0]),
+        await list(alice, `?profileTypeId=${lender.id}`),
+      );
+      const byId = new Map(rows.map((r) => [r[0], Object.fromEntries(header!.map((h, i) => [h, r[i]]))]));
+      const beta = byId.get(ids.beta)!;
+      assert.equal(beta.notes, 'Says "hi", then\nleaves');
+      assert.ok(res.body.includes('"Says ""hi"", then\nleaves"'));
+      assert.equal(beta.status, 'QUALIFIED');
+      assert.equal(beta.profileType, 'lender');
+      assert.equal(beta.minLoanAmount, '100000');
+      const acme = byId.get(ids.acme)!;
+      assert.equal(acme.loanTypes, 'SBA 7(a); Bridge');
+      assert.equal(acme.email, 'a@acme.example');
+      assert.equal(acme.lenderType, '');
+      assert.ok(Date.parse(acme.createdAt!));
+      assert.equal(byId.get(ids.formula)!.companyName, `'=HYPERLINK("http://evil")`);
+    },
+  );
 
-  test('export without a type: union of the caller\'s fields; status filter; never another user\'s rows', async () => {
+  test("export without a type: union of the caller's fields; status filter; never another user's rows", async () => {
     const res = await ctx.call(alice, 'GET', '/api/profiles/export');
     assert.equal(res.statusCode, 200);
     assert.match(String(res.headers['content-disposition']), /filename="profiles-all-/);
     const [header, ...rows] = parseCsv(res.body);
-    assert.deepEqual(header, ['id', 'profileType', 'status', 'sourceUrl', 'createdAt', ...lenderFields.map((f) => f.name), 'name', 'cuisines', 'rating']);
-    assert.deepEqual(rows.map((r) => r[0]), await list(alice, '?limit=1000'));
+    assert.deepEqual(header, [
+      'id',
+      'profileType',
+      'status',
+      'sourceUrl',
+      'createdAt',
+      ...lenderFields.map((f) => f.name),
+      'name',
+      'cuisines',
+      'rating',
+    ]);
+    assert.deepEqual(
+      rows.map((r) => r[0]),
+      await list(alice, '?limit=1000'),
+    );
     assert.ok(!res.body.includes(ids.bob!) && !res.body.includes('(Bob)'));
     const taco = rows.find((r) => r[0] === ids.taco)!;
     assert.equal(taco[1], 'cafe');
     assert.equal(taco[header!.indexOf('cuisines')], 'Mexican; Street food');
     assert.equal(taco[header!.indexOf('companyName')], '');
     const qualified = parseCsv((await ctx.call(alice, 'GET', '/api/profiles/export?status=QUALIFIED')).body);
-    assert.deepEqual(qualified.slice(1).map((r) => r[0]), [ids.beta]);
+    assert.deepEqual(
+      qualified.slice(1).map((r) => r[0]),
+      [ids.beta],
+    );
     const bobCsv = parseCsv((await ctx.call(bob, 'GET', '/api/profiles/export')).body);
-    assert.deepEqual(bobCsv.slice(1).map((r) => r[0]), [ids.bob]);
+    assert.deepEqual(
+      bobCsv.slice(1).map((r) => r[0]),
+      [ids.bob],
+    );
   });
 
-  test('export errors: another user\'s or unknown type 404 naming profileTypeId; malformed 400', async () => {
+  test("export errors: another user's or unknown type 404 naming profileTypeId; malformed 400", async () => {
     for (const id of [bobType.id, uuid()]) {
       const res = await ctx.call(alice, 'GET', `/api/profiles/export?profileTypeId=${id}`);
       assert.equal(res.statusCode, 404);
@@ -332,13 +419,20 @@ describe('export across pages', () => {
   test('2,050 profiles stream out once each (pages of 1000), and with tiny pages too', async () => {
     const u = await ctx.signup();
     const t = await createType(u, 'bulk', cafeFields);
-    const made = await svc.createProfiles(u.id, t.id, Array.from({ length: 2050 }, (_, i) => ({ data: { name: `Cafe ${i}`, rating: i % 5 } })));
+    const made = await svc.createProfiles(
+      u.id,
+      t.id,
+      Array.from({ length: 2050 }, (_, i) => ({ data: { name: `Cafe ${i}`, rating: i % 5 } })),
+    );
     assert.equal(made.created.length, 2050);
     const res = await ctx.call(u, 'GET', `/api/profiles/export?profileTypeId=${t.id}`);
     const rows = parseCsv(res.body).slice(1);
     assert.equal(rows.length, 2050);
     assert.equal(new Set(rows.map((r) => r[0])).size, 2050);
-    assert.deepEqual(rows.map((r) => r[0]), made.created.map((p) => p.id).reverse());
+    assert.deepEqual(
+      rows.map((r) => r[0]),
+      made.created.map((p) => p.id).reverse(),
+    );
     const { stream } = await createProfileExporter(ctx.deps)(u.id, {}, 7);
     let text = '';
     for await (const chunk of stream) text += chunk;
@@ -359,7 +453,10 @@ describe('GET /api/profiles/stats', () => {
       { data: { name: 'D' } },
     ]);
     await ctx.deps.db.update(profiles).set({ status: 'QUALIFIED' }).where(eq(profiles.id, made.created[0]!.id));
-    await ctx.deps.db.update(profiles).set({ data: { name: 'D', notes: '' } }).where(eq(profiles.id, made.created[3]!.id));
+    await ctx.deps.db
+      .update(profiles)
+      .set({ data: { name: 'D', notes: '' } })
+      .where(eq(profiles.id, made.created[3]!.id));
     const ot = await createType(other, 'cafe', cafeFields);
     await svc.createProfiles(other.id, ot.id, [{ data: { name: 'X', rating: 1, cuisines: ['y'] } }]);
 
@@ -381,10 +478,20 @@ describe('GET /api/profiles/stats', () => {
           { field: 'notes', filled: 0, ratio: 0 },
         ],
       },
-      { profileTypeId: empty.id, name: 'empty', slug: 'empty', count: 0, fieldCompleteness: [{ field: 'x', filled: 0, ratio: 0 }] },
+      {
+        profileTypeId: empty.id,
+        name: 'empty',
+        slug: 'empty',
+        count: 0,
+        fieldCompleteness: [{ field: 'x', filled: 0, ratio: 0 }],
+      },
     ]);
     const fresh = await ctx.signup();
     const none = await ctx.call(fresh, 'GET', '/api/profiles/stats');
-    assert.deepEqual(none.json().data, { total: 0, byStatus: { NEW: 0, REVIEWED: 0, QUALIFIED: 0, DISQUALIFIED: 0, ARCHIVED: 0 }, byProfileType: [] });
+    assert.deepEqual(none.json().data, {
+      total: 0,
+      byStatus: { NEW: 0, REVIEWED: 0, QUALIFIED: 0, DISQUALIFIED: 0, ARCHIVED: 0 },
+      byProfileType: [],
+    });
   });
 });

@@ -17,14 +17,24 @@ after(async () => ctx?.close());
 async function createProject(user: TestUser, body: Record<string, unknown> = { name: 'Project' }) {
   const res = await ctx.call(user, 'POST', '/api/projects', body);
   assert.equal(res.statusCode, 201, res.body);
-  return res.json().data.project as { id: string; name: string; description: string | null; color: string | null; createdAt: string };
+  return res.json().data.project as {
+    id: string;
+    name: string;
+    description: string | null;
+    color: string | null;
+    createdAt: string;
+  };
 }
 
 const unknownId = '0190a8a0-0000-7000-8000-000000000000';
 
 describe('POST /api/projects', () => {
   test('201 with the full project; name trimmed, colour normalised to lower-case #rrggbb', async () => {
-    const res = await ctx.call(alice, 'POST', '/api/projects', { name: '  Lenders Q3  ', description: 'West coast', color: '#1E90FF' });
+    const res = await ctx.call(alice, 'POST', '/api/projects', {
+      name: '  Lenders Q3  ',
+      description: 'West coast',
+      color: '#1E90FF',
+    });
     assert.equal(res.statusCode, 201);
     const { project } = res.json().data;
     assert.equal(project.name, 'Lenders Q3');
@@ -55,11 +65,17 @@ describe('POST /api/projects', () => {
     ['description wrong type', { name: 'A', description: ['x'] }, 'description'],
   ];
   for (const [name, payload, field] of invalid) {
-    test(`400 VALIDATION_ERROR naming ${field}: ${name}`, async () => assertValidation(await ctx.call(alice, 'POST', '/api/projects', payload), field));
+    test(`400 VALIDATION_ERROR naming ${field}: ${name}`, async () =>
+      assertValidation(await ctx.call(alice, 'POST', '/api/projects', payload), field));
   }
 
   test('malformed JSON is a 400, and no credential is a 401', async () => {
-    const bad = await ctx.inject({ method: 'POST', url: '/api/projects', headers: { ...alice.headers, 'content-type': 'application/json' }, payload: '{"name":' });
+    const bad = await ctx.inject({
+      method: 'POST',
+      url: '/api/projects',
+      headers: { ...alice.headers, 'content-type': 'application/json' },
+      payload: '{"name":',
+    });
     assertValidation(bad, 'body');
     const anon = await ctx.call(undefined, 'POST', '/api/projects', { name: 'x' });
     assert.equal(anon.statusCode, 401);
@@ -90,7 +106,8 @@ describe('GET /api/projects', () => {
       assert.equal(res.statusCode, 200);
       const { projects: page, nextCursor } = res.json().data;
       assert.ok(page.length <= 3);
-      for (const p of page) assert.deepEqual(Object.keys(p).sort(), ['color', 'createdAt', 'description', 'id', 'name', 'updatedAt']);
+      for (const p of page)
+        assert.deepEqual(Object.keys(p).sort(), ['color', 'createdAt', 'description', 'id', 'name', 'updatedAt']);
       seen.push(...page.map((p: { id: string }) => p.id));
       cursor = nextCursor;
       pages++;
@@ -110,12 +127,17 @@ describe('GET /api/projects', () => {
 });
 
 describe('GET /api/projects/{id}', () => {
-  test('200 for the owner; 404 for unknown, malformed or another user\'s id', async () => {
+  test("200 for the owner; 404 for unknown, malformed or another user's id", async () => {
     const p = await createProject(alice, { name: 'Mine', color: '#abc' });
     const res = await ctx.call(alice, 'GET', `/api/projects/${p.id}`);
     assert.equal(res.statusCode, 200);
     assert.deepEqual(res.json().data.project, { ...p, updatedAt: res.json().data.project.updatedAt });
-    for (const [user, id] of [[bob, p.id], [alice, unknownId], [alice, 'not-a-uuid'], [alice, "1' OR '1'='1"]] as const) {
+    for (const [user, id] of [
+      [bob, p.id],
+      [alice, unknownId],
+      [alice, 'not-a-uuid'],
+      [alice, "1' OR '1'='1"],
+    ] as const) {
       const miss = await ctx.call(user, 'GET', `/api/projects/${encodeURIComponent(id)}`);
       assert.equal(miss.statusCode, 404, id);
       assert.equal(miss.json().error.code, 'NOT_FOUND');
@@ -139,7 +161,7 @@ describe('PATCH /api/projects/{id}', () => {
     assert.equal(row!.color, null);
   });
 
-  test('403 FORBIDDEN on another user\'s project (left unchanged); 404 unknown or malformed', async () => {
+  test("403 FORBIDDEN on another user's project (left unchanged); 404 unknown or malformed", async () => {
     const p = await createProject(alice, { name: 'Alice only' });
     const res = await ctx.call(bob, 'PATCH', `/api/projects/${p.id}`, { name: 'Hijacked' });
     assert.equal(res.statusCode, 403);
@@ -165,7 +187,7 @@ describe('PATCH /api/projects/{id}', () => {
 });
 
 describe('DELETE /api/projects/{id}', () => {
-  test('403 on another user\'s project, 404 unknown or malformed, 200 then gone', async () => {
+  test("403 on another user's project, 404 unknown or malformed, 200 then gone", async () => {
     const p = await createProject(alice);
     const forbidden = await ctx.call(bob, 'DELETE', `/api/projects/${p.id}`);
     assert.equal(forbidden.statusCode, 403);
@@ -180,32 +202,63 @@ describe('DELETE /api/projects/{id}', () => {
     assert.equal((await ctx.call(alice, 'DELETE', `/api/projects/${p.id}`)).statusCode, 404);
   });
 
-  test('deletes the project\'s sources, jobs, leads and profiles; other projects keep theirs', async () => {
+  test("deletes the project's sources, jobs, leads and profiles; other projects keep theirs", async () => {
     const db = ctx.deps.db;
     const doomed = await createProject(alice, { name: 'Doomed' });
     const kept = await createProject(alice, { name: 'Kept' });
-    const [type] = await db.insert(profileTypes).values({ userId: alice.id, name: 'T', slug: `t-${newId().slice(-8)}`, fields: [{ name: 'n', type: 'string' }] }).returning();
+    const [type] = await db
+      .insert(profileTypes)
+      .values({ userId: alice.id, name: 'T', slug: `t-${newId().slice(-8)}`, fields: [{ name: 'n', type: 'string' }] })
+      .returning();
     async function seed(projectId: string | null, tag: string) {
-      const [source] = await db.insert(sources).values({ userId: alice.id, projectId, name: `S ${tag}`, url: 'https://example.com', scrapeType: 'STATIC' }).returning();
-      const [job] = await db.insert(jobs).values({ userId: alice.id, sourceId: source!.id, name: `J ${tag}` }).returning();
+      const [source] = await db
+        .insert(sources)
+        .values({ userId: alice.id, projectId, name: `S ${tag}`, url: 'https://example.com', scrapeType: 'STATIC' })
+        .returning();
+      const [job] = await db
+        .insert(jobs)
+        .values({ userId: alice.id, sourceId: source!.id, name: `J ${tag}` })
+        .returning();
       const leadRows = await db
         .insert(leads)
-        .values([1, 2, 3].map((i) => ({ userId: alice.id, sourceId: source!.id, jobId: job!.id, email: `${tag}${i}@example.com` })))
+        .values(
+          [1, 2, 3].map((i) => ({
+            userId: alice.id,
+            sourceId: source!.id,
+            jobId: job!.id,
+            email: `${tag}${i}@example.com`,
+          })),
+        )
         .returning();
       const profileRows = await db
         .insert(profiles)
         .values([
-          { userId: alice.id, profileTypeId: type!.id, sourceId: source!.id, jobId: job!.id, leadId: leadRows[0]!.id, data: { n: tag } },
+          {
+            userId: alice.id,
+            profileTypeId: type!.id,
+            sourceId: source!.id,
+            jobId: job!.id,
+            leadId: leadRows[0]!.id,
+            data: { n: tag },
+          },
           { userId: alice.id, profileTypeId: type!.id, sourceId: source!.id, data: { n: `${tag} by source` } },
           { userId: alice.id, profileTypeId: type!.id, jobId: job!.id, data: { n: `${tag} by job` } },
         ])
         .returning();
-      return { source: source!, job: job!, leadIds: leadRows.map((l) => l.id), profileIds: profileRows.map((p) => p.id) };
+      return {
+        source: source!,
+        job: job!,
+        leadIds: leadRows.map((l) => l.id),
+        profileIds: profileRows.map((p) => p.id),
+      };
     }
     const gone = await seed(doomed.id, 'gone');
     const stay = await seed(kept.id, 'stay');
     const loose = await seed(null, 'loose');
-    const [manual] = await db.insert(profiles).values({ userId: alice.id, profileTypeId: type!.id, data: { n: 'manual' } }).returning();
+    const [manual] = await db
+      .insert(profiles)
+      .values({ userId: alice.id, profileTypeId: type!.id, data: { n: 'manual' } })
+      .returning();
 
     const res = await ctx.call(alice, 'DELETE', `/api/projects/${doomed.id}`);
     assert.equal(res.statusCode, 200);

@@ -10,7 +10,9 @@ import { ensurePgliteTemplate, ensurePostgresTemplate } from './helpers/template
 const env = { ...process.env };
 if (process.env.TEST_DATABASE_URL) {
   env.QUARRY_TEST_PG_TEMPLATE = await ensurePostgresTemplate(process.env.TEST_DATABASE_URL);
-  console.log(`tests on PostgreSQL (${new URL(process.env.TEST_DATABASE_URL).host}), template ${env.QUARRY_TEST_PG_TEMPLATE}`);
+  console.log(
+    `tests on PostgreSQL (${new URL(process.env.TEST_DATABASE_URL).host}), template ${env.QUARRY_TEST_PG_TEMPLATE}`,
+  );
 } else {
   env.QUARRY_TEST_PGLITE_DUMP = await ensurePgliteTemplate();
   console.log('tests on embedded PGlite');
@@ -26,7 +28,8 @@ const result = spawnSync(
     `--test-concurrency=${concurrency}`,
     '--test-timeout=180000',
     ...args.filter((a) => a.startsWith('-')),
-    ...(files.length ? files : ['test/**/*.test.ts', 'src/**/*.test.ts']),
+    // `**` also matches nested folders (test/scraping/).
+    ...(files.length ? files : ['test/**/*.test.ts']),
   ],
   { stdio: 'inherit', env },
 );

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { warnOnAsciiOnlyCaseFolding } from '../src/runtime.ts';
-import { createTestDatabase, testDatabaseKind, type TestDatabase } from './helpers/db.ts';
+import { createTestDatabase, type TestDatabase, testDatabaseKind } from './helpers/db.ts';
 import { withDatabase } from './helpers/template.ts';
 
 let testDb: TestDatabase;
@@ -27,7 +27,9 @@ describe('startup check of lower() case folding', () => {
     assert.deepEqual(lines, []);
   });
 
-  test('a database created with LOCALE C folds ASCII only: one warning naming a UTF-8 locale', { skip: testDatabaseKind() !== 'postgres' && 'needs PostgreSQL' }, async () => {
+  test('a database created with LOCALE C folds ASCII only: one warning naming a UTF-8 locale', {
+    skip: testDatabaseKind() !== 'postgres' && 'needs PostgreSQL',
+  }, async () => {
     const adminUrl = process.env.TEST_DATABASE_URL!;
     const name = `quarry_c_${crypto.randomBytes(6).toString('hex')}`;
     const admin = new pg.Client({ connectionString: adminUrl });

@@ -4,10 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { freePort, startService, waitHealthy, type ServiceProcess } from './helpers/process.ts';
+import { freePort, type ServiceProcess, startService, waitHealthy } from './helpers/process.ts';
 
 // API and workers as separate processes on one PostgreSQL database, as on separate machines.
-const skip = process.env.TEST_DATABASE_URL ? false : 'scale-out needs PostgreSQL: run with TEST_DATABASE_URL=postgres://…';
+const skip = process.env.TEST_DATABASE_URL
+  ? false
+  : 'scale-out needs PostgreSQL: run with TEST_DATABASE_URL=postgres://…';
 
 describe('scale-out: API-only process + `npm run worker` process', { skip }, () => {
   let testDb: TestDatabase;
@@ -36,10 +38,20 @@ describe('scale-out: API-only process + `npm run worker` process', { skip }, () 
     const signup = await fetch(`${base}/api/auth/signup`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: 'scale@example.com', password: 'long enough pw', termsAccepted: true, privacyAccepted: true }),
+      body: JSON.stringify({
+        email: 'scale@example.com',
+        password: 'long enough pw',
+        termsAccepted: true,
+        privacyAccepted: true,
+      }),
     });
-    const headers = { authorization: `Bearer ${((await signup.json()) as any).data.apiKey}`, 'content-type': 'application/json' };
-    const created = (await (await fetch(`${base}/api/users/export`, { method: 'POST', headers, body: JSON.stringify({ format: 'JSON' }) })).json()) as any;
+    const headers = {
+      authorization: `Bearer ${((await signup.json()) as any).data.apiKey}`,
+      'content-type': 'application/json',
+    };
+    const created = (await (
+      await fetch(`${base}/api/users/export`, { method: 'POST', headers, body: JSON.stringify({ format: 'JSON' }) })
+    ).json()) as any;
     const requestId = created.data.requestId;
     const status = async () => {
       const list = (await (await fetch(`${base}/api/users/export/status`, { headers })).json()) as any;
@@ -48,7 +60,7 @@ describe('scale-out: API-only process + `npm run worker` process', { skip }, () 
     await new Promise((r) => setTimeout(r, 3000));
     assert.equal(await status(), 'PENDING', 'the API process runs no workers');
 
-    worker = startService({ DATABASE_URL: testDb.url!, DATA_DIR: dataDir }, 'src/jobs/worker.ts');
+    worker = startService({ DATABASE_URL: testDb.url!, DATA_DIR: dataDir }, 'src/worker.ts');
     const deadline = Date.now() + 30_000;
     while ((await status()) !== 'COMPLETED') {
       if (Date.now() > deadline) throw new Error(`export not completed by the worker: ${worker.output()}`);

@@ -2,14 +2,19 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import { jobs } from '../src/db/schema/index.ts';
-import { QUEUES } from '../src/jobs/queues.ts';
-import { registerSchedules } from '../src/jobs/workers.ts';
 import { dispatchDueSources } from '../src/modules/jobs/jobs.scheduler.ts';
 import { createJobService } from '../src/modules/jobs/jobs.service.ts';
+import { QUEUES } from '../src/queue/queues.ts';
+import { registerSchedules } from '../src/queue/workers.ts';
 import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
 
 // The scheduler with an injected clock; workers off, so the jobs it starts stay PENDING for inspection.
-const clock = { current: new Date('2026-11-21T10:00:00.000Z'), now() { return new Date(this.current); } };
+const clock = {
+  current: new Date('2026-11-21T10:00:00.000Z'),
+  now() {
+    return new Date(this.current);
+  },
+};
 const advance = (ms: number) => (clock.current = new Date(clock.current.getTime() + ms));
 const HOUR = 3_600_000;
 
@@ -24,7 +29,13 @@ after(async () => ctx?.close());
 const dispatch = () => dispatchDueSources(ctx.deps, createJobService(ctx.deps));
 
 async function source(scheduleType: string, activate = true) {
-  const res = await ctx.call(alice, 'POST', '/api/sources', { name: `${scheduleType} source`, url: 'https://example.com/', scrapeType: 'STATIC', selectors: {}, scheduleType });
+  const res = await ctx.call(alice, 'POST', '/api/sources', {
+    name: `${scheduleType} source`,
+    url: 'https://example.com/',
+    scrapeType: 'STATIC',
+    selectors: {},
+    scheduleType,
+  });
   const s = res.json().data.source;
   if (activate) await ctx.call(alice, 'POST', `/api/sources/${s.id}/activate`);
   return s as { id: string };
@@ -48,7 +59,11 @@ describe('source schedules', () => {
     assert.equal(started[0]!.trigger, 'schedule');
     assert.equal(started[0]!.status, 'PENDING');
     const v = await view(hourly.id);
-    assert.equal(Date.parse(v.nextRunAt) - clock.current.getTime() + 1000, HOUR, 'next run one period after the due time');
+    assert.equal(
+      Date.parse(v.nextRunAt) - clock.current.getTime() + 1000,
+      HOUR,
+      'next run one period after the due time',
+    );
     assert.ok(v.lastRunAt);
   });
 
@@ -60,22 +75,25 @@ describe('source schedules', () => {
     assert.equal(results.flat().filter((id) => id).length >= 1, true);
   });
 
-  test('a run still going is not doubled; a long outage gives one catch-up run, not one per missed period', async () => {
-    const weekly = await source('WEEKLY');
-    advance(7 * 24 * HOUR + 1000);
-    await dispatch();
-    assert.equal((await jobsOf(weekly.id)).length, 1);
-    advance(7 * 24 * HOUR);
-    await dispatch();
-    assert.equal((await jobsOf(weekly.id)).length, 1, 'the previous run is still PENDING');
+  test(
+    'a run still going is not doubled; a long outage gives one catch-up run, not one per missed ' + 'period',
+    async () => {
+      const weekly = await source('WEEKLY');
+      advance(7 * 24 * HOUR + 1000);
+      await dispatch();
+      assert.equal((await jobsOf(weekly.id)).length, 1);
+      advance(7 * 24 * HOUR);
+      await dispatch();
+      assert.equal((await jobsOf(weekly.id)).length, 1, 'the previous run is still PENDING');
 
-    await ctx.deps.db.update(jobs).set({ status: 'COMPLETED' }).where(eq(jobs.sourceId, weekly.id));
-    advance(5 * 7 * 24 * HOUR);
-    await dispatch();
-    await dispatch();
-    assert.equal((await jobsOf(weekly.id)).length, 2);
-    assert.ok(Date.parse((await view(weekly.id)).nextRunAt) > clock.current.getTime());
-  });
+      await ctx.deps.db.update(jobs).set({ status: 'COMPLETED' }).where(eq(jobs.sourceId, weekly.id));
+      advance(5 * 7 * 24 * HOUR);
+      await dispatch();
+      await dispatch();
+      assert.equal((await jobsOf(weekly.id)).length, 2);
+      assert.ok(Date.parse((await view(weekly.id)).nextRunAt) > clock.current.getTime());
+    },
+  );
 
   test('MANUAL, DRAFT and paused sources never run by themselves', async () => {
     const manual = await source('MANUAL');

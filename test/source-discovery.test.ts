@@ -7,7 +7,7 @@ import { aiUsage } from '../src/db/schema/index.ts';
 import { createAiTwoUserContext } from './helpers/ai-context.ts';
 import { createTwoUserContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError, assertValidation } from './helpers/assertions.ts';
-import { promptText, type OpenAiStub } from './helpers/openai-stub.ts';
+import { type OpenAiStub, promptText } from './helpers/openai-stub.ts';
 import type { SearchStub } from './helpers/search-stub.ts';
 
 /** A minimal valid PDF (one page, Helvetica, one text line per entry), built by hand with a correct xref table. */
@@ -22,7 +22,9 @@ function minimalPdf(lines: string[]): Buffer {
     `<< /Length ${Buffer.byteLength(stream)} >>\nstream\n${stream}\nendstream`,
   ];
   let out = '%PDF-1.4\n';
-  const offsets = objects.map((o, i) => [Buffer.byteLength(out), (out += `${i + 1} 0 obj\n${o}\nendobj\n`)][0] as number);
+  const offsets = objects.map(
+    (o, i) => [Buffer.byteLength(out), (out += `${i + 1} 0 obj\n${o}\nendobj\n`)][0] as number,
+  );
   const xref = Buffer.byteLength(out);
   out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`;
   out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
@@ -41,7 +43,10 @@ function multipart(parts: Part[]) {
     'data' in p ? p.data : Buffer.from(p.value),
     Buffer.from('\r\n'),
   ]);
-  return { payload: Buffer.concat([...chunks, Buffer.from(`--${boundary}--\r\n`)]), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
+  return {
+    payload: Buffer.concat([...chunks, Buffer.from(`--${boundary}--\r\n`)]),
+    headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+  };
 }
 
 const pdf = minimalPdf([
@@ -55,8 +60,10 @@ const pdf = minimalPdf([
 const pages: Record<string, [string, string | Buffer]> = {
   '/brief.html': [
     'text/html; charset=utf-8',
-    `<html><head><title>Solar installers</title><style>.x{content:"Location: Tokyo"}</style><script>var s = "Location: Tokyo";</script></head>` +
-      `<body><h1>Solar leads</h1><p>Target audience: residential solar installers</p><p>We are headquartered in Denver, Colorado.</p>` +
+    `<html><head><title>Solar installers</title><style>.x{content:"Location: Tokyo"}</style>` +
+      `<script>var s = "Location: Tokyo";</script></head>` +
+      `<body><h1>Solar leads</h1><p>Target audience: residential solar installers</p>` +
+      `<p>We are headquartered in Denver, Colorado.</p>` +
       `<p>Solar energy and renewable power for homes.</p><noscript>Location: Tokyo</noscript></body></html>`,
   ],
   '/brief.pdf': ['application/pdf', pdf],
@@ -78,7 +85,12 @@ function analyzeForm(ctx: TestContext, user: TestUser, parts: Part[]) {
   const { payload, headers } = multipart(parts);
   return ctx.inject({ method: 'POST', url: '/api/sources/analyze', payload, headers: { ...headers, ...user.headers } });
 }
-const pdfPart = (data = pdf, filename = 'brief.pdf'): Part => ({ name: 'file', filename, type: 'application/pdf', data });
+const pdfPart = (data = pdf, filename = 'brief.pdf'): Part => ({
+  name: 'file',
+  filename,
+  type: 'application/pdf',
+  data,
+});
 
 async function createProject(ctx: TestContext, user: TestUser) {
   const res = await ctx.call(user, 'POST', '/api/projects', { name: 'Dental' });
@@ -140,7 +152,8 @@ describe('without an AI provider (built-in catalogue)', () => {
     ['count a string', { query: 'dentists', count: 'five' }, 'count'],
   ];
   for (const [name, body, field] of badDiscover) {
-    test(`discover 400 naming ${field}: ${name}`, async () => assertValidation(await ctx.call(alice, 'POST', '/api/sources/discover', body), field));
+    test(`discover 400 naming ${field}: ${name}`, async () =>
+      assertValidation(await ctx.call(alice, 'POST', '/api/sources/discover', body), field));
   }
 
   test('auth: no key 401; a key without sources:write 403', async () => {
@@ -149,7 +162,11 @@ describe('without an AI provider (built-in catalogue)', () => {
     assert.equal(minted.statusCode, 201, minted.body);
     const headers = { authorization: `Bearer ${minted.json().data.apiKey.key}` };
     for (const path of ['discover', 'generate', 'analyze']) {
-      assertError(await ctx.inject({ method: 'POST', url: `/api/sources/${path}`, headers, payload: {} }), 403, 'INSUFFICIENT_SCOPE');
+      assertError(
+        await ctx.inject({ method: 'POST', url: `/api/sources/${path}`, headers, payload: {} }),
+        403,
+        'INSUFFICIENT_SCOPE',
+      );
     }
   });
 
@@ -191,19 +208,32 @@ describe('without an AI provider (built-in catalogue)', () => {
       const saved = await ctx.call(alice, 'GET', `/api/sources/${s.id}`);
       assert.equal(saved.statusCode, 200, saved.body);
       const source = saved.json().data.source;
-      assert.deepEqual([source.name, source.url, source.scrapeType, source.status, source.projectId], [s.name, s.url, s.scrapeType, 'DRAFT', projectId]);
+      assert.deepEqual(
+        [source.name, source.url, source.scrapeType, source.status, source.projectId],
+        [s.name, s.url, s.scrapeType, 'DRAFT', projectId],
+      );
       assert.equal(source.reasoning, s.reasoning);
       assert.deepEqual(source.selectors, s.selectors ?? {});
     }
     const inProject = await ctx.call(alice, 'GET', `/api/sources?projectId=${projectId}`);
-    assert.deepEqual(inProject.json().data.sources.map((s: { id: string }) => s.id).sort(), sources.map((s: { id: string }) => s.id).sort());
+    assert.deepEqual(
+      inProject
+        .json()
+        .data.sources.map((s: { id: string }) => s.id)
+        .sort(),
+      sources.map((s: { id: string }) => s.id).sort(),
+    );
     assertError(await ctx.call(bob, 'GET', `/api/sources/${sources[0].id}`), 404, 'NOT_FOUND');
   });
 
   test("generate: another user's, an unknown or a malformed projectId is a 404 naming projectId", async () => {
     const bobs = await createProject(ctx, bob);
     for (const projectId of [bobs, '0190a8a0-0000-7000-8000-000000000000', 'not-a-uuid']) {
-      const res = await ctx.call(alice, 'POST', '/api/sources/generate', { projectDescription: 'Software for dental clinics', autoSave: true, projectId });
+      const res = await ctx.call(alice, 'POST', '/api/sources/generate', {
+        projectDescription: 'Software for dental clinics',
+        autoSave: true,
+        projectId,
+      });
       assertError(res, 404, 'NOT_FOUND');
       assert.equal(res.json().error.details[0].field, 'projectId');
     }
@@ -218,7 +248,8 @@ describe('without an AI provider (built-in catalogue)', () => {
     ['industry not a string', { projectDescription: 'Software for dental clinics', industry: ['x'] }, 'industry'],
   ];
   for (const [name, body, field] of badGenerate) {
-    test(`generate 400 naming ${field}: ${name}`, async () => assertValidation(await ctx.call(alice, 'POST', '/api/sources/generate', body), field));
+    test(`generate 400 naming ${field}: ${name}`, async () =>
+      assertValidation(await ctx.call(alice, 'POST', '/api/sources/generate', body), field));
   }
 
   test('analyze a PDF upload: heuristic requirements, labelled, and catalogue sources', async () => {
@@ -261,7 +292,12 @@ describe('without an AI provider (built-in catalogue)', () => {
   });
 
   test('analyze: a file that is not a PDF, or two files, is a 400 naming file; over 10 MB is 413', async () => {
-    assertValidation(await analyzeForm(ctx, alice, [{ name: 'file', filename: 'notes.txt', type: 'text/plain', data: Buffer.from('Target audience: dentists') }]), 'file');
+    assertValidation(
+      await analyzeForm(ctx, alice, [
+        { name: 'file', filename: 'notes.txt', type: 'text/plain', data: Buffer.from('Target audience: dentists') },
+      ]),
+      'file',
+    );
     assertValidation(await analyzeForm(ctx, alice, [pdfPart(Buffer.from('%PDF-1.4 nothing else'))]), 'file');
     assertValidation(await analyzeForm(ctx, alice, [pdfPart(), pdfPart(pdf, 'second.pdf')]), 'file');
     const res = await analyzeForm(ctx, alice, [pdfPart(Buffer.concat([pdf, Buffer.alloc(10 * 1024 * 1024)]))]);
@@ -270,7 +306,14 @@ describe('without an AI provider (built-in catalogue)', () => {
   });
 
   test('analyze: a bad, failing or unreachable URL is a 400 naming url', async () => {
-    for (const url of ['not a url', 'ftp://example.org/brief.pdf', `${siteUrl}/missing`, 'http://127.0.0.1:9/brief.html', 5, `https://x.test/${'a'.repeat(2048)}`]) {
+    for (const url of [
+      'not a url',
+      'ftp://example.org/brief.pdf',
+      `${siteUrl}/missing`,
+      'http://127.0.0.1:9/brief.html',
+      5,
+      `https://x.test/${'a'.repeat(2048)}`,
+    ]) {
       assertValidation(await ctx.call(alice, 'POST', '/api/sources/analyze', { url }), 'url');
     }
     assertValidation(await ctx.call(alice, 'POST', '/api/sources/analyze', { file: 'JVBERi0xLjQ=' }), 'file');
@@ -280,7 +323,10 @@ describe('without an AI provider (built-in catalogue)', () => {
 describe('with ALLOW_PRIVATE_NETWORK=false', () => {
   let ctx: TestContext;
   let alice: TestUser;
-  before(async () => ({ ctx, alice } = await createTwoUserContext({ workers: false, env: { ALLOW_PRIVATE_NETWORK: 'false' } })));
+  before(
+    async () =>
+      ({ ctx, alice } = await createTwoUserContext({ workers: false, env: { ALLOW_PRIVATE_NETWORK: 'false' } })),
+  );
   after(async () => ctx?.close());
 
   test('analyze refuses a loopback URL: 400 naming url with the guard message', async () => {
@@ -297,32 +343,59 @@ describe('with the AI provider (loopback OpenAI stub) and web search (loopback B
   let ai: OpenAiStub;
   let search: SearchStub;
   let close: () => Promise<void>;
-  before(async () => ({ ctx, alice, bob, ai, search, close } = await createAiTwoUserContext({ apiKey: 'sk-discovery', search: true })));
+  before(
+    async () =>
+      ({ ctx, alice, bob, ai, search, close } = await createAiTwoUserContext({ apiKey: 'sk-discovery', search: true })),
+  );
   after(async () => close?.());
 
-  const pick = (result: number, extra: Record<string, unknown> = {}) =>
-    ({ result, name: `Pick ${result}`, category: 'association', estimatedLeads: 120.4, scrapeType: 'STATIC', description: 'A member directory', reasoning: 'Lists many members', ...extra });
+  const pick = (result: number, extra: Record<string, unknown> = {}) => ({
+    result,
+    name: `Pick ${result}`,
+    category: 'association',
+    estimatedLeads: 120.4,
+    scrapeType: 'STATIC',
+    description: 'A member directory',
+    reasoning: 'Lists many members',
+    ...extra,
+  });
 
   test('discover: the model chooses among search results; URLs come from search only, usage recorded', async () => {
     ai.reset();
     search.respond(() => [
-      { title: 'Texas Dental Association members', url: 'https://tda.example.org/members', description: 'Member directory' },
+      {
+        title: 'Texas Dental Association members',
+        url: 'https://tda.example.org/members',
+        description: 'Member directory',
+      },
       { title: 'Austin dentists list', url: 'https://austin.example.com/dentists' },
     ]);
     // Result 2 twice, a result that does not exist, and a URL the model made up: only real results survive.
-    ai.enqueue({ json: { sources: [pick(2, { url: 'https://invented.example/' }), pick(2), pick(7), pick(1)] }, usage: { prompt_tokens: 300, completion_tokens: 80 } });
+    ai.enqueue({
+      json: { sources: [pick(2, { url: 'https://invented.example/' }), pick(2), pick(7), pick(1)] },
+      usage: { prompt_tokens: 300, completion_tokens: 80 },
+    });
     const res = await ctx.call(alice, 'POST', '/api/sources/discover', { query: 'dentists in Austin', count: 3 });
     assert.equal(res.statusCode, 200, res.body);
     const { sources, method } = res.json().data;
     assert.equal(method, 'ai+search');
-    assert.deepEqual(sources.map((s: { url: string }) => s.url), ['https://austin.example.com/dentists', 'https://tda.example.org/members']);
+    assert.deepEqual(
+      sources.map((s: { url: string }) => s.url),
+      ['https://austin.example.com/dentists', 'https://tda.example.org/members'],
+    );
     assert.equal(sources[0].estimatedLeads, 120);
     assert.equal(sources[0].reasoning, 'Lists many members');
     assert.match(search.requests.at(-1)!.q, /^dentists in Austin/);
     assert.match(promptText(ai.requests[0]!), /https:\/\/tda\.example\.org\/members/);
     assert.equal(ai.requests[0]!.body.response_format.type, 'json_schema');
-    const rows = await ctx.deps.db.select().from(aiUsage).where(and(eq(aiUsage.userId, alice.id), eq(aiUsage.feature, 'sources.discover')));
-    assert.deepEqual(rows.map((r) => r.totalTokens), [380]);
+    const rows = await ctx.deps.db
+      .select()
+      .from(aiUsage)
+      .where(and(eq(aiUsage.userId, alice.id), eq(aiUsage.feature, 'sources.discover')));
+    assert.deepEqual(
+      rows.map((r) => r.totalTokens),
+      [380],
+    );
   });
 
   test('discover: no search results (or search down) → the model proposes URLs; invalid ones are dropped', async () => {
@@ -330,12 +403,31 @@ describe('with the AI provider (loopback OpenAI stub) and web search (loopback B
     for (const failSearch of [false, true]) {
       ai.reset();
       if (failSearch) search.fail(500);
-      const proposal = (url: string) => ({ name: 'X', url, category: 'registry', estimatedLeads: 10, scrapeType: 'API', description: 'd', reasoning: 'r' });
-      ai.enqueue({ json: { sources: [proposal('javascript:alert(1)'), proposal('not a url'), proposal('https://registry.example.gov/search?q=dentists')] } });
+      const proposal = (url: string) => ({
+        name: 'X',
+        url,
+        category: 'registry',
+        estimatedLeads: 10,
+        scrapeType: 'API',
+        description: 'd',
+        reasoning: 'r',
+      });
+      ai.enqueue({
+        json: {
+          sources: [
+            proposal('javascript:alert(1)'),
+            proposal('not a url'),
+            proposal('https://registry.example.gov/search?q=dentists'),
+          ],
+        },
+      });
       const res = await ctx.call(alice, 'POST', '/api/sources/discover', { query: 'dentists in Austin' });
       assert.equal(res.statusCode, 200, res.body);
       assert.equal(res.json().data.method, 'ai');
-      assert.deepEqual(res.json().data.sources.map((s: { url: string }) => s.url), ['https://registry.example.gov/search?q=dentists']);
+      assert.deepEqual(
+        res.json().data.sources.map((s: { url: string }) => s.url),
+        ['https://registry.example.gov/search?q=dentists'],
+      );
     }
   });
 
@@ -344,19 +436,30 @@ describe('with the AI provider (loopback OpenAI stub) and web search (loopback B
     search.respond(() => [{ title: 'Solar installers directory', url: 'https://solar.example.org/directory' }]);
     ai.enqueue({ json: { sources: [pick(1, { scrapeType: 'DYNAMIC', reasoning: 'Directory of installers' })] } });
     const projectId = await createProject(ctx, alice);
-    const res = await ctx.call(alice, 'POST', '/api/sources/generate', { projectDescription: 'Inverters for residential solar installers', location: 'Colorado', autoSave: true, projectId });
+    const res = await ctx.call(alice, 'POST', '/api/sources/generate', {
+      projectDescription: 'Inverters for residential solar installers',
+      location: 'Colorado',
+      autoSave: true,
+      projectId,
+    });
     assert.equal(res.statusCode, 200, res.body);
     const [generated] = res.json().data.sources;
     assert.equal(generated.url, 'https://solar.example.org/directory');
     assert.match(promptText(ai.requests[0]!), /Inverters for residential solar installers[\s\S]*Colorado/);
     const saved = (await ctx.call(alice, 'GET', `/api/sources/${generated.id}`)).json().data.source;
-    assert.deepEqual([saved.status, saved.projectId, saved.scrapeType, saved.reasoning, saved.url], ['DRAFT', projectId, 'DYNAMIC', 'Directory of installers', generated.url]);
+    assert.deepEqual(
+      [saved.status, saved.projectId, saved.scrapeType, saved.reasoning, saved.url],
+      ['DRAFT', projectId, 'DYNAMIC', 'Directory of installers', generated.url],
+    );
   });
 
   test("generate: another user's projectId is a 404 before any AI call", async () => {
     ai.reset();
     const bobs = await createProject(ctx, bob);
-    const res = await ctx.call(alice, 'POST', '/api/sources/generate', { projectDescription: 'Inverters for solar installers', projectId: bobs });
+    const res = await ctx.call(alice, 'POST', '/api/sources/generate', {
+      projectDescription: 'Inverters for solar installers',
+      projectId: bobs,
+    });
     assertError(res, 404, 'NOT_FOUND');
     assert.equal(res.json().error.details[0].field, 'projectId');
     assert.equal(ai.requests.length, 0);
@@ -366,15 +469,28 @@ describe('with the AI provider (loopback OpenAI stub) and web search (loopback B
     ai.reset();
     search.respond(() => [{ title: 'TX dentists', url: 'https://tx.example.org/dentists' }]);
     ai.enqueue(
-      { json: { targetAudience: 'Dental practice owners', industry: 'Dental care', location: 'Austin, TX', searchQuery: 'Austin dentist directory' } },
+      {
+        json: {
+          targetAudience: 'Dental practice owners',
+          industry: 'Dental care',
+          location: 'Austin, TX',
+          searchQuery: 'Austin dentist directory',
+        },
+      },
       { json: { sources: [pick(1)] } },
     );
     const res = await analyzeForm(ctx, alice, [pdfPart()]);
     assert.equal(res.statusCode, 200, res.body);
     const { requirements, method } = res.json().data;
     assert.equal(method, 'ai+search');
-    assert.deepEqual([requirements.targetAudience, requirements.industry, requirements.location], ['Dental practice owners', 'Dental care', 'Austin, TX']);
-    assert.deepEqual(requirements.suggestedSources.map((s: { url: string }) => s.url), ['https://tx.example.org/dentists']);
+    assert.deepEqual(
+      [requirements.targetAudience, requirements.industry, requirements.location],
+      ['Dental practice owners', 'Dental care', 'Austin, TX'],
+    );
+    assert.deepEqual(
+      requirements.suggestedSources.map((s: { url: string }) => s.url),
+      ['https://tx.example.org/dentists'],
+    );
     assert.match(promptText(ai.requests[0]!), /Target audience: dental practice owners/);
     assert.equal(search.requests.at(-1)!.q, 'Austin dentist directory');
   });
@@ -382,6 +498,10 @@ describe('with the AI provider (loopback OpenAI stub) and web search (loopback B
   test('a failing provider is 502 AI_PROVIDER_ERROR', async () => {
     ai.reset();
     ai.respond(() => ({ status: 500 }));
-    assertError(await ctx.call(alice, 'POST', '/api/sources/discover', { query: 'dentists in Austin' }), 502, 'AI_PROVIDER_ERROR');
+    assertError(
+      await ctx.call(alice, 'POST', '/api/sources/discover', { query: 'dentists in Austin' }),
+      502,
+      'AI_PROVIDER_ERROR',
+    );
   });
 });

@@ -8,7 +8,12 @@ import { assertError, assertValidation } from './helpers/assertions.ts';
 let ctx: TestContext;
 let alice: TestUser;
 let bob: TestUser;
-const clock = { current: new Date('2026-11-21T10:00:00.000Z'), now() { return new Date(this.current); } };
+const clock = {
+  current: new Date('2026-11-21T10:00:00.000Z'),
+  now() {
+    return new Date(this.current);
+  },
+};
 
 before(async () => {
   ({ ctx, alice, bob } = await createTwoUserContext({ workers: false, clock }));
@@ -16,7 +21,12 @@ before(async () => {
 after(async () => ctx?.close());
 
 const unknownId = '0190a8a0-0000-7000-8000-000000000000';
-const base = { name: 'Lenders directory', url: 'https://example.com/lenders', scrapeType: 'STATIC', selectors: { item: '.card', email: 'a.mail@href' } };
+const base = {
+  name: 'Lenders directory',
+  url: 'https://example.com/lenders',
+  scrapeType: 'STATIC',
+  selectors: { item: '.card', email: 'a.mail@href' },
+};
 
 async function createSource(user: TestUser, body: Record<string, unknown> = base) {
   const res = await ctx.call(user, 'POST', '/api/sources', body);
@@ -26,7 +36,11 @@ async function createSource(user: TestUser, body: Record<string, unknown> = base
 
 describe('POST /api/sources', () => {
   test('201 DRAFT with everything stored; scheduleType defaults to MANUAL', async () => {
-    const source = await createSource(alice, { ...base, description: 'Mortgage lenders', selectors: { ...base.selectors, license: '.nmls' } });
+    const source = await createSource(alice, {
+      ...base,
+      description: 'Mortgage lenders',
+      selectors: { ...base.selectors, license: '.nmls' },
+    });
     assert.equal(source.status, 'DRAFT');
     assert.equal(source.name, 'Lenders directory');
     assert.equal(source.scheduleType, 'MANUAL');
@@ -47,7 +61,11 @@ describe('POST /api/sources', () => {
     ['selector not a string', { ...base, selectors: { email: 5 } }, 'selectors.email'],
     ['CSS that does not parse', { ...base, selectors: { email: 'a[href' } }, 'selectors.email'],
     ['XPath that does not parse', { ...base, selectors: { company: '//div[@class=' } }, 'selectors.company'],
-    ['JSONPath that does not parse (API)', { ...base, scrapeType: 'API', selectors: { item: '$.data[' } }, 'selectors.item'],
+    [
+      'JSONPath that does not parse (API)',
+      { ...base, scrapeType: 'API', selectors: { item: '$.data[' } },
+      'selectors.item',
+    ],
     ['scheduleType unknown', { ...base, scheduleType: 'YEARLY' }, 'scheduleType'],
     ['maxPages zero', { ...base, maxPages: 0 }, 'maxPages'],
     ['unknown crawl option', { ...base, options: { turbo: true } }, 'options'],
@@ -79,7 +97,10 @@ describe('GET /api/sources', () => {
     await ctx.call(alice, 'POST', `/api/sources/${other.id}/activate`);
 
     const byProject = (await ctx.call(alice, 'GET', `/api/sources?projectId=${project.id}`)).json().data.sources;
-    assert.deepEqual(byProject.map((s: { id: string }) => s.id), [inProject.id]);
+    assert.deepEqual(
+      byProject.map((s: { id: string }) => s.id),
+      [inProject.id],
+    );
     const active = (await ctx.call(alice, 'GET', '/api/sources?status=ACTIVE')).json().data.sources;
     assert.ok(active.some((s: { id: string }) => s.id === other.id));
     assert.ok(active.every((s: { status: string }) => s.status === 'ACTIVE'));
@@ -110,14 +131,23 @@ describe('one source', () => {
 
   test('PATCH changes what it names; bad selectors are 400 and change nothing', async () => {
     const source = await createSource(alice);
-    const res = await ctx.call(alice, 'PATCH', `/api/sources/${source.id}`, { name: 'Renamed', url: 'https://example.org/', selectors: { email: '//a/@href' } });
+    const res = await ctx.call(alice, 'PATCH', `/api/sources/${source.id}`, {
+      name: 'Renamed',
+      url: 'https://example.org/',
+      selectors: { email: '//a/@href' },
+    });
     assert.equal(res.statusCode, 200, res.body);
     const patched = res.json().data.source;
     assert.equal(patched.name, 'Renamed');
     assert.equal(patched.url, 'https://example.org/');
     assert.deepEqual(patched.selectors, { email: '//a/@href' });
-    assertValidation(await ctx.call(alice, 'PATCH', `/api/sources/${source.id}`, { selectors: { email: 'a[' } }), 'selectors.email');
-    assert.deepEqual((await ctx.call(alice, 'GET', `/api/sources/${source.id}`)).json().data.source.selectors, { email: '//a/@href' });
+    assertValidation(
+      await ctx.call(alice, 'PATCH', `/api/sources/${source.id}`, { selectors: { email: 'a[' } }),
+      'selectors.email',
+    );
+    assert.deepEqual((await ctx.call(alice, 'GET', `/api/sources/${source.id}`)).json().data.source.selectors, {
+      email: '//a/@href',
+    });
     const empty = await ctx.call(alice, 'PATCH', `/api/sources/${source.id}`, {});
     assert.equal(empty.json().data.source.updatedAt, patched.updatedAt);
   });
@@ -125,10 +155,29 @@ describe('one source', () => {
   test('DELETE removes the source with its jobs, leads and profiles', async () => {
     const source = await createSource(alice);
     await ctx.call(alice, 'POST', `/api/sources/${source.id}/activate`);
-    const [job] = await ctx.deps.db.insert(jobs).values({ userId: alice.id, sourceId: source.id, name: 'j', status: 'COMPLETED' }).returning();
-    const [lead] = await ctx.deps.db.insert(leads).values({ userId: alice.id, sourceId: source.id, jobId: job!.id, email: 'a@example.com' }).returning();
-    const type = (await ctx.call(alice, 'POST', '/api/profile-types', { name: 'T', slug: `t-${source.id.slice(-6)}`, fields: [{ name: 'email', type: 'email' }] })).json().data;
-    await ctx.deps.db.insert(profiles).values({ userId: alice.id, profileTypeId: type.id, sourceId: source.id, jobId: job!.id, leadId: lead!.id, data: { email: 'a@example.com' } });
+    const [job] = await ctx.deps.db
+      .insert(jobs)
+      .values({ userId: alice.id, sourceId: source.id, name: 'j', status: 'COMPLETED' })
+      .returning();
+    const [lead] = await ctx.deps.db
+      .insert(leads)
+      .values({ userId: alice.id, sourceId: source.id, jobId: job!.id, email: 'a@example.com' })
+      .returning();
+    const type = (
+      await ctx.call(alice, 'POST', '/api/profile-types', {
+        name: 'T',
+        slug: `t-${source.id.slice(-6)}`,
+        fields: [{ name: 'email', type: 'email' }],
+      })
+    ).json().data;
+    await ctx.deps.db.insert(profiles).values({
+      userId: alice.id,
+      profileTypeId: type.id,
+      sourceId: source.id,
+      jobId: job!.id,
+      leadId: lead!.id,
+      data: { email: 'a@example.com' },
+    });
     assert.equal((await ctx.deps.db.select().from(profiles).where(eq(profiles.sourceId, source.id))).length, 1);
     const res = await ctx.call(alice, 'DELETE', `/api/sources/${source.id}`);
     assert.equal(res.statusCode, 200);
@@ -156,23 +205,31 @@ describe('activate and schedules', () => {
     assert.deepEqual(answers.map((a) => a.statusCode).sort(), [200, 400]);
   });
 
-  test('nextRunAt: one period after activation for HOURLY/DAILY/WEEKLY, null for MANUAL and when deactivated', async () => {
-    const periods = { HOURLY: 3_600_000, DAILY: 86_400_000, WEEKLY: 604_800_000 } as const;
-    for (const [scheduleType, ms] of Object.entries(periods)) {
-      const source = await createSource(alice, { ...base, scheduleType });
-      assert.equal(source.nextRunAt, null, 'a DRAFT source never runs by itself');
-      const active = (await ctx.call(alice, 'POST', `/api/sources/${source.id}/activate`)).json().data.source;
-      assert.equal(Date.parse(active.nextRunAt) - clock.current.getTime(), ms, scheduleType);
-    }
-    const manual = await createSource(alice);
-    assert.equal((await ctx.call(alice, 'POST', `/api/sources/${manual.id}/activate`)).json().data.source.nextRunAt, null);
-    const hourly = (await ctx.call(alice, 'PATCH', `/api/sources/${manual.id}`, { scheduleType: 'HOURLY' })).json().data.source;
-    assert.equal(Date.parse(hourly.nextRunAt) - clock.current.getTime(), 3_600_000);
-    const paused = (await ctx.call(alice, 'PATCH', `/api/sources/${manual.id}`, { status: 'DRAFT' })).json().data.source;
-    assert.equal(paused.nextRunAt, null);
-    assert.equal(paused.status, 'DRAFT');
-    assertValidation(await ctx.call(alice, 'PATCH', `/api/sources/${manual.id}`, { status: 'ACTIVE' }), 'status');
-  });
+  test(
+    'nextRunAt: one period after activation for HOURLY/DAILY/WEEKLY, null for MANUAL and when ' + 'deactivated',
+    async () => {
+      const periods = { HOURLY: 3_600_000, DAILY: 86_400_000, WEEKLY: 604_800_000 } as const;
+      for (const [scheduleType, ms] of Object.entries(periods)) {
+        const source = await createSource(alice, { ...base, scheduleType });
+        assert.equal(source.nextRunAt, null, 'a DRAFT source never runs by itself');
+        const active = (await ctx.call(alice, 'POST', `/api/sources/${source.id}/activate`)).json().data.source;
+        assert.equal(Date.parse(active.nextRunAt) - clock.current.getTime(), ms, scheduleType);
+      }
+      const manual = await createSource(alice);
+      assert.equal(
+        (await ctx.call(alice, 'POST', `/api/sources/${manual.id}/activate`)).json().data.source.nextRunAt,
+        null,
+      );
+      const hourly = (await ctx.call(alice, 'PATCH', `/api/sources/${manual.id}`, { scheduleType: 'HOURLY' })).json()
+        .data.source;
+      assert.equal(Date.parse(hourly.nextRunAt) - clock.current.getTime(), 3_600_000);
+      const paused = (await ctx.call(alice, 'PATCH', `/api/sources/${manual.id}`, { status: 'DRAFT' })).json().data
+        .source;
+      assert.equal(paused.nextRunAt, null);
+      assert.equal(paused.status, 'DRAFT');
+      assertValidation(await ctx.call(alice, 'PATCH', `/api/sources/${manual.id}`, { status: 'ACTIVE' }), 'status');
+    },
+  );
 });
 
 describe('POST /api/sources/batch', () => {
@@ -182,13 +239,24 @@ describe('POST /api/sources/batch', () => {
       projectId: project.id,
       sources: [
         { name: 'One', url: 'https://one.example.com', reasoning: 'Suggested' },
-        { name: 'Two', url: 'https://two.example.com', scrapeType: 'API', selectors: { item: '$.people[*]', email: 'contact.email' } },
+        {
+          name: 'Two',
+          url: 'https://two.example.com',
+          scrapeType: 'API',
+          selectors: { item: '$.people[*]', email: 'contact.email' },
+        },
       ],
     });
     assert.equal(res.statusCode, 201, res.body);
     const { sources: created, count } = res.json().data;
     assert.equal(count, 2);
-    assert.deepEqual(created.map((s: { name: string; status: string }) => [s.name, s.status]), [['One', 'DRAFT'], ['Two', 'DRAFT']]);
+    assert.deepEqual(
+      created.map((s: { name: string; status: string }) => [s.name, s.status]),
+      [
+        ['One', 'DRAFT'],
+        ['Two', 'DRAFT'],
+      ],
+    );
     const one = (await ctx.call(alice, 'GET', `/api/sources/${created[0].id}`)).json().data.source;
     assert.equal(one.scrapeType, 'DYNAMIC');
     assert.deepEqual(one.selectors, {});
@@ -200,10 +268,16 @@ describe('POST /api/sources/batch', () => {
     assertValidation(await ctx.call(alice, 'POST', '/api/sources/batch', { sources: [] }), 'sources');
     const before = (await ctx.deps.db.select().from(sources)).length;
     const res = await ctx.call(alice, 'POST', '/api/sources/batch', {
-      sources: [{ name: 'Good', url: 'https://good.example.com' }, { name: 'Bad', url: 'https://bad.example.com', selectors: { email: 'a[' } }],
+      sources: [
+        { name: 'Good', url: 'https://good.example.com' },
+        { name: 'Bad', url: 'https://bad.example.com', selectors: { email: 'a[' } },
+      ],
     });
     assertValidation(res, 'sources.1.selectors.email');
-    assertValidation(await ctx.call(alice, 'POST', '/api/sources/batch', { sources: [{ name: 'No url' }] }), 'sources.0.url');
+    assertValidation(
+      await ctx.call(alice, 'POST', '/api/sources/batch', { sources: [{ name: 'No url' }] }),
+      'sources.0.url',
+    );
     assert.equal((await ctx.deps.db.select().from(sources)).length, before);
   });
 });

@@ -20,12 +20,18 @@ after(async () => {
 });
 
 async function createLead(user: TestUser, email?: string): Promise<string> {
-  const res = await ctx.inject({ method: 'POST', url: '/api/leads', headers: user.headers, payload: { sourceUrl: 'https://example.org/team', firstName: 'Jane', ...(email ? { email } : {}) } });
+  const res = await ctx.inject({
+    method: 'POST',
+    url: '/api/leads',
+    headers: user.headers,
+    payload: { sourceUrl: 'https://example.org/team', firstName: 'Jane', ...(email ? { email } : {}) },
+  });
   assert.equal(res.statusCode, 201, res.body);
   return res.json().data.lead.id;
 }
 
-const validate = (user: TestUser, id: string) => ctx.inject({ method: 'POST', url: `/api/leads/${id}/validate-email`, headers: user.headers });
+const validate = (user: TestUser, id: string) =>
+  ctx.inject({ method: 'POST', url: `/api/leads/${id}/validate-email`, headers: user.headers });
 
 async function leadRow(id: string) {
   const [row] = await ctx.deps.db.select().from(leads).where(eq(leads.id, id));
@@ -33,19 +39,106 @@ async function leadRow(id: string) {
 }
 
 describe('POST /api/leads/{id}/validate-email: the validation vocabulary', () => {
-  const cases: Array<{ email: string; status: string; tier: string; errors: string[]; flags: string[]; leadStatus: string; suggestion?: string }> = [
-    { email: 'jane.doe@acme.test', status: 'valid', tier: 'domain', errors: [], flags: ['smtp_unverified'], leadStatus: 'VALID' },
-    { email: 'jane@a-only.test', status: 'valid', tier: 'domain', errors: [], flags: ['smtp_unverified'], leadStatus: 'VALID' },
-    { email: 'jane@aaaa-only.test', status: 'valid', tier: 'domain', errors: [], flags: ['smtp_unverified'], leadStatus: 'VALID' },
-    { email: 'jane@nullmx.test', status: 'invalid', tier: 'domain', errors: ['null_mx'], flags: ['smtp_unverified'], leadStatus: 'INVALID' },
-    { email: 'jane@nomail.test', status: 'invalid', tier: 'domain', errors: ['no_mx'], flags: ['smtp_unverified'], leadStatus: 'INVALID' },
-    { email: 'jane@no-such-domain.test', status: 'invalid', tier: 'domain', errors: ['domain_not_found'], flags: ['smtp_unverified'], leadStatus: 'INVALID' },
+  const cases: Array<{
+    email: string;
+    status: string;
+    tier: string;
+    errors: string[];
+    flags: string[];
+    leadStatus: string;
+    suggestion?: string;
+  }> = [
+    {
+      email: 'jane.doe@acme.test',
+      status: 'valid',
+      tier: 'domain',
+      errors: [],
+      flags: ['smtp_unverified'],
+      leadStatus: 'VALID',
+    },
+    {
+      email: 'jane@a-only.test',
+      status: 'valid',
+      tier: 'domain',
+      errors: [],
+      flags: ['smtp_unverified'],
+      leadStatus: 'VALID',
+    },
+    {
+      email: 'jane@aaaa-only.test',
+      status: 'valid',
+      tier: 'domain',
+      errors: [],
+      flags: ['smtp_unverified'],
+      leadStatus: 'VALID',
+    },
+    {
+      email: 'jane@nullmx.test',
+      status: 'invalid',
+      tier: 'domain',
+      errors: ['null_mx'],
+      flags: ['smtp_unverified'],
+      leadStatus: 'INVALID',
+    },
+    {
+      email: 'jane@nomail.test',
+      status: 'invalid',
+      tier: 'domain',
+      errors: ['no_mx'],
+      flags: ['smtp_unverified'],
+      leadStatus: 'INVALID',
+    },
+    {
+      email: 'jane@no-such-domain.test',
+      status: 'invalid',
+      tier: 'domain',
+      errors: ['domain_not_found'],
+      flags: ['smtp_unverified'],
+      leadStatus: 'INVALID',
+    },
     { email: 'jane@servfail.test', status: 'unknown', tier: 'syntax', errors: [], flags: [], leadStatus: 'VALID' },
-    { email: 'info@acme.test', status: 'risky', tier: 'domain', errors: [], flags: ['role_account', 'smtp_unverified'], leadStatus: 'RISKY' },
-    { email: 'jane@mailinator.com', status: 'risky', tier: 'domain', errors: [], flags: ['disposable', 'free_provider', 'smtp_unverified'], leadStatus: 'RISKY' },
-    { email: 'jane@gmail.com', status: 'valid', tier: 'domain', errors: [], flags: ['free_provider', 'smtp_unverified'], leadStatus: 'VALID' },
-    { email: 'jane@outlok.com', status: 'risky', tier: 'domain', errors: [], flags: ['possible_typo', 'smtp_unverified'], leadStatus: 'RISKY', suggestion: 'jane@outlook.com' },
-    { email: 'jane@gmial.com', status: 'risky', tier: 'domain', errors: [], flags: ['disposable', 'free_provider', 'possible_typo', 'smtp_unverified'], leadStatus: 'RISKY', suggestion: 'jane@gmail.com' },
+    {
+      email: 'info@acme.test',
+      status: 'risky',
+      tier: 'domain',
+      errors: [],
+      flags: ['role_account', 'smtp_unverified'],
+      leadStatus: 'RISKY',
+    },
+    {
+      email: 'jane@mailinator.com',
+      status: 'risky',
+      tier: 'domain',
+      errors: [],
+      flags: ['disposable', 'free_provider', 'smtp_unverified'],
+      leadStatus: 'RISKY',
+    },
+    {
+      email: 'jane@gmail.com',
+      status: 'valid',
+      tier: 'domain',
+      errors: [],
+      flags: ['free_provider', 'smtp_unverified'],
+      leadStatus: 'VALID',
+    },
+    {
+      email: 'jane@outlok.com',
+      status: 'risky',
+      tier: 'domain',
+      errors: [],
+      flags: ['possible_typo', 'smtp_unverified'],
+      leadStatus: 'RISKY',
+      suggestion: 'jane@outlook.com',
+    },
+    {
+      email: 'jane@gmial.com',
+      status: 'risky',
+      tier: 'domain',
+      errors: [],
+      flags: ['disposable', 'free_provider', 'possible_typo', 'smtp_unverified'],
+      leadStatus: 'RISKY',
+      suggestion: 'jane@gmail.com',
+    },
   ];
   for (const c of cases) {
     test(`${c.email} → ${c.status} ${JSON.stringify(c.errors)} ${JSON.stringify(c.flags)}`, async () => {
@@ -63,7 +156,8 @@ describe('POST /api/leads/{id}/validate-email: the validation vocabulary', () =>
       assert.equal(row.emailValidation?.status, c.status);
       assert.deepEqual(row.emailValidation?.errors, c.errors);
       assert.ok(row.validatedAt instanceof Date);
-      const view = (await ctx.inject({ method: 'GET', url: `/api/leads/${id}`, headers: alice.headers })).json().data.lead;
+      const view = (await ctx.inject({ method: 'GET', url: `/api/leads/${id}`, headers: alice.headers })).json().data
+        .lead;
       assert.equal(view.emailValidation.status, c.status);
       assert.equal(view.validatedAt, row.validatedAt!.toISOString());
     });
@@ -71,15 +165,26 @@ describe('POST /api/leads/{id}/validate-email: the validation vocabulary', () =>
 
   test('a DNS timeout is unknown (tier syntax) and leaves the status alone', async () => {
     const id = await createLead(alice, 'jane@hang.test');
-    await ctx.inject({ method: 'PATCH', url: `/api/leads/${id}`, headers: alice.headers, payload: { status: 'RISKY' } });
+    await ctx.inject({
+      method: 'PATCH',
+      url: `/api/leads/${id}`,
+      headers: alice.headers,
+      payload: { status: 'RISKY' },
+    });
     const res = await validate(alice, id);
     assert.equal(res.statusCode, 200);
-    assert.deepEqual({ ...res.json().data, checkedAt: undefined }, { status: 'unknown', tier: 'syntax', errors: [], flags: [], checkedAt: undefined });
+    assert.deepEqual(
+      { ...res.json().data, checkedAt: undefined },
+      { status: 'unknown', tier: 'syntax', errors: [], flags: [], checkedAt: undefined },
+    );
     assert.equal((await leadRow(id)).status, 'RISKY');
   });
 
   test('syntax_invalid for a stored address that fails the syntax check (tier syntax)', async () => {
-    const [row] = await ctx.deps.db.insert(leads).values({ userId: alice.id, email: 'jane..doe@acme.test', status: 'NEW' }).returning();
+    const [row] = await ctx.deps.db
+      .insert(leads)
+      .values({ userId: alice.id, email: 'jane..doe@acme.test', status: 'NEW' })
+      .returning();
     const res = await validate(alice, row!.id);
     assert.equal(res.statusCode, 200);
     const data = res.json().data;
@@ -172,18 +277,34 @@ describe('POST /api/leads/validate-bulk', () => {
 
   test('one domain is looked up once for a whole bulk run (per-process DNS cache)', async () => {
     const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => createLead(alice, `person${i}@bulk.test`)));
-    const res = await ctx.inject({ method: 'POST', url: '/api/leads/validate-bulk', headers: alice.headers, payload: { leadIds: ids } });
+    const res = await ctx.inject({
+      method: 'POST',
+      url: '/api/leads/validate-bulk',
+      headers: alice.headers,
+      payload: { leadIds: ids },
+    });
     assert.equal(res.json().data.totalQueued, 40);
-    await eventually(async () => (await Promise.all(ids.map(leadRow))).every((r) => r.status === 'VALID' && r.validatedAt), 30_000);
+    await eventually(
+      async () => (await Promise.all(ids.map(leadRow))).every((r) => r.status === 'VALID' && r.validatedAt),
+      30_000,
+    );
     assert.equal(dns.queries.get('bulk.test'), 1);
   });
 
   test('400 for an empty list, more than 1000 ids or a missing list', async () => {
     for (const payload of [{ leadIds: [] }, { leadIds: Array.from({ length: 1001 }, (_, i) => `id-${i}`) }, {}]) {
-      const res = await ctx.inject({ method: 'POST', url: '/api/leads/validate-bulk', headers: alice.headers, payload });
+      const res = await ctx.inject({
+        method: 'POST',
+        url: '/api/leads/validate-bulk',
+        headers: alice.headers,
+        payload,
+      });
       assert.equal(res.statusCode, 400);
       assert.equal(res.json().error.code, 'VALIDATION_ERROR');
-      assert.ok(res.json().error.details.some((d: { field: string }) => d.field === 'leadIds'), res.body);
+      assert.ok(
+        res.json().error.details.some((d: { field: string }) => d.field === 'leadIds'),
+        res.body,
+      );
     }
   });
 });

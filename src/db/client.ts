@@ -1,17 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
-import { sql, type SQL } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
-import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
-import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
-import * as schema from './schema/index.ts';
 import { acquireDataDirLock } from './lock.ts';
-import { syncFreeEmailDomains } from './seed.ts';
+import * as schema from './schema/index.ts';
 
 export type Schema = typeof schema;
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
@@ -29,8 +25,6 @@ export interface Database {
   query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
   close(): Promise<void>;
 }
-
-const migrationsFolder = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 
 // Dates come back as JS Date from both drivers; bigint counts (count(*)) as numbers where safe.
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -58,6 +52,9 @@ export async function openDatabase(options: OpenOptions): Promise<Database> {
 async function openPostgres(connectionString: string, max: number): Promise<Database> {
   const pool = new pg.Pool({ connectionString, max, application_name: 'quarry' });
   pool.on('error', () => {}); // idle-client errors surface on the next query instead of crashing
+  // A checked-out client (a transaction) has no pool listener: a connection lost mid-transaction
+  // would be an uncaught 'error' that ends the process. Its queries reject; release() drops it.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = drizzlePg(pool, { schema }) as unknown as Db;
   return {
     kind: 'postgres',
@@ -106,24 +103,6 @@ async function openPglite(options: OpenOptions): Promise<Database> {
       }
     },
   };
-}
-
-/** Applies pending migrations; on PostgreSQL under an advisory lock so concurrent starts don't race. */
-export async function migrate(database: Database): Promise<void> {
-  if (database.kind === 'pglite') {
-    await migratePglite(database.db as never, { migrationsFolder });
-    await syncFreeEmailDomains(database.db);
-    return;
-  }
-  const client = await database.pool!.connect();
-  try {
-    await client.query('SELECT pg_advisory_lock(7231001)');
-    await migratePg(drizzlePg(client, { schema }), { migrationsFolder });
-    await syncFreeEmailDomains(database.db);
-  } finally {
-    await client.query('SELECT pg_advisory_unlock(7231001)').catch(() => {});
-    client.release();
-  }
 }
 
 export async function ping(database: Database): Promise<void> {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { sql } from 'drizzle-orm';
-import { queryRows, type Db } from './client.ts';
+import { type Db, queryRows } from './client.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -23,7 +23,11 @@ export async function syncFreeEmailDomains(db: Db): Promise<void> {
   // One JSON parameter: the same on both drivers (drizzle would expand a JS array into 8,000 parameters).
   const list = JSON.stringify(domains);
   await db.transaction(async (tx) => {
-    await tx.execute(sql`DELETE FROM free_email_domains WHERE domain NOT IN (SELECT jsonb_array_elements_text(${list}::jsonb))`);
-    await tx.execute(sql`INSERT INTO free_email_domains (domain) SELECT jsonb_array_elements_text(${list}::jsonb) ON CONFLICT DO NOTHING`);
+    await tx.execute(
+      sql`DELETE FROM free_email_domains WHERE domain NOT IN (SELECT jsonb_array_elements_text(${list}::jsonb))`,
+    );
+    await tx.execute(
+      sql`INSERT INTO free_email_domains (domain) SELECT jsonb_array_elements_text(${list}::jsonb) ON CONFLICT DO NOTHING`,
+    );
   });
 }

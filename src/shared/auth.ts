@@ -1,7 +1,19 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { ApiKeyService, Principal } from '../modules/api-keys/api-keys.service.ts';
 import { AppError } from './errors.ts';
 import { hasScope } from './scopes.ts';
+
+/** The caller of a request, as resolved from its API key. */
+export interface Principal {
+  userId: string;
+  keyId: string;
+  email: string;
+  scopes: string[];
+}
+
+/** What authentication needs from the API-key module: a bearer token resolved to its caller. */
+export interface Authenticator {
+  authenticate(token: string): Promise<Principal | undefined>;
+}
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -15,10 +27,11 @@ declare module 'fastify' {
   }
 }
 
-const unauthorized = () => new AppError('UNAUTHORIZED', 'Authentication required: send Authorization: Bearer <API key>');
+const unauthorized = () =>
+  new AppError('UNAUTHORIZED', 'Authentication required: send Authorization: Bearer <API key>');
 
 /** Bearer API-key authentication for every route not marked `config.public`. */
-export function registerAuth(app: FastifyInstance, apiKeys: ApiKeyService): void {
+export function registerAuth(app: FastifyInstance, apiKeys: Authenticator): void {
   app.decorateRequest('principal', undefined);
   app.addHook('onRequest', async (request) => {
     const config = request.routeOptions.config;

@@ -5,7 +5,7 @@ import { hash as argonHash, verify as argonVerify } from '@node-rs/argon2';
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 export function base62(bytes: Uint8Array): string {
-  let n = BigInt('0x' + (Buffer.from(bytes).toString('hex') || '0'));
+  let n = BigInt(`0x${Buffer.from(bytes).toString('hex') || '0'}`);
   let out = '';
   while (n > 0n) {
     out = BASE62[Number(n % 62n)] + out;

@@ -32,7 +32,7 @@ export function csvCell(value: unknown, options: CsvOptions = {}): string {
 
 /** One record, CRLF-terminated. */
 export const csvRow = (values: readonly unknown[], options?: CsvOptions): string =>
-  values.map((v) => csvCell(v, options)).join(',') + '\r\n';
+  `${values.map((v) => csvCell(v, options)).join(',')}\r\n`;
 
 /** A column: a key of the row, or a header with a function reading the value. */
 export type CsvColumn<T> = (keyof T & string) | { header: string; value: (row: T) => unknown };
@@ -48,7 +48,11 @@ export function toCsv<T>(columns: readonly CsvColumn<T>[], rows: Iterable<T>, op
   const readers = columns.map((c) => (typeof c === 'string' ? (row: T) => row[c as keyof T] : c.value));
   // Headers go through the same escaping: some are user-defined (custom field names).
   let out = (options.bom ? '\uFEFF' : '') + csvRow(headers, options);
-  for (const row of rows) out += csvRow(readers.map((read) => read(row)), options);
+  for (const row of rows)
+    out += csvRow(
+      readers.map((read) => read(row)),
+      options,
+    );
   return out;
 }
 

@@ -19,3 +19,38 @@ export const pgConstraint = (err: unknown): string | undefined =>
 
 export const isUniqueViolation = (err: unknown): boolean => pgErrorCode(err) === '23505';
 export const isForeignKeyViolation = (err: unknown): boolean => pgErrorCode(err) === '23503';
+
+/** SQLSTATEs of a lost or refused connection: class 08, server shutdown or restart (57P0x), too many connections. */
+const CONNECTION_SQLSTATE = /^(08...|57P0[1-5]|53300)$/;
+/** Socket-level failures reaching the database. */
+const CONNECTION_ERRNO = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+/** pg's and pg-pool's own messages for a connection that ended, timed out or cannot be used. */
+const CONNECTION_MESSAGE = new RegExp(
+  [
+    'Connection terminated',
+    'timeout exceeded when trying to connect',
+    'is not queryable',
+    'is not currently accepting connections',
+    'the database system is (starting up|shutting down|in recovery mode)',
+  ].join('|'),
+);
+
+/**
+ * A failure of the connection rather than of the statement (the database restarted, a backend was
+ * terminated, connections are refused or time out): worth a retry later, never the client's fault.
+ */
+export const isConnectionError = (err: unknown): boolean =>
+  fromErrorChain(err, (e) => {
+    const code = typeof e.code === 'string' ? e.code : undefined;
+    if (code && (CONNECTION_SQLSTATE.test(code) || CONNECTION_ERRNO.has(code))) return true;
+    return typeof e.message === 'string' && CONNECTION_MESSAGE.test(e.message) ? true : undefined;
+  }) ?? false;

@@ -1,5 +1,5 @@
-import type { FastifyInstance, onSendAsyncHookHandler, preHandlerAsyncHookHandler } from 'fastify';
 import { and, eq, lt } from 'drizzle-orm';
+import type { FastifyInstance, onSendAsyncHookHandler, preHandlerAsyncHookHandler } from 'fastify';
 import type { Db } from '../db/client.ts';
 import { idempotencyKeys } from '../db/schema/index.ts';
 import type { Clock } from './clock.ts';
@@ -20,7 +20,7 @@ declare module 'fastify' {
 }
 
 /**
- * `Idempotency-Key` on authenticated writes (endpoints.md): the first answer is stored and replayed
+ * `Idempotency-Key` on authenticated writes (README, API conventions): the first answer is stored and replayed
  * for a retry with the same key and the same request; the same key with another request is a 409.
  * Server errors are not stored, so a retry after one runs again.
  */
@@ -56,7 +56,9 @@ export function registerIdempotency(app: FastifyInstance, deps: { db: Db; clock:
       .limit(1);
     if (!stored) return; // expired and pruned between the two statements: run it
     if (stored.createdAt.getTime() + TTL_MS < now.getTime()) {
-      await deps.db.update(idempotencyKeys).set({ method: request.method, path, requestHash, createdAt: now, statusCode: null, responseBody: null })
+      await deps.db
+        .update(idempotencyKeys)
+        .set({ method: request.method, path, requestHash, createdAt: now, statusCode: null, responseBody: null })
         .where(and(eq(idempotencyKeys.userId, userId), eq(idempotencyKeys.key, key)));
       request.idempotency = { userId, key };
       return;
@@ -86,7 +88,11 @@ export function registerIdempotency(app: FastifyInstance, deps: { db: Db; clock:
     } else {
       await deps.db
         .update(idempotencyKeys)
-        .set({ statusCode: reply.statusCode, contentType: String(reply.getHeader('content-type') ?? ''), responseBody: payload.toString() })
+        .set({
+          statusCode: reply.statusCode,
+          contentType: String(reply.getHeader('content-type') ?? ''),
+          responseBody: payload.toString(),
+        })
         .where(where);
     }
     return payload;
@@ -107,4 +113,3 @@ const toArray = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Arra
 export async function pruneIdempotencyKeys(db: Db, clock: Clock): Promise<void> {
   await db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, new Date(clock.now().getTime() - TTL_MS)));
 }
-

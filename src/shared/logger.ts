@@ -10,7 +10,8 @@ export function scrubError(err: unknown): unknown {
   const out = pino.stdSerializers.err(err as Error) as unknown as Record<string, unknown>;
   const scrub = (o: Record<string, unknown> | undefined, depth: number): void => {
     if (!o || typeof o !== 'object' || depth > 5) return;
-    for (const key of ['message', 'stack']) if (typeof o[key] === 'string') o[key] = (o[key] as string).replace(PARAMS_IN_TEXT, '\nparams: [redacted]');
+    for (const key of ['message', 'stack'])
+      if (typeof o[key] === 'string') o[key] = (o[key] as string).replace(PARAMS_IN_TEXT, '\nparams: [redacted]');
     if ('params' in o) o.params = '[redacted]';
     scrub(o.cause as Record<string, unknown> | undefined, depth + 1);
   };

@@ -35,9 +35,15 @@ export function createMailer(options: { smtpUrl?: string; from: string; dataDir:
     async send(message) {
       const info = await transport.sendMail({ from: options.from, ...message });
       await fs.mkdir(outbox, { recursive: true });
-      const file = path.join(outbox, `${new Date().toISOString().replace(/[:.]/g, '-')}-${info.messageId.replace(/[^\w.-]/g, '')}.eml`);
+      const file = path.join(
+        outbox,
+        `${new Date().toISOString().replace(/[:.]/g, '-')}-${info.messageId.replace(/[^\w.-]/g, '')}.eml`,
+      );
       await fs.writeFile(file, info.message as Buffer);
-      options.logger?.info({ to: message.to, subject: message.subject, file }, 'mail written to outbox (SMTP_URL not set)');
+      options.logger?.info(
+        { to: message.to, subject: message.subject, file },
+        'mail written to outbox (SMTP_URL not set)',
+      );
     },
     close: () => {},
   };

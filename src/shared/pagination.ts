@@ -1,12 +1,18 @@
 import { z } from 'zod';
-import { isUuid } from './ids.ts';
 import { validationError } from './errors.ts';
+import { isUuid } from './ids.ts';
 
-/** Cursor pagination (endpoints.md): `limit` + opaque `cursor` → `nextCursor` (null at the end). */
+/** Cursor pagination (README, API conventions): `limit` + opaque `cursor` → `nextCursor` (null at the end). */
 export const paginationQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(50),
   cursor: z.string().max(200).optional(),
 });
+
+/** `nextCursor` of every list answer (one named schema in the OpenAPI document, so clients share the type). */
+export const nextCursor = z
+  .string()
+  .nullable()
+  .meta({ id: 'NextCursor', description: 'Pass as `cursor` to get the next page; null on the last page' });
 
 export const encodeCursor = (id: string): string => Buffer.from(id, 'utf8').toString('base64url');
 
@@ -26,7 +32,8 @@ export function pageOf<T extends { id: string }>(rows: T[], limit: number): { it
 }
 
 /** A composite keyset cursor (sort value + id, …): opaque base64url JSON. */
-export const encodeJsonCursor = (value: unknown): string => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
+export const encodeJsonCursor = (value: unknown): string =>
+  Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
 
 /**
  * The value a composite cursor stands for, checked by `schema` (which should bound every value to

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { queryRows, type Db } from '../db/client.ts';
+import { type Db, queryRows } from '../db/client.ts';
 import { rateLimitEvents } from '../db/schema/index.ts';
 import type { Clock } from './clock.ts';
 import { AppError } from './errors.ts';
@@ -28,13 +28,16 @@ export function rateLimitError(retryAfterMs: number): AppError {
 export async function hitWindowLimit(db: Db, clock: Clock, limit: WindowLimit, subject: string): Promise<void> {
   const now = clock.now();
   const since = new Date(now.getTime() - limit.windowMs);
-  const rows = await queryRows<{ count: number; oldest: Date | string | null }>(db, sql`
+  const rows = await queryRows<{ count: number; oldest: Date | string | null }>(
+    db,
+    sql`
     WITH ins AS (
       INSERT INTO ${rateLimitEvents} (id, bucket, subject, created_at)
       VALUES (${newId()}, ${limit.bucket}, ${subject}, ${now.toISOString()})
     )
     SELECT count(*)::int AS count, min(created_at) AS oldest FROM ${rateLimitEvents}
-    WHERE bucket = ${limit.bucket} AND subject = ${subject} AND created_at > ${since.toISOString()}`);
+    WHERE bucket = ${limit.bucket} AND subject = ${subject} AND created_at > ${since.toISOString()}`,
+  );
   const row = rows[0]!;
   // The CTE's insert is not visible to the SELECT of the same statement: +1 for this request.
   if (Number(row.count) + 1 > limit.limit) {
@@ -45,5 +48,7 @@ export async function hitWindowLimit(db: Db, clock: Clock, limit: WindowLimit, s
 
 /** Drops window entries older than any window in use (run by the maintenance job). */
 export async function pruneRateLimitEvents(db: Db, clock: Clock, olderThanMs = 24 * 60 * 60_000): Promise<void> {
-  await db.execute(sql`DELETE FROM ${rateLimitEvents} WHERE created_at < ${new Date(clock.now().getTime() - olderThanMs).toISOString()}`);
+  await db.execute(
+    sql`DELETE FROM ${rateLimitEvents} WHERE created_at < ${new Date(clock.now().getTime() - olderThanMs).toISOString()}`,
+  );
 }

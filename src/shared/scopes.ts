@@ -1,8 +1,28 @@
 /** Resources a key's scopes can name (`resource:read`, `resource:write`, `resource:*`, or `*`). */
 export const scopeResources = [
-  'users', 'api-keys', 'projects', 'sources', 'jobs', 'leads', 'profiles', 'matching', 'accounts',
-  'campaigns', 'chat', 'email', 'warmup', 'outreach', 'credits', 'exports', 'analytics', 'webhooks',
-  'orgs', 'enterprise', 'linkedin', 'browser', 'admin',
+  'users',
+  'api-keys',
+  'projects',
+  'sources',
+  'jobs',
+  'leads',
+  'profiles',
+  'matching',
+  'accounts',
+  'campaigns',
+  'chat',
+  'email',
+  'warmup',
+  'outreach',
+  'credits',
+  'exports',
+  'analytics',
+  'webhooks',
+  'orgs',
+  'enterprise',
+  'linkedin',
+  'browser',
+  'admin',
 ] as const;
 
 export const SCOPE_PATTERN = new RegExp(`^(\\*|(${scopeResources.join('|')}):(read|write|\\*))$`);
@@ -19,7 +39,7 @@ export function hasScope(granted: readonly string[], required: string): boolean 
 export const coversScopes = (granted: readonly string[], wanted: readonly string[]): boolean =>
   wanted.every((scope) => {
     if (scope === '*') return granted.includes('*');
-    const [resource, action] = scope.split(':');
+    const action = scope.split(':')[1];
     if (action === '*') return granted.includes('*') || granted.includes(scope);
     return hasScope(granted, scope);
   });

@@ -1,7 +1,7 @@
 import dns from 'node:dns';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Agent, buildConnector, fetch as undiciFetch, type Dispatcher } from 'undici';
+import { Agent, buildConnector, type Dispatcher } from 'undici';
 
 /**
  * The SSRF guard every outbound fetch goes through (sources, webhooks, browsers, exports).
@@ -51,7 +51,8 @@ export function privateAddressReason(ip: string): string | undefined {
   if (addr.kind() === 'ipv6') {
     const v6 = addr as ipaddr.IPv6;
     if (v6.isIPv4MappedAddress()) addr = v6.toIPv4Address();
-    else if (v6.range() === 'rfc6052' || v6.range() === '6to4' || v6.range() === 'teredo') return 'an IPv6 transition address';
+    else if (v6.range() === 'rfc6052' || v6.range() === '6to4' || v6.range() === 'teredo')
+      return 'an IPv6 transition address';
   }
   const range = addr.range();
   return PUBLIC_RANGES.has(range) ? undefined : (RANGE_NAMES[range] ?? `a ${range} address`);
@@ -59,7 +60,11 @@ export function privateAddressReason(ip: string): string | undefined {
 
 export const isPrivateAddress = (ip: string): boolean => privateAddressReason(ip) !== undefined;
 
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
+type LookupCallback = (
+  err: NodeJS.ErrnoException | null,
+  address: string | dns.LookupAddress[],
+  family?: number,
+) => void;
 
 /** A `dns.lookup` replacement that fails with SsrfBlockedError when any resolved address is private. */
 export function guardedLookup(allowPrivate: boolean) {
@@ -70,7 +75,8 @@ export function guardedLookup(allowPrivate: boolean) {
       if (!allowPrivate) {
         for (const a of list) {
           const reason = privateAddressReason(a.address);
-          if (reason) return callback(new SsrfBlockedError(a.address, reason, hostname) as unknown as NodeJS.ErrnoException, []);
+          if (reason)
+            return callback(new SsrfBlockedError(a.address, reason, hostname) as unknown as NodeJS.ErrnoException, []);
         }
       }
       if (options.all) return callback(null, list);
@@ -104,7 +110,10 @@ export interface GuardedDispatcherOptions {
  * the guarded lookup. Redirects followed by `fetch` reconnect through it, so they are checked too.
  */
 export function createGuardedDispatcher(options: GuardedDispatcherOptions): Dispatcher {
-  const base = buildConnector({ lookup: guardedLookup(options.allowPrivate) as never, timeout: options.connectTimeoutMs ?? 10_000 });
+  const base = buildConnector({
+    lookup: guardedLookup(options.allowPrivate) as never,
+    timeout: options.connectTimeoutMs ?? 10_000,
+  });
   return new Agent({
     connections: options.connections ?? 64,
     keepAliveTimeout: 10_000,
@@ -134,43 +143,4 @@ export function sharedGuardedDispatcher(allowPrivate: boolean): Dispatcher {
   let d = dispatchers.get(allowPrivate);
   if (!d) dispatchers.set(allowPrivate, (d = createGuardedDispatcher({ allowPrivate })));
   return d;
-}
-
-export interface PublicFetchInit {
-  allowPrivate: boolean;
-  method?: string;
-  headers?: Record<string, string>;
-  body?: string | Uint8Array;
-  signal?: AbortSignal;
-  /** Default 5. */
-  maxRedirects?: number;
-  timeoutMs?: number;
-}
-
-/**
- * fetch() through the guard, following redirects by hand so each hop is checked and counted; only
- * http(s) URLs. Throws SsrfBlockedError for a refused address.
- */
-export async function fetchPublic(url: string | URL, init: PublicFetchInit) {
-  const dispatcher = sharedGuardedDispatcher(init.allowPrivate);
-  const timeout = AbortSignal.timeout(init.timeoutMs ?? 30_000);
-  const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
-  let current = new URL(url);
-  for (let hop = 0; ; hop++) {
-    if (current.protocol !== 'http:' && current.protocol !== 'https:') throw new Error(`Unsupported protocol ${current.protocol} in ${current.href}`);
-    let response;
-    try {
-      response = await undiciFetch(current, { method: init.method ?? 'GET', headers: init.headers, body: init.body, signal, dispatcher, redirect: 'manual' });
-    } catch (error) {
-      throw ssrfCause(error) ?? error;
-    }
-    const location = response.headers.get('location');
-    if (response.status >= 300 && response.status < 400 && location) {
-      await response.body?.cancel();
-      if (hop >= (init.maxRedirects ?? 5)) throw new Error(`Too many redirects fetching ${url}`);
-      current = new URL(location, current);
-      continue;
-    }
-    return Object.assign(response, { finalUrl: current.href });
-  }
 }

@@ -1,6 +1,6 @@
 import { createTestContext, type TestContext, type TestUser } from './app.ts';
-import { startOpenAiStub, type OpenAiStub } from './openai-stub.ts';
-import { startSearchStub, type SearchStub } from './search-stub.ts';
+import { type OpenAiStub, startOpenAiStub } from './openai-stub.ts';
+import { type SearchStub, startSearchStub } from './search-stub.ts';
 
 export interface AiContextOptions<S extends boolean = false> {
   /** The key the OpenAI stub demands and the service sends (AI_API_KEY); none when omitted. */
@@ -29,7 +29,9 @@ export interface AiTwoUserContext<S extends boolean = false> extends AiContext<S
 }
 
 /** The service configured against the loopback OpenAI stub (and, with `search: true`, the search stub). */
-export async function createAiContext<S extends boolean = false>(options: AiContextOptions<S> = {}): Promise<AiContext<S>> {
+export async function createAiContext<S extends boolean = false>(
+  options: AiContextOptions<S> = {},
+): Promise<AiContext<S>> {
   const { apiKey } = options;
   const ai = await startOpenAiStub({ apiKey });
   let search: SearchStub | undefined;
@@ -59,7 +61,9 @@ export async function createAiContext<S extends boolean = false>(options: AiCont
 }
 
 /** `createAiContext` with two signed-up users, alice and bob. */
-export async function createAiTwoUserContext<S extends boolean = false>(options: AiContextOptions<S> = {}): Promise<AiTwoUserContext<S>> {
+export async function createAiTwoUserContext<S extends boolean = false>(
+  options: AiContextOptions<S> = {},
+): Promise<AiTwoUserContext<S>> {
   const context = await createAiContext(options);
   try {
     const [alice, bob] = await Promise.all([context.ctx.signup(), context.ctx.signup()]);

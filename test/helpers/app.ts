@@ -3,13 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.ts';
-import { loadConfig, type Config } from '../../src/config.ts';
-import { assembleDeps, type AppDeps } from '../../src/deps.ts';
-import type { AiModel } from '../../src/shared/ai/ai.service.ts';
-import { startBoss } from '../../src/jobs/queues.ts';
-import { registerWorkers } from '../../src/jobs/workers.ts';
+import { type Config, loadConfig } from '../../src/config.ts';
+import { type AppDeps, assembleDeps } from '../../src/deps.ts';
 import type { RunCrawl } from '../../src/modules/scraping/scraping.types.ts';
-import { systemClock, type Clock } from '../../src/shared/clock.ts';
+import { startBoss } from '../../src/queue/queues.ts';
+import { registerWorkers } from '../../src/queue/workers.ts';
+import type { AiModel } from '../../src/shared/ai/ai.service.ts';
+import { type Clock, systemClock } from '../../src/shared/clock.ts';
 import { createLogger } from '../../src/shared/logger.ts';
 import { createMailer, type Mailer } from '../../src/shared/mail.ts';
 import { createNotifier } from '../../src/shared/notify.ts';
@@ -22,7 +22,9 @@ export interface TestContextOptions {
   /** Run pg-boss workers in this process (default true). */
   workers?: boolean;
   mailer?: Mailer;
-  /** A model for the AI layer instead of the configured endpoint, e.g. `new MockLanguageModelV3(...)` from `ai/test`. */
+  /**
+   * A model for the AI layer instead of the configured endpoint, e.g. `new MockLanguageModelV3(...)` from `ai/test`.
+   */
   aiModel?: AiModel;
   /** Replaces the crawl engine under the job runner (e.g. to hold a crawl open). */
   runCrawl?: RunCrawl;
@@ -42,9 +44,16 @@ export interface TestContext {
   dataDir: string;
   inject(options: InjectOptions): Promise<LightMyRequestResponse & { body: string; json(): any }>;
   /** `inject` as `user` (no credential when undefined), with an optional JSON body. */
-  call(user: TestUser | undefined, method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, payload?: unknown): Promise<LightMyRequestResponse & { body: string; json(): any }>;
+  call(
+    user: TestUser | undefined,
+    method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE',
+    url: string,
+    payload?: unknown,
+  ): Promise<LightMyRequestResponse & { body: string; json(): any }>;
   /** Signs a new user up through the API and returns their key. */
-  signup(overrides?: Partial<{ email: string; password: string; name: string; marketingConsent: boolean }>): Promise<TestUser>;
+  signup(
+    overrides?: Partial<{ email: string; password: string; name: string; marketingConsent: boolean }>,
+  ): Promise<TestUser>;
   close(): Promise<void>;
 }
 
@@ -57,18 +66,23 @@ export async function createTestContext(options: TestContextOptions = {}): Promi
   const testDb = await createTestDatabase();
   const { database } = testDb;
   const boss = await startBoss(database, { databaseUrl: testDb.url, poolSize: 4, schedule: false });
-  const notifier = createNotifier(database, testDb.url);
   const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+  const notifier = createNotifier(database, testDb.url, { logger });
+  // As the service does: a lost pg-boss connection is logged, not an unhandled 'error' event.
+  boss.on('error', (err) => logger.error({ err }, 'pg-boss error'));
   const mailer = options.mailer ?? createMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, dataDir, logger });
-  const deps = assembleDeps({
-    config: { ...config, DATABASE_URL: testDb.url },
-    database,
-    clock: options.clock ?? systemClock,
-    mailer,
-    boss,
-    notifier,
-    logger,
-  }, { aiModel: options.aiModel });
+  const deps = assembleDeps(
+    {
+      config: { ...config, DATABASE_URL: testDb.url },
+      database,
+      clock: options.clock ?? systemClock,
+      mailer,
+      boss,
+      notifier,
+      logger,
+    },
+    { aiModel: options.aiModel },
+  );
   const workers = (options.workers ?? true) ? await registerWorkers(deps, { runCrawl: options.runCrawl }) : undefined;
   const app = await buildApp(deps);
   await app.ready();
@@ -80,7 +94,12 @@ export async function createTestContext(options: TestContextOptions = {}): Promi
     dataDir,
     inject: (opts) => app.inject(opts) as never,
     call: (user, method, url, payload) =>
-      app.inject({ method, url, headers: user?.headers ?? {}, ...(payload !== undefined ? { payload: payload as object } : {}) }) as never,
+      app.inject({
+        method,
+        url,
+        headers: user?.headers ?? {},
+        ...(payload !== undefined ? { payload: payload as object } : {}),
+      }) as never,
     async signup(overrides = {}) {
       const email = overrides.email ?? `user${process.pid}-${++counter}-${Date.now()}@example.com`;
       const res = await app.inject({
@@ -88,7 +107,14 @@ export async function createTestContext(options: TestContextOptions = {}): Promi
         url: '/api/auth/signup',
         // Distinct source address per signup so the per-IP limit does not trip other tests.
         remoteAddress: `127.1.${Math.floor(counter / 250) % 250}.${(counter % 250) + 1}`,
-        payload: { email, password: overrides.password ?? 'correct horse battery', name: overrides.name ?? 'Test User', termsAccepted: true, privacyAccepted: true, marketingConsent: overrides.marketingConsent },
+        payload: {
+          email,
+          password: overrides.password ?? 'correct horse battery',
+          name: overrides.name ?? 'Test User',
+          termsAccepted: true,
+          privacyAccepted: true,
+          marketingConsent: overrides.marketingConsent,
+        },
       });
       if (res.statusCode !== 201) throw new Error(`signup failed: ${res.statusCode} ${res.body}`);
       const { user, apiKey } = res.json().data;
@@ -109,14 +135,20 @@ export async function createTestContext(options: TestContextOptions = {}): Promi
 }
 
 /** A test context with two signed-up users: `alice` owns things, `bob` checks he cannot see them. */
-export async function createTwoUserContext(options: TestContextOptions = {}): Promise<{ ctx: TestContext; alice: TestUser; bob: TestUser }> {
+export async function createTwoUserContext(
+  options: TestContextOptions = {},
+): Promise<{ ctx: TestContext; alice: TestUser; bob: TestUser }> {
   const ctx = await createTestContext(options);
   const [alice, bob] = await Promise.all([ctx.signup(), ctx.signup()]);
   return { ctx, alice, bob };
 }
 
 /** Polls `check` until it returns a truthy value or the time runs out. */
-export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 15_000, intervalMs = 100): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | null | false>,
+  timeoutMs = 15_000,
+  intervalMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

@@ -17,5 +17,8 @@ export function assertError(res: Answer, status: number, code: string): void {
 export function assertValidation(res: Answer, field: string): void {
   assertError(res, 400, 'VALIDATION_ERROR');
   const details = res.json().error.details as Array<{ field: string }>;
-  assert.ok(details.some((d) => d.field === field), `expected ${field} in ${JSON.stringify(details)}`);
+  assert.ok(
+    details.some((d) => d.field === field),
+    `expected ${field} in ${JSON.stringify(details)}`,
+  );
 }

@@ -1,8 +1,9 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import pg from 'pg';
-import { openDatabase, type Database } from '../../src/db/client.ts';
+import { type Database, openDatabase } from '../../src/db/client.ts';
 import { ensurePgliteTemplate, ensurePostgresTemplate, withDatabase } from './template.ts';
+import './pg-warnings.ts';
 
 export interface TestDatabase {
   database: Database;

@@ -16,7 +16,13 @@ export interface Zone {
 /** Names served by default (anything else is NXDOMAIN). */
 export const TEST_ZONES: Record<string, Zone> = {
   // A domain with mail exchangers.
-  'acme.test': { mx: [{ exchange: 'mx1.acme.test', priority: 10 }, { exchange: 'mx2.acme.test', priority: 20 }], a: ['192.0.2.10'] },
+  'acme.test': {
+    mx: [
+      { exchange: 'mx1.acme.test', priority: 10 },
+      { exchange: 'mx2.acme.test', priority: 20 },
+    ],
+    a: ['192.0.2.10'],
+  },
   // RFC 7505 null MX: "this domain accepts no mail".
   'nullmx.test': { mx: [{ exchange: '', priority: 0 }], a: ['192.0.2.20'] },
   // No MX but an address: the implicit MX of RFC 5321 §5.1.
@@ -65,11 +71,18 @@ export async function startTestDnsServer(zones: Record<string, Zone> = TEST_ZONE
       }
       const base = { name: question.name, class: Packet.CLASS.IN, ttl: 60 };
       if (question.type === Packet.TYPE.MX) {
-        for (const mx of zone.mx ?? []) response.answers.push({ ...base, type: Packet.TYPE.MX, exchange: mx.exchange, priority: mx.priority } as never);
+        for (const mx of zone.mx ?? [])
+          response.answers.push({
+            ...base,
+            type: Packet.TYPE.MX,
+            exchange: mx.exchange,
+            priority: mx.priority,
+          } as never);
       } else if (question.type === Packet.TYPE.A) {
         for (const address of zone.a ?? []) response.answers.push({ ...base, type: Packet.TYPE.A, address } as never);
       } else if (question.type === Packet.TYPE.AAAA) {
-        for (const address of zone.aaaa ?? []) response.answers.push({ ...base, type: Packet.TYPE.AAAA, address } as never);
+        for (const address of zone.aaaa ?? [])
+          response.answers.push({ ...base, type: Packet.TYPE.AAAA, address } as never);
       }
       // No record of the asked type: NOERROR with an empty answer (NODATA).
       send(response);

@@ -6,12 +6,19 @@ export interface ApiClient {
 }
 
 export function apiClient(base: string, apiKey?: string): ApiClient {
-  const headers: Record<string, string> = { 'content-type': 'application/json', ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) };
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
+  };
   return {
     base,
     headers,
     async call(method, path, body) {
-      const res = await fetch(`${base}${path}`, { method, headers: body === undefined ? { authorization: headers.authorization ?? '' } : headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      const res = await fetch(`${base}${path}`, {
+        method,
+        headers: body === undefined ? { authorization: headers.authorization ?? '' } : headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       const text = await res.text();
       return { status: res.status, body: text ? JSON.parse(text) : undefined };
     },
@@ -20,7 +27,12 @@ export function apiClient(base: string, apiKey?: string): ApiClient {
 
 /** Signs a user up on a running service and returns a client holding their key. */
 export async function signedUpClient(base: string, email: string): Promise<ApiClient> {
-  const res = await apiClient(base).call('POST', '/api/auth/signup', { email, password: 'long enough pw', termsAccepted: true, privacyAccepted: true });
+  const res = await apiClient(base).call('POST', '/api/auth/signup', {
+    email,
+    password: 'long enough pw',
+    termsAccepted: true,
+    privacyAccepted: true,
+  });
   if (res.status !== 201) throw new Error(`signup failed: ${res.status} ${JSON.stringify(res.body)}`);
   return apiClient(base, res.body.data.apiKey);
 }

@@ -106,44 +106,70 @@ export async function startOpenAiStub(options: OpenAiStubOptions = {}): Promise<
       return sendError(res, 401, 'Incorrect API key provided', 'invalid_api_key');
     }
     if (req.method === 'GET' && path === '/v1/models') {
-      return sendJson(res, 200, { object: 'list', data: [{ id: 'stub-model', object: 'model', owned_by: 'quarry-tests' }] });
+      return sendJson(res, 200, {
+        object: 'list',
+        data: [{ id: 'stub-model', object: 'model', owned_by: 'quarry-tests' }],
+      });
     }
-    if (req.method !== 'POST' || path !== '/v1/chat/completions') return sendError(res, 404, `Unknown route ${req.method} ${path}`);
+    if (req.method !== 'POST' || path !== '/v1/chat/completions')
+      return sendError(res, 404, `Unknown route ${req.method} ${path}`);
     let body: any;
     try {
       body = JSON.parse(raw);
     } catch {
       return sendError(res, 400, 'Request body is not valid JSON', 'invalid_request_error');
     }
-    if (!Array.isArray(body?.messages)) return sendError(res, 400, "'messages' is a required property", 'invalid_request_error');
+    if (!Array.isArray(body?.messages))
+      return sendError(res, 400, "'messages' is a required property", 'invalid_request_error');
     const request: ChatRequest = { path, headers: req.headers, body };
     requests.push(request);
-    const reply: StubReply = queue.shift() ?? (responder ? await responder(request) : { status: 500, message: 'openai-stub: no reply scripted for this request' });
+    const reply: StubReply =
+      queue.shift() ??
+      (responder
+        ? await responder(request)
+        : { status: 500, message: 'openai-stub: no reply scripted for this request' });
     if (reply.delayMs) await sleep(reply.delayMs);
     if (res.destroyed) return;
-    if (isFailure(reply)) return sendError(res, reply.status, reply.message ?? `stub error ${reply.status}`, undefined, reply.headers);
+    if (isFailure(reply))
+      return sendError(res, reply.status, reply.message ?? `stub error ${reply.status}`, undefined, reply.headers);
 
     const id = `chatcmpl-stub-${++ids}`;
     const model = String(body.model ?? 'stub-model');
-    const content = reply.json !== undefined ? JSON.stringify(reply.json) : (reply.content ?? (reply.toolCalls?.length ? null : ''));
+    const content =
+      reply.json !== undefined ? JSON.stringify(reply.json) : (reply.content ?? (reply.toolCalls?.length ? null : ''));
     const toolCalls = (reply.toolCalls ?? []).map((t, i) => ({
       id: t.id ?? `call_${ids}_${i}`,
       type: 'function' as const,
-      function: { name: t.name, arguments: typeof t.arguments === 'string' ? t.arguments : JSON.stringify(t.arguments ?? {}) },
+      function: {
+        name: t.name,
+        arguments: typeof t.arguments === 'string' ? t.arguments : JSON.stringify(t.arguments ?? {}),
+      },
     }));
     const finishReason = reply.finishReason ?? (toolCalls.length ? 'tool_calls' : 'stop');
-    const u = reply.usage ?? { prompt_tokens: estimateTokens(body.messages), completion_tokens: estimateTokens(content ?? toolCalls) };
+    const u = reply.usage ?? {
+      prompt_tokens: estimateTokens(body.messages),
+      completion_tokens: estimateTokens(content ?? toolCalls),
+    };
     const usage = { ...u, total_tokens: u.prompt_tokens + u.completion_tokens };
     const created = Math.floor(Date.now() / 1000);
 
     if (!body.stream) {
       const message = { role: 'assistant', content, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) };
-      return sendJson(res, 200, { id, object: 'chat.completion', created, model, choices: [{ index: 0, message, finish_reason: finishReason }], usage });
+      return sendJson(res, 200, {
+        id,
+        object: 'chat.completion',
+        created,
+        model,
+        choices: [{ index: 0, message, finish_reason: finishReason }],
+        usage,
+      });
     }
 
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     const chunk = (delta: object, finish: string | null = null, extra: object = {}) =>
-      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`,
+      );
     chunk({ role: 'assistant', content: '' });
     // Text in a few pieces, so clients see real incremental deltas.
     const text = content ?? '';
@@ -152,12 +178,23 @@ export async function startOpenAiStub(options: OpenAiStubOptions = {}): Promise<
     toolCalls.forEach((call, index) => {
       const args = call.function.arguments;
       const half = Math.ceil(args.length / 2);
-      chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: args.slice(0, half) } }] });
+      chunk({
+        tool_calls: [
+          {
+            index,
+            id: call.id,
+            type: 'function',
+            function: { name: call.function.name, arguments: args.slice(0, half) },
+          },
+        ],
+      });
       chunk({ tool_calls: [{ index, function: { arguments: args.slice(half) } }] });
     });
     chunk({}, finishReason);
     if (body.stream_options?.include_usage) {
-      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`,
+      );
     }
     res.end('data: [DONE]\n\n');
   }
@@ -196,7 +233,13 @@ function sendJson(res: http.ServerResponse, status: number, body: unknown, heade
 }
 
 /** OpenAI's error body: `{error: {message, type, param, code}}`. */
-function sendError(res: http.ServerResponse, status: number, message: string, code?: string, headers: Record<string, string> = {}) {
+function sendError(
+  res: http.ServerResponse,
+  status: number,
+  message: string,
+  code?: string,
+  headers: Record<string, string> = {},
+) {
   const type = status === 429 ? 'rate_limit_exceeded' : status >= 500 ? 'server_error' : 'invalid_request_error';
   sendJson(res, status, { error: { message, type, param: null, code: code ?? null } }, headers);
 }

@@ -42,16 +42,29 @@ export async function startSearchStub(key = 'brave-test-key'): Promise<SearchStu
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
-    if (req.method !== 'GET' || url.pathname !== '/res/v1/web/search') return send(404, { type: 'ErrorResponse', error: { status: 404, code: 'NOT_FOUND' } });
+    if (req.method !== 'GET' || url.pathname !== '/res/v1/web/search')
+      return send(404, { type: 'ErrorResponse', error: { status: 404, code: 'NOT_FOUND' } });
     if (req.headers['x-subscription-token'] !== key) {
-      return send(401, { type: 'ErrorResponse', error: { status: 401, code: 'SUBSCRIPTION_TOKEN_INVALID', detail: 'The provided subscription token is invalid.' } });
+      return send(401, {
+        type: 'ErrorResponse',
+        error: {
+          status: 401,
+          code: 'SUBSCRIPTION_TOKEN_INVALID',
+          detail: 'The provided subscription token is invalid.',
+        },
+      });
     }
     const q = url.searchParams.get('q') ?? '';
     const countParam = url.searchParams.get('count');
     requests.push({ q, count: countParam === null ? undefined : Number(countParam), headers: req.headers });
     const failure = failures.shift();
-    if (failure) return send(failure, { type: 'ErrorResponse', error: { status: failure, code: 'STUB_FAILURE', detail: 'injected failure' } });
-    if (!q) return send(422, { type: 'ErrorResponse', error: { status: 422, code: 'VALIDATION', detail: 'q is required' } });
+    if (failure)
+      return send(failure, {
+        type: 'ErrorResponse',
+        error: { status: failure, code: 'STUB_FAILURE', detail: 'injected failure' },
+      });
+    if (!q)
+      return send(422, { type: 'ErrorResponse', error: { status: 422, code: 'VALIDATION', detail: 'q is required' } });
     const count = Math.min(20, Number(countParam ?? 20));
     send(200, {
       type: 'search',
@@ -60,7 +73,15 @@ export async function startSearchStub(key = 'brave-test-key'): Promise<SearchStu
         type: 'search',
         results: results(q)
           .slice(0, count)
-          .map((r) => ({ type: 'search_result', title: r.title, url: r.url, description: r.description ?? '', is_source_local: false, language: 'en', profile: { name: new URL(r.url).hostname } })),
+          .map((r) => ({
+            type: 'search_result',
+            title: r.title,
+            url: r.url,
+            description: r.description ?? '',
+            is_source_local: false,
+            language: 'en',
+            profile: { name: new URL(r.url).hostname },
+          })),
       },
     });
   });

@@ -1,5 +1,11 @@
-import { profiles, profileTypes, leads, type ProfileFieldDefinition, type LeadStatus } from '../../src/db/schema/index.ts';
 import type { Db } from '../../src/db/client.ts';
+import {
+  type LeadStatus,
+  leads,
+  type ProfileFieldDefinition,
+  profiles,
+  profileTypes,
+} from '../../src/db/schema/index.ts';
 import { newId } from '../../src/shared/ids.ts';
 
 /**
@@ -35,9 +41,16 @@ export async function seedLeads(db: Db, userId: string, rows: readonly SeedLead[
   return ids;
 }
 
-export async function seedProfileType(db: Db, userId: string, fields: ProfileFieldDefinition[], name = `Type ${newId().slice(-8)}`): Promise<string> {
+export async function seedProfileType(
+  db: Db,
+  userId: string,
+  fields: ProfileFieldDefinition[],
+  name = `Type ${newId().slice(-8)}`,
+): Promise<string> {
   const id = newId();
-  await db.insert(profileTypes).values({ id, userId, name, slug: name.toLowerCase().replace(/[^a-z0-9]+/g, '-'), fields });
+  await db
+    .insert(profileTypes)
+    .values({ id, userId, name, slug: name.toLowerCase().replace(/[^a-z0-9]+/g, '-'), fields });
   return id;
 }
 
@@ -49,16 +62,34 @@ export interface SeedProfile {
 }
 
 /** Profiles of one type (and their leads when given); returns the profile ids in order. */
-export async function seedProfiles(db: Db, userId: string, profileTypeId: string, rows: readonly SeedProfile[]): Promise<string[]> {
+export async function seedProfiles(
+  db: Db,
+  userId: string,
+  profileTypeId: string,
+  rows: readonly SeedProfile[],
+): Promise<string[]> {
   const leadRows = rows.filter((r) => r.lead);
-  const leadIds = leadRows.length ? await seedLeads(db, userId, leadRows.map((r) => r.lead!)) : [];
+  const leadIds = leadRows.length
+    ? await seedLeads(
+        db,
+        userId,
+        leadRows.map((r) => r.lead!),
+      )
+    : [];
   let nextLead = 0;
   const ids: string[] = [];
   for (let i = 0; i < rows.length; i += 1000) {
     const chunk = rows.slice(i, i + 1000).map((r) => {
       const id = newId();
       ids.push(id);
-      return { id, userId, profileTypeId, data: r.data, status: r.status ?? 'NEW', leadId: r.lead ? leadIds[nextLead++]! : null };
+      return {
+        id,
+        userId,
+        profileTypeId,
+        data: r.data,
+        status: r.status ?? 'NEW',
+        leadId: r.lead ? leadIds[nextLead++]! : null,
+      };
     });
     await db.insert(profiles).values(chunk);
   }

@@ -44,7 +44,7 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
               text: email.text ?? '',
               raw,
             });
-            waiters.splice(0).forEach((wake) => wake());
+            for (const wake of waiters.splice(0)) wake();
             callback();
           },
           (err: Error) => callback(err),

@@ -3,8 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { migrate, openDatabase } from '../../src/db/client.ts';
-import { startBoss } from '../../src/jobs/queues.ts';
+import { openDatabase } from '../../src/db/client.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import { startBoss } from '../../src/queue/queues.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const tmpDir = path.join(root, '.tmp');
@@ -17,7 +18,7 @@ function schemaHash(): string {
     const full = path.join(dir, f);
     if (fs.statSync(full).isFile()) h.update(f).update(fs.readFileSync(full));
   }
-  h.update(fs.readFileSync(path.join(root, 'src/jobs/queues.ts')));
+  h.update(fs.readFileSync(path.join(root, 'src/queue/queues.ts')));
   h.update(JSON.parse(fs.readFileSync(path.join(root, 'node_modules/pg-boss/package.json'), 'utf8')).version);
   return h.digest('hex').slice(0, 12);
 }
@@ -66,7 +67,10 @@ export async function ensurePostgresTemplate(adminUrl: string): Promise<string> 
       if (!String(err.message).includes('already exists')) throw err;
     });
     // Old templates from earlier schemas are dropped so they don't pile up.
-    const old = await admin.query(`SELECT datname FROM pg_database WHERE datname LIKE 'quarry_tpl_%' AND datname <> $1`, [name]);
+    const old = await admin.query(
+      `SELECT datname FROM pg_database WHERE datname LIKE 'quarry_tpl_%' AND datname <> $1`,
+      [name],
+    );
     for (const r of old.rows) await admin.query(`DROP DATABASE IF EXISTS "${r.datname}" WITH (FORCE)`).catch(() => {});
     return name;
   } finally {

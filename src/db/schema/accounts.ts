@@ -11,7 +11,9 @@ export const accountMetadata = pgTable(
   'account_metadata',
   {
     id: idColumn(),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     /** `domain:acme.com` or `company:acme` */
     accountKey: text('account_key').notNull(),
     notes: text('notes'),

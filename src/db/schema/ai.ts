@@ -7,7 +7,9 @@ export const aiUsage = pgTable(
   'ai_usage',
   {
     id: idColumn(),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     /** What asked: `sources.discover`, `scraping.profile`, `matching.ai`… */
     feature: text('feature').notNull(),
     model: text('model').notNull(),

@@ -23,7 +23,9 @@ export const campaigns = pgTable(
   'campaigns',
   {
     id: idColumn(),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     projectId: uuid('project_id').references(() => projects.id, { onDelete: 'set null' }),
     profileTypeId: uuid('profile_type_id').references(() => profileTypes.id, { onDelete: 'set null' }),
     name: text('name').notNull(),
@@ -39,8 +41,12 @@ export const campaigns = pgTable(
 export const campaignSources = pgTable(
   'campaign_sources',
   {
-    campaignId: uuid('campaign_id').notNull().references(() => campaigns.id, { onDelete: 'cascade' }),
-    sourceId: uuid('source_id').notNull().references(() => sources.id, { onDelete: 'cascade' }),
+    campaignId: uuid('campaign_id')
+      .notNull()
+      .references(() => campaigns.id, { onDelete: 'cascade' }),
+    sourceId: uuid('source_id')
+      .notNull()
+      .references(() => sources.id, { onDelete: 'cascade' }),
   },
   (t) => [primaryKey({ columns: [t.campaignId, t.sourceId] }), index('campaign_sources_source_idx').on(t.sourceId)],
 );
@@ -48,8 +54,12 @@ export const campaignSources = pgTable(
 export const campaignRules = pgTable(
   'campaign_rules',
   {
-    campaignId: uuid('campaign_id').notNull().references(() => campaigns.id, { onDelete: 'cascade' }),
-    ruleId: uuid('rule_id').notNull().references(() => matchingRules.id, { onDelete: 'cascade' }),
+    campaignId: uuid('campaign_id')
+      .notNull()
+      .references(() => campaigns.id, { onDelete: 'cascade' }),
+    ruleId: uuid('rule_id')
+      .notNull()
+      .references(() => matchingRules.id, { onDelete: 'cascade' }),
     /** Weight of this rule in the campaign's fit score (1–100). */
     weight: integer('weight').notNull().default(1),
   },

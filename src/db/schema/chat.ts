@@ -6,7 +6,9 @@ export const chatConversations = pgTable(
   'chat_conversations',
   {
     id: idColumn(),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     title: text('title'),
     /** Set while the assistant answers (a message or an approval): one turn at a time, across processes; expires if a process dies mid-turn. */
     turnLeaseUntil: tsColumn('turn_lease_until'),
@@ -23,8 +25,12 @@ export const chatMessages = pgTable(
   'chat_messages',
   {
     id: idColumn(),
-    conversationId: uuid('conversation_id').notNull().references(() => chatConversations.id, { onDelete: 'cascade' }),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    conversationId: uuid('conversation_id')
+      .notNull()
+      .references(() => chatConversations.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     role: text('role', { enum: chatMessageRoles }).notNull(),
     /** The AI SDK ModelMessage `content` (string or parts: text, tool-call, tool-result). */
     content: jsonb('content').$type<unknown>().notNull(),
@@ -41,8 +47,12 @@ export const chatApprovals = pgTable(
   'chat_approvals',
   {
     id: idColumn(),
-    conversationId: uuid('conversation_id').notNull().references(() => chatConversations.id, { onDelete: 'cascade' }),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    conversationId: uuid('conversation_id')
+      .notNull()
+      .references(() => chatConversations.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     toolCallId: text('tool_call_id').notNull(),
     toolName: text('tool_name').notNull(),
     input: jsonb('input').$type<unknown>().notNull(),
@@ -53,5 +63,8 @@ export const chatApprovals = pgTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [uniqueIndex('chat_approvals_call_key').on(t.conversationId, t.toolCallId), index('chat_approvals_conversation_idx').on(t.conversationId, t.status)],
+  (t) => [
+    uniqueIndex('chat_approvals_call_key').on(t.conversationId, t.toolCallId),
+    index('chat_approvals_conversation_idx').on(t.conversationId, t.status),
+  ],
 );

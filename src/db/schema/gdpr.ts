@@ -11,9 +11,13 @@ export const dataExports = pgTable(
   'data_exports',
   {
     id: idColumn(),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     format: text('format', { enum: ['JSON', 'CSV'] }).notNull(),
-    status: text('status', { enum: ['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED'] }).notNull().default('PENDING'),
+    status: text('status', { enum: ['PENDING', 'PROCESSING', 'COMPLETED', 'FAILED'] })
+      .notNull()
+      .default('PENDING'),
     /** The generated file, kept in the database so any API process can serve it. */
     content: bytea('content'),
     contentType: text('content_type'),
@@ -31,9 +35,13 @@ export const deletionRequests = pgTable(
   'deletion_requests',
   {
     id: idColumn(),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     /** requested → scheduled → (cancelled | completed); requested may also expire. */
-    status: text('status', { enum: ['requested', 'scheduled', 'cancelled'] }).notNull().default('requested'),
+    status: text('status', { enum: ['requested', 'scheduled', 'cancelled'] })
+      .notNull()
+      .default('requested'),
     tokenHash: text('token_hash').notNull(),
     tokenExpiresAt: tsColumn('token_expires_at').notNull(),
     confirmedAt: tsColumn('confirmed_at'),

@@ -39,7 +39,9 @@ export const leads = pgTable(
   'leads',
   {
     id: idColumn(),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     sourceId: uuid('source_id').references(() => sources.id, { onDelete: 'cascade' }),
     jobId: uuid('job_id').references(() => jobs.id, { onDelete: 'set null' }),
     firstName: text('first_name'),
@@ -75,7 +77,12 @@ export const leads = pgTable(
       .on(t.sourceId, sql`lower(${t.email})`)
       .where(sql`${t.sourceId} IS NOT NULL AND ${t.email} IS NOT NULL`),
     uniqueIndex('leads_source_name_company_key')
-      .on(t.sourceId, sql`lower(coalesce(${t.firstName}, ''))`, sql`lower(coalesce(${t.lastName}, ''))`, sql`lower(coalesce(${t.company}, ''))`)
+      .on(
+        t.sourceId,
+        sql`lower(coalesce(${t.firstName}, ''))`,
+        sql`lower(coalesce(${t.lastName}, ''))`,
+        sql`lower(coalesce(${t.company}, ''))`,
+      )
       .where(sql`${t.sourceId} IS NOT NULL AND ${t.email} IS NULL`),
   ],
 );
@@ -85,7 +92,9 @@ export const suppressions = pgTable(
   'suppressions',
   {
     id: idColumn(),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     type: text('type', { enum: ['email', 'domain'] }).notNull(),
     /** Lower-cased address or domain. */
     value: text('value').notNull(),

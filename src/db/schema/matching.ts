@@ -16,8 +16,12 @@ export const matchingRules = pgTable(
   'matching_rules',
   {
     id: idColumn(),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
-    profileTypeId: uuid('profile_type_id').notNull().references(() => profileTypes.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    profileTypeId: uuid('profile_type_id')
+      .notNull()
+      .references(() => profileTypes.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     description: text('description'),
     type: text('type', { enum: matchingRuleTypes }).notNull(),
@@ -39,8 +43,12 @@ export const matchingRuns = pgTable(
   'matching_runs',
   {
     id: idColumn(),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
-    ruleId: uuid('rule_id').notNull().references(() => matchingRules.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    ruleId: uuid('rule_id')
+      .notNull()
+      .references(() => matchingRules.id, { onDelete: 'cascade' }),
     status: text('status', { enum: matchingRunStatuses }).notNull().default('PENDING'),
     /** Profiles to evaluate (known once the run starts), evaluated so far, matched, failed (AI errors). */
     total: integer('total').notNull().default(0),

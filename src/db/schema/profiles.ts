@@ -26,7 +26,9 @@ export const profileTypes = pgTable(
   'profile_types',
   {
     id: idColumn(),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     slug: text('slug').notNull(),
     description: text('description'),
@@ -34,7 +36,10 @@ export const profileTypes = pgTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [uniqueIndex('profile_types_user_slug_key').on(t.userId, t.slug), index('profile_types_user_idx').on(t.userId, t.id)],
+  (t) => [
+    uniqueIndex('profile_types_user_slug_key').on(t.userId, t.slug),
+    index('profile_types_user_idx').on(t.userId, t.id),
+  ],
 );
 
 export const profileStatuses = ['NEW', 'REVIEWED', 'QUALIFIED', 'DISQUALIFIED', 'ARCHIVED'] as const;
@@ -44,8 +49,12 @@ export const profiles = pgTable(
   'profiles',
   {
     id: idColumn(),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
-    profileTypeId: uuid('profile_type_id').notNull().references(() => profileTypes.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    profileTypeId: uuid('profile_type_id')
+      .notNull()
+      .references(() => profileTypes.id, { onDelete: 'cascade' }),
     // Provenance; plain uuids (no FK) so profiles outlive the job/lead that produced them.
     sourceId: uuid('source_id'),
     jobId: uuid('job_id'),

@@ -1,9 +1,9 @@
 import { sql } from 'drizzle-orm';
 import { boolean, index, integer, jsonb, pgTable, text, uuid } from 'drizzle-orm/pg-core';
 import { createdAt, idColumn, tsColumn, updatedAt } from './columns.ts';
+import { profileTypes } from './profiles.ts';
 import { projects } from './projects.ts';
 import { users } from './users.ts';
-import { profileTypes } from './profiles.ts';
 
 export const scrapeTypes = ['STATIC', 'DYNAMIC', 'API'] as const;
 export const sourceStatuses = ['DRAFT', 'ACTIVE', 'ARCHIVED'] as const;
@@ -13,7 +13,9 @@ export const sources = pgTable(
   'sources',
   {
     id: idColumn(),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     projectId: uuid('project_id').references(() => projects.id, { onDelete: 'cascade' }),
     profileTypeId: uuid('profile_type_id').references(() => profileTypes.id, { onDelete: 'set null' }),
     name: text('name').notNull(),
@@ -49,8 +51,12 @@ export const jobs = pgTable(
   'jobs',
   {
     id: idColumn(),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
-    sourceId: uuid('source_id').notNull().references(() => sources.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    sourceId: uuid('source_id')
+      .notNull()
+      .references(() => sources.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     status: text('status', { enum: jobStatuses }).notNull().default('PENDING'),
     progress: integer('progress').notNull().default(0),
@@ -59,7 +65,9 @@ export const jobs = pgTable(
     /** Requests that failed after their retries (the job still completes when some pages fail). */
     pagesFailed: integer('pages_failed').notNull().default(0),
     error: text('error'),
-    trigger: text('trigger', { enum: ['manual', 'schedule', 'retry'] }).notNull().default('manual'),
+    trigger: text('trigger', { enum: ['manual', 'schedule', 'retry'] })
+      .notNull()
+      .default('manual'),
     attempts: integer('attempts').notNull().default(0),
     startedAt: tsColumn('started_at'),
     finishedAt: tsColumn('finished_at'),

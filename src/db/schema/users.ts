@@ -10,8 +10,12 @@ export const users = pgTable(
     email: text('email').notNull(),
     name: text('name'),
     passwordHash: text('password_hash').notNull(),
-    status: text('status', { enum: ['active', 'suspended'] }).notNull().default('active'),
-    role: text('role', { enum: ['user', 'admin'] }).notNull().default('user'),
+    status: text('status', { enum: ['active', 'suspended'] })
+      .notNull()
+      .default('active'),
+    role: text('role', { enum: ['user', 'admin'] })
+      .notNull()
+      .default('user'),
     termsAcceptedAt: tsColumn('terms_accepted_at'),
     privacyAcceptedAt: tsColumn('privacy_accepted_at'),
     marketingConsent: boolean('marketing_consent').notNull().default(false),
@@ -27,7 +31,9 @@ export const consentEvents = pgTable(
   'consent_events',
   {
     id: idColumn(),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     consentType: text('consent_type', { enum: ['terms', 'privacy', 'marketing'] }).notNull(),
     granted: boolean('granted').notNull(),
     ipAddress: inet('ip_address'),
@@ -40,7 +46,9 @@ export const apiKeys = pgTable(
   'api_keys',
   {
     id: idColumn(),
-    userId: uuid('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
     /** First 12 characters of the key, shown in listings. */
     prefix: text('prefix').notNull(),

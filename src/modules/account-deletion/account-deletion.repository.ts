@@ -1,12 +1,15 @@
 import { and, asc, desc, eq, gt, lte, or, sql } from 'drizzle-orm';
-import { queryRows, type Db, type Tx } from '../../db/client.ts';
+import { type Db, queryRows, type Tx } from '../../db/client.ts';
 import { deletionRequests, users } from '../../db/schema/index.ts';
 
 export type DeletionRequestRow = typeof deletionRequests.$inferSelect;
 
 /** A request still in force: scheduled, or requested with an unexpired token. */
 const pending = (now: Date) =>
-  or(eq(deletionRequests.status, 'scheduled'), and(eq(deletionRequests.status, 'requested'), gt(deletionRequests.tokenExpiresAt, now)));
+  or(
+    eq(deletionRequests.status, 'scheduled'),
+    and(eq(deletionRequests.status, 'requested'), gt(deletionRequests.tokenExpiresAt, now)),
+  );
 
 /** What cancel may still stop: a scheduled deletion within its grace period, or an open request. */
 const cancellable = (now: Date) =>
@@ -21,18 +24,28 @@ export function deletionRepository(db: Db) {
      * Inserts a request unless one was accepted since `since`, under a per-user advisory lock so
      * concurrent requests cannot both pass. `blocked` when a deletion is already scheduled.
      */
-    async createWithinLimit(input: { userId: string; tokenHash: string; now: Date; tokenExpiresAt: Date; since: Date; gracePeriodDays: number }) {
+    async createWithinLimit(input: {
+      userId: string;
+      tokenHash: string;
+      now: Date;
+      tokenExpiresAt: Date;
+      since: Date;
+      gracePeriodDays: number;
+    }) {
       return db.transaction(async (tx) => {
-        await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${'deletion:' + input.userId}))`);
+        await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${`deletion:${input.userId}`}))`);
         const [scheduled] = await tx
           .select({ id: deletionRequests.id })
           .from(deletionRequests)
           .where(and(eq(deletionRequests.userId, input.userId), eq(deletionRequests.status, 'scheduled')))
           .limit(1);
         if (scheduled) return { outcome: 'scheduled' as const };
-        const [recent] = await queryRows<{ oldest: Date | string | null }>(tx, sql`
+        const [recent] = await queryRows<{ oldest: Date | string | null }>(
+          tx,
+          sql`
           SELECT min(created_at) AS oldest FROM ${deletionRequests}
-          WHERE user_id = ${input.userId} AND created_at > ${input.since.toISOString()}`);
+          WHERE user_id = ${input.userId} AND created_at > ${input.since.toISOString()}`,
+        );
         if (recent?.oldest) return { outcome: 'limited' as const, oldest: new Date(recent.oldest) };
         // A new request supersedes an older unconfirmed one: only the newest token can confirm.
         await tx
@@ -57,7 +70,12 @@ export function deletionRepository(db: Db) {
       await db.delete(deletionRequests).where(eq(deletionRequests.id, id));
     },
     /** requested → scheduled for the caller's unexpired token; undefined when none matches. */
-    async confirm(userId: string, tokenHash: string, now: Date, scheduledAt: Date): Promise<DeletionRequestRow | undefined> {
+    async confirm(
+      userId: string,
+      tokenHash: string,
+      now: Date,
+      scheduledAt: Date,
+    ): Promise<DeletionRequestRow | undefined> {
       const [row] = await db
         .update(deletionRequests)
         .set({ status: 'scheduled', confirmedAt: now, scheduledAt })
@@ -115,7 +133,13 @@ export function deletionRepository(db: Db) {
         const due = await tx
           .select({ id: deletionRequests.id })
           .from(deletionRequests)
-          .where(and(eq(deletionRequests.userId, userId), eq(deletionRequests.status, 'scheduled'), lte(deletionRequests.scheduledAt, now)))
+          .where(
+            and(
+              eq(deletionRequests.userId, userId),
+              eq(deletionRequests.status, 'scheduled'),
+              lte(deletionRequests.scheduledAt, now),
+            ),
+          )
           .for('update');
         if (!due.length) return undefined;
         const [user] = await tx.delete(users).where(eq(users.id, userId)).returning({ email: users.email });
@@ -128,11 +152,14 @@ export function deletionRepository(db: Db) {
 
 /** Deletes the user's rows from every public table that has a `user_id` column. */
 async function sweepUserRows(tx: Tx, userId: string): Promise<void> {
-  const tables = await queryRows<{ table_name: string; data_type: string }>(tx, sql`
+  const tables = await queryRows<{ table_name: string; data_type: string }>(
+    tx,
+    sql`
     SELECT c.table_name, c.data_type FROM information_schema.columns c
     JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
     WHERE c.table_schema = 'public' AND c.column_name = 'user_id' AND t.table_type = 'BASE TABLE'
-    ORDER BY c.table_name`);
+    ORDER BY c.table_name`,
+  );
   for (const t of tables) {
     // uuid columns use their index; a user_id of another type (text, varchar) is compared as text.
     const match = t.data_type === 'uuid' ? sql`user_id = ${userId}::uuid` : sql`user_id::text = ${userId}`;

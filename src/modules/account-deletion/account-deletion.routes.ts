@@ -1,7 +1,12 @@
-import type { RouteModule } from '../../app.ts';
+import type { RouteModule } from '../../route-module.ts';
 import { principalOf } from '../../shared/auth.ts';
-import { envelope, errorResponses, successOnly } from '../../shared/http.ts';
-import { confirmDeletionBody, deletionRequestedView, deletionScheduledView, deletionStatusView } from './account-deletion.schemas.ts';
+import { done, envelope, errorResponses, ok, successOnly } from '../../shared/http.ts';
+import {
+  confirmDeletionBody,
+  deletionRequestedView,
+  deletionScheduledView,
+  deletionStatusView,
+} from './account-deletion.schemas.ts';
 import { createAccountDeletionService } from './account-deletion.service.ts';
 
 export const accountDeletionRoutes: RouteModule = (app, deps) => {
@@ -14,10 +19,11 @@ export const accountDeletionRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Ask to delete the account: emails a confirmation token valid 24 hours',
       description:
-        'Rate limit: 1 accepted request per day per user (429 with Retry-After). 409 CONFLICT when a deletion is already scheduled.',
+        'Rate limit: 1 accepted request per day per user (429 with Retry-After). 409 CONFLICT when a deletion is ' +
+        'already scheduled.',
       response: { 200: envelope(deletionRequestedView), ...errorResponses(401, 409, 429, 503) },
     },
-    handler: async (request) => ({ success: true as const, data: await deletion.request(principalOf(request).userId) }),
+    handler: async (request) => ok(await deletion.request(principalOf(request).userId)),
   });
 
   app.post('/api/users/deletion/confirm', {
@@ -28,10 +34,7 @@ export const accountDeletionRoutes: RouteModule = (app, deps) => {
       body: confirmDeletionBody,
       response: { 200: envelope(deletionScheduledView), ...errorResponses(400, 401) },
     },
-    handler: async (request) => ({
-      success: true as const,
-      data: await deletion.confirm(principalOf(request).userId, request.body.token),
-    }),
+    handler: async (request) => ok(await deletion.confirm(principalOf(request).userId, request.body.token)),
   });
 
   app.post('/api/users/deletion/cancel', {
@@ -43,7 +46,7 @@ export const accountDeletionRoutes: RouteModule = (app, deps) => {
     },
     handler: async (request) => {
       await deletion.cancel(principalOf(request).userId);
-      return { success: true as const, message: 'Account deletion cancelled' };
+      return done('Account deletion cancelled');
     },
   });
 
@@ -54,6 +57,6 @@ export const accountDeletionRoutes: RouteModule = (app, deps) => {
       summary: 'Deletion state: none, requested (awaiting the emailed token) or scheduled',
       response: { 200: envelope(deletionStatusView), ...errorResponses(401) },
     },
-    handler: async (request) => ({ success: true as const, data: await deletion.status(principalOf(request).userId) }),
+    handler: async (request) => ok(await deletion.status(principalOf(request).userId)),
   });
 };

@@ -1,7 +1,12 @@
 import { z } from 'zod';
 
 export const confirmDeletionBody = z.object({
-  token: z.string({ error: 'is required' }).trim().min(1, 'is required').max(500).describe('The token from the confirmation email'),
+  token: z
+    .string({ error: 'is required' })
+    .trim()
+    .min(1, 'is required')
+    .max(500)
+    .describe('The token from the confirmation email'),
 });
 
 export const deletionRequestedView = z.object({
@@ -13,9 +18,11 @@ export const deletionScheduledView = z.object({
   gracePeriodDays: z.number().int(),
 });
 
-export const deletionStatusView = z.object({
-  status: z.enum(['none', 'requested', 'scheduled']),
-  scheduledAt: z.string().nullable(),
-  gracePeriodDays: z.number().int(),
-  expiresAt: z.string().optional().describe('While requested: when the confirmation token expires'),
-});
+export const deletionStatusView = z
+  .object({
+    status: z.enum(['none', 'requested', 'scheduled']),
+    scheduledAt: z.string().nullable(),
+    gracePeriodDays: z.number().int(),
+    expiresAt: z.string().optional().describe('While requested: when the confirmation token expires'),
+  })
+  .meta({ id: 'AccountDeletionStatus' });

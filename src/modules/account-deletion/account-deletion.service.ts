@@ -1,14 +1,14 @@
 import { inArray } from 'drizzle-orm';
-import type { AppDeps } from '../../deps.ts';
 import { rateLimitEvents } from '../../db/schema/index.ts';
-import { QUEUES } from '../../jobs/queues.ts';
+import type { AppDeps } from '../../deps.ts';
+import { QUEUES } from '../../queue/queues.ts';
 import { DAY_MS } from '../../shared/clock.ts';
 import { randomUrlToken, sha256 } from '../../shared/crypto.ts';
 import { AppError } from '../../shared/errors.ts';
 import { rateLimitError } from '../../shared/rate-limit.ts';
 import { deletionRepository } from './account-deletion.repository.ts';
 
-/** api-spec.md Limits: 1 accepted request per day per user; token valid 24 h; 30-day grace period. */
+/** Limits (README, API conventions): 1 accepted request per day per user; token valid 24 h; 30-day grace period. */
 export const DELETION_WINDOW_MS = DAY_MS;
 export const DELETION_TOKEN_TTL_MS = DAY_MS;
 export const GRACE_PERIOD_DAYS = 30;
@@ -39,7 +39,9 @@ function confirmationMail(email: string, token: string, expiresAt: Date, publicU
 export function createAccountDeletionService(deps: Deps) {
   const repo = deletionRepository(deps.db);
   const invalidToken = () =>
-    new AppError('INVALID_TOKEN', 'The confirmation token is invalid or has expired', { details: [{ field: 'token', message: 'invalid or expired' }] });
+    new AppError('INVALID_TOKEN', 'The confirmation token is invalid or has expired', {
+      details: [{ field: 'token', message: 'invalid or expired' }],
+    });
 
   /** Removes what is keyed by the user outside the cascading tables: queued jobs, rate-limit entries. */
   async function removeLeftovers(userId: string, email: string) {
@@ -47,7 +49,11 @@ export function createAccountDeletionService(deps: Deps) {
     for (const queue of Object.values(QUEUES)) {
       try {
         const jobs = await deps.boss.findJobs(queue, { data: { userId } });
-        if (jobs.length) await deps.boss.deleteJob(queue, jobs.map((j) => j.id));
+        if (jobs.length)
+          await deps.boss.deleteJob(
+            queue,
+            jobs.map((j) => j.id),
+          );
       } catch (err) {
         deps.logger.warn({ err, queue }, 'could not remove queued jobs of a purged user');
       }
@@ -71,7 +77,8 @@ export function createAccountDeletionService(deps: Deps) {
       if (result.outcome === 'scheduled') {
         throw new AppError('CONFLICT', 'Account deletion is already scheduled; cancel it first to start over');
       }
-      if (result.outcome === 'limited') throw rateLimitError(result.oldest.getTime() + DELETION_WINDOW_MS - now.getTime());
+      if (result.outcome === 'limited')
+        throw rateLimitError(result.oldest.getTime() + DELETION_WINDOW_MS - now.getTime());
       const email = await repo.emailOf(userId);
       try {
         if (!email) throw new Error('user has no email');
@@ -105,9 +112,18 @@ export function createAccountDeletionService(deps: Deps) {
       const row = await repo.findPending(userId, deps.clock.now());
       if (!row) return { status: 'none' as const, scheduledAt: null, gracePeriodDays: GRACE_PERIOD_DAYS };
       if (row.status === 'scheduled') {
-        return { status: 'scheduled' as const, scheduledAt: row.scheduledAt!.toISOString(), gracePeriodDays: row.gracePeriodDays };
+        return {
+          status: 'scheduled' as const,
+          scheduledAt: row.scheduledAt!.toISOString(),
+          gracePeriodDays: row.gracePeriodDays,
+        };
       }
-      return { status: 'requested' as const, scheduledAt: null, gracePeriodDays: row.gracePeriodDays, expiresAt: row.tokenExpiresAt.toISOString() };
+      return {
+        status: 'requested' as const,
+        scheduledAt: null,
+        gracePeriodDays: row.gracePeriodDays,
+        expiresAt: row.tokenExpiresAt.toISOString(),
+      };
     },
 
     /**

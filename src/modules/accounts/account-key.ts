@@ -1,4 +1,4 @@
-import { sql, type SQL } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 
 /**
  * How leads group into accounts, in SQL (accounts are computed, never stored):
@@ -14,10 +14,44 @@ import { sql, type SQL } from 'drizzle-orm';
  */
 
 const LEGAL_SUFFIXES = [
-  'inc', 'incorporated', 'llc', 'l l c', 'ltd', 'limited', 'gmbh', 'corp', 'corporation', 'co', 'company', 'plc',
-  'sa', 'sas', 'ag', 'bv', 'nv', 'srl', 'sarl', 'spa', 'oy', 'ab', 'as', 'pty', 'pte', 'kg', 'lp', 'llp',
+  'inc',
+  'incorporated',
+  'llc',
+  'l l c',
+  'ltd',
+  'limited',
+  'gmbh',
+  'corp',
+  'corporation',
+  'co',
+  'company',
+  'plc',
+  'sa',
+  'sas',
+  'ag',
+  'bv',
+  'nv',
+  'srl',
+  'sarl',
+  'spa',
+  'oy',
+  'ab',
+  'as',
+  'pty',
+  'pte',
+  'kg',
+  'lp',
+  'llp',
   // Dotted spellings (S.A., B.V., L.P.…): punctuation has become spaces by then.
-  's a', 's a s', 'b v', 'n v', 's r l', 's p a', 'l p', 'l l p', 'p l c',
+  's a',
+  's a s',
+  'b v',
+  'n v',
+  's r l',
+  's p a',
+  'l p',
+  'l l p',
+  'p l c',
 ];
 
 /** The email's domain, lower-cased ('' when there is no '@'). */
@@ -66,7 +100,7 @@ export function accountKeyOf(id: string): string | undefined {
   const key = Buffer.from(id, 'base64url').toString('utf8');
   if (accountIdOf(key) !== id) return undefined;
   // No key we make contains NUL, and PostgreSQL text cannot hold one (the query would fail).
-  return /^(domain|company):[^\u0000]+$/s.test(key) ? key : undefined;
+  return /^(domain|company):.+$/s.test(key) && !key.includes('\u0000') ? key : undefined;
 }
 
 /** What kind of grouping a key is, and its value (`acme.com`, `acme`). */

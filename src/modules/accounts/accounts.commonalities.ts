@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import type { AppDeps } from '../../deps.ts';
-import { AppError, notFound } from '../../shared/errors.ts';
 import type { SearchResult } from '../../shared/ai/search.ts';
+import { AppError, notFound } from '../../shared/errors.ts';
 import { accountIdOf, accountKeyOf, describeAccountKey } from './account-key.ts';
-import { accountRepository, type AccountSampleRow } from './accounts.repository.ts';
+import { type AccountSampleRow, accountRepository } from './accounts.repository.ts';
 import type { AccountView, CommonalitiesView } from './accounts.schemas.ts';
 import { toAccountView } from './accounts.service.ts';
 
@@ -21,9 +21,11 @@ const answerSchema = z.object({
   traits: z
     .array(
       z.object({
-        trait: z.string().describe('A trait several leads share (role, seniority, department, status, a custom field value…)'),
+        trait: z
+          .string()
+          .describe('A trait several leads share (role, seniority, department, status, a custom field value…)'),
         evidence: z.string().describe('What in the lead data shows it'),
-        leadCount: z.number().int().describe('How many of the account\'s leads share it'),
+        leadCount: z.number().int().describe("How many of the account's leads share it"),
       }),
     )
     .describe(`At most ${MAX_TRAITS}, most widely shared first`),
@@ -49,7 +51,11 @@ function compact(value: unknown, depth = 0): unknown {
   if (value === null || typeof value !== 'object') return value;
   if (depth >= 3) return '…';
   if (Array.isArray(value)) return value.slice(0, 10).map((v) => compact(v, depth + 1));
-  return Object.fromEntries(Object.entries(value).slice(0, 20).map(([k, v]) => [k.slice(0, 60), compact(v, depth + 1)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .slice(0, 20)
+      .map(([k, v]) => [k.slice(0, 60), compact(v, depth + 1)]),
+  );
 }
 
 const isEmpty = (value: unknown) =>
@@ -116,10 +122,16 @@ export function createAccountCommonalities(deps: Pick<AppDeps, 'db' | 'ai' | 'se
       if (!key) throw notFound('Account');
       // Both providers are checked before anything is read or sent.
       if (!deps.search.configured) {
-        throw new AppError('SEARCH_NOT_CONFIGURED', 'Account commonalities need a web search provider: set SEARCH_API_KEY');
+        throw new AppError(
+          'SEARCH_NOT_CONFIGURED',
+          'Account commonalities need a web search provider: set SEARCH_API_KEY',
+        );
       }
       if (!deps.ai.configured) {
-        throw new AppError('AI_NOT_CONFIGURED', 'Account commonalities need an AI provider: set AI_BASE_URL and AI_MODEL');
+        throw new AppError(
+          'AI_NOT_CONFIGURED',
+          'Account commonalities need an AI provider: set AI_BASE_URL and AI_MODEL',
+        );
       }
       const row = await repo.find(userId, key);
       if (!row) throw notFound('Account');
@@ -143,7 +155,11 @@ export function createAccountCommonalities(deps: Pick<AppDeps, 'db' | 'ai' | 'se
 
       const cited = new Map(results.map((r) => [canonicalUrl(r.url), r.url]));
       const traits = answer.traits
-        .map((t) => ({ trait: t.trait.trim(), evidence: t.evidence.trim(), leadCount: Math.min(account.leadCount, Math.max(0, Math.round(t.leadCount))) }))
+        .map((t) => ({
+          trait: t.trait.trim(),
+          evidence: t.evidence.trim(),
+          leadCount: Math.min(account.leadCount, Math.max(0, Math.round(t.leadCount))),
+        }))
         .filter((t) => t.trait)
         .slice(0, MAX_TRAITS);
       const companyFacts = answer.companyFacts

@@ -1,6 +1,6 @@
-import { sql, type SQL } from 'drizzle-orm';
-import { queryRows, type Db } from '../../db/client.ts';
-import { leadStatuses, type LeadStatus } from '../../db/schema/index.ts';
+import { type SQL, sql } from 'drizzle-orm';
+import { type Db, queryRows } from '../../db/client.ts';
+import { type LeadStatus, leadStatuses } from '../../db/schema/index.ts';
 import { newId } from '../../shared/ids.ts';
 import { accountKeySql, describeAccountKey, freeDomainJoinSql } from './account-key.ts';
 import { ACCOUNT_TITLES_SHOWN, type AccountSort } from './accounts.schemas.ts';
@@ -67,9 +67,10 @@ function keyedLeads(userId: string, key: string | undefined, columns: SQL): SQL 
   if (key) {
     const { kind, value } = describeAccountKey(key);
     const words = [...new Set(value.split(' ').filter(Boolean))];
-    only = kind === 'domain'
-      ? sql` AND lower(split_part(l.email, '@', 2)) = ${value} AND ${accountKeySql()} = ${key}`
-      : sql` AND l.company IS NOT NULL${sql.join(words.map((w) => sql` AND strpos(lower(l.company), ${w}) > 0`))} AND ${accountKeySql()} = ${key}`;
+    only =
+      kind === 'domain'
+        ? sql` AND lower(split_part(l.email, '@', 2)) = ${value} AND ${accountKeySql()} = ${key}`
+        : sql` AND l.company IS NOT NULL${sql.join(words.map((w) => sql` AND strpos(lower(l.company), ${w}) > 0`))} AND ${accountKeySql()} = ${key}`;
   }
   return sql`SELECT ${accountKeySql()} AS account_key, ${columns} FROM leads l ${freeDomainJoinSql()} WHERE l.user_id = ${userId}${only}`;
 }
@@ -82,8 +83,10 @@ const ORDER: Record<AccountSort, SQL> = {
 
 function afterCursor(sort: AccountSort, cursor: AccountCursor): SQL {
   const key = sql`account_key COLLATE "C" > ${cursor.key}`;
-  if (sort === 'leadCount') return sql`(lead_count < ${Number(cursor.value)} OR (lead_count = ${Number(cursor.value)} AND ${key}))`;
-  if (sort === 'lastActivity') return sql`(last_us < ${String(cursor.value)}::bigint OR (last_us = ${String(cursor.value)}::bigint AND ${key}))`;
+  if (sort === 'leadCount')
+    return sql`(lead_count < ${Number(cursor.value)} OR (lead_count = ${Number(cursor.value)} AND ${key}))`;
+  if (sort === 'lastActivity')
+    return sql`(last_us < ${String(cursor.value)}::bigint OR (last_us = ${String(cursor.value)}::bigint AND ${key}))`;
   return sql`(sort_name > ${String(cursor.value)} OR (sort_name = ${String(cursor.value)} AND ${key}))`;
 }
 
@@ -92,9 +95,14 @@ export function accountRepository(db: Db) {
    * Accounts of the caller in one statement: the leads are keyed once (materialized), grouped, joined
    * with their metadata, filtered and sorted; the job titles are then counted for the page only.
    */
-  async function query(userId: string, options: { key?: string; filters?: AccountFilters; sort: AccountSort; cursor?: AccountCursor; limit: number }) {
+  async function query(
+    userId: string,
+    options: { key?: string; filters?: AccountFilters; sort: AccountSort; cursor?: AccountCursor; limit: number },
+  ) {
     const { key, filters = {}, sort, cursor, limit } = options;
-    const statusCounts = sql.raw(`ARRAY[${leadStatuses.map((s) => `count(*) FILTER (WHERE k.status = '${s}')`).join(', ')}]::int[]`);
+    const statusCounts = sql.raw(
+      `ARRAY[${leadStatuses.map((s) => `count(*) FILTER (WHERE k.status = '${s}')`).join(', ')}]::int[]`,
+    );
     const where: SQL[] = [];
     if (filters.q) {
       const pattern = likePattern(filters.q);
@@ -104,7 +112,9 @@ export function accountRepository(db: Db) {
     if (filters.minLeads) where.push(sql`lead_count >= ${filters.minLeads}`);
     if (cursor) where.push(afterCursor(sort, cursor));
     const whereSql = where.length ? sql`WHERE ${sql.join(where, sql` AND `)}` : sql``;
-    return queryRows<AccountRow>(db, sql`
+    return queryRows<AccountRow>(
+      db,
+      sql`
       WITH keyed AS MATERIALIZED (
         ${keyedLeads(userId, key, sql`l.company, l.job_title, l.status, l.source_id, l.created_at, l.updated_at`)}
       ), grouped AS (
@@ -135,12 +145,19 @@ export function accountRepository(db: Db) {
       SELECT account_key, p.name, p.lead_count, p.source_count, p.status_counts, coalesce(t.titles, '{}'::text[]) AS titles,
         p.last_activity_at, p.first_seen_at, p.last_us, p.last_us::text AS last_us_text, p.sort_name, p.notes, p.tags
       FROM page p LEFT JOIN top_titles t USING (account_key)
-      ORDER BY ${ORDER[sort]}`);
+      ORDER BY ${ORDER[sort]}`,
+    );
   }
 
   return {
     /** One page of accounts (`limit + 1` rows so the caller can tell whether another page exists). */
-    list(userId: string, filters: AccountFilters, sort: AccountSort, limit: number, cursor?: AccountCursor): Promise<AccountRow[]> {
+    list(
+      userId: string,
+      filters: AccountFilters,
+      sort: AccountSort,
+      limit: number,
+      cursor?: AccountCursor,
+    ): Promise<AccountRow[]> {
       return query(userId, { filters, sort, cursor, limit: limit + 1 });
     },
 
@@ -152,33 +169,46 @@ export function accountRepository(db: Db) {
 
     /** The account's most recently updated leads. */
     leads(userId: string, key: string, limit: number): Promise<AccountLeadRow[]> {
-      return queryRows<AccountLeadRow>(db, sql`
+      return queryRows<AccountLeadRow>(
+        db,
+        sql`
         WITH keyed AS (${keyedLeads(userId, key, sql`l.id, l.first_name, l.last_name, l.email, l.job_title, l.status, l.updated_at`)})
         SELECT id, first_name, last_name, email, job_title, status, updated_at FROM keyed
-        ORDER BY updated_at DESC, id DESC LIMIT ${limit}`);
+        ORDER BY updated_at DESC, id DESC LIMIT ${limit}`,
+      );
     },
 
     /** The account's most recently updated leads, with the data of the profiles made from them. */
     sample(userId: string, key: string, limit: number): Promise<AccountSampleRow[]> {
-      return queryRows<AccountSampleRow>(db, sql`
+      return queryRows<AccountSampleRow>(
+        db,
+        sql`
         WITH sample AS (
           SELECT * FROM (${keyedLeads(userId, key, sql`l.id, l.company, l.job_title, l.status, l.custom_fields, l.updated_at`)}) k
           ORDER BY updated_at DESC, id DESC LIMIT ${limit}
         )
         SELECT s.company, s.job_title, s.status, s.custom_fields,
           (SELECT jsonb_agg(p.data ORDER BY p.id) FROM profiles p WHERE p.user_id = ${userId} AND p.lead_id = s.id) AS profiles
-        FROM sample s ORDER BY s.updated_at DESC, s.id DESC`);
+        FROM sample s ORDER BY s.updated_at DESC, s.id DESC`,
+      );
     },
 
     /**
      * Stores notes and/or tags of the account in one statement, only while the caller still has a
      * lead with that key (no metadata for an account that does not exist). False when there is none.
      */
-    async upsertMetadata(userId: string, key: string, values: { notes?: string | null; tags?: string[] }, now: Date): Promise<boolean> {
+    async upsertMetadata(
+      userId: string,
+      key: string,
+      values: { notes?: string | null; tags?: string[] },
+      now: Date,
+    ): Promise<boolean> {
       const setNotes = values.notes !== undefined;
       const setTags = values.tags !== undefined;
       const tags = sql`${sql.param(values.tags ?? [])}::text[]`;
-      const rows = await queryRows<{ id: string }>(db, sql`
+      const rows = await queryRows<{ id: string }>(
+        db,
+        sql`
         INSERT INTO account_metadata (id, user_id, account_key, notes, tags, created_at, updated_at)
         SELECT ${newId()}::uuid, ${userId}::uuid, ${key}, ${values.notes ?? null}, ${tags}, ${now.toISOString()}::timestamptz, ${now.toISOString()}::timestamptz
         WHERE EXISTS (SELECT 1 FROM (${keyedLeads(userId, key, sql`l.id`)}) k)
@@ -186,7 +216,8 @@ export function accountRepository(db: Db) {
           notes = ${setNotes ? sql`EXCLUDED.notes` : sql`account_metadata.notes`},
           tags = ${setTags ? sql`EXCLUDED.tags` : sql`account_metadata.tags`},
           updated_at = EXCLUDED.updated_at
-        RETURNING id`);
+        RETURNING id`,
+      );
       return rows.length > 0;
     },
   };

@@ -1,9 +1,17 @@
 import { z } from 'zod';
-import type { RouteModule } from '../../app.ts';
+import type { RouteModule } from '../../route-module.ts';
 import { principalOf } from '../../shared/auth.ts';
 import { disconnectSignal, envelope, errorResponses, ok } from '../../shared/http.ts';
+import { nextCursor } from '../../shared/pagination.ts';
 import { createAccountCommonalities } from './accounts.commonalities.ts';
-import { accountDetailView, accountParams, accountView, commonalitiesView, listAccountsQuery, updateAccountBody } from './accounts.schemas.ts';
+import {
+  accountDetailView,
+  accountParams,
+  accountView,
+  commonalitiesView,
+  listAccountsQuery,
+  updateAccountBody,
+} from './accounts.schemas.ts';
 import { createAccountService } from './accounts.service.ts';
 
 const GROUPING =
@@ -28,7 +36,10 @@ export const accountRoutes: RouteModule = (app, deps) => {
         `${GROUPING} Filters: \`q\` (name or domain contains, case-insensitive), \`tag\`, \`minLeads\`. ` +
         'Sorted by `sort`; cursor pagination (`limit`, `cursor` → `nextCursor`); a cursor is only valid with the sort it came from (else 400 naming `cursor`).',
       querystring: listAccountsQuery,
-      response: { 200: envelope(z.object({ accounts: z.array(accountView), nextCursor: z.string().nullable() })), ...errorResponses(400, 401) },
+      response: {
+        200: envelope(z.object({ accounts: z.array(accountView), nextCursor })),
+        ...errorResponses(400, 401),
+      },
     },
     handler: async (request) => ok(await accounts.list(principalOf(request).userId, request.query)),
   });
@@ -42,7 +53,8 @@ export const accountRoutes: RouteModule = (app, deps) => {
       params: accountParams,
       response: { 200: one, ...errorResponses(401, 404) },
     },
-    handler: async (request) => ok({ account: await accounts.get(principalOf(request).userId, request.params.accountId) }),
+    handler: async (request) =>
+      ok({ account: await accounts.get(principalOf(request).userId, request.params.accountId) }),
   });
 
   app.patch('/api/accounts/:accountId', {
@@ -57,16 +69,17 @@ export const accountRoutes: RouteModule = (app, deps) => {
       body: updateAccountBody,
       response: { 200: one, ...errorResponses(400, 401, 404) },
     },
-    handler: async (request) => ok({ account: await accounts.update(principalOf(request).userId, request.params.accountId, request.body) }),
+    handler: async (request) =>
+      ok({ account: await accounts.update(principalOf(request).userId, request.params.accountId, request.body) }),
   });
 
   app.get('/api/accounts/:accountId/commonalities', {
     config: read,
     schema: {
       tags,
-      summary: 'What the account\'s leads have in common (AI, with web search)',
+      summary: "What the account's leads have in common (AI, with web search)",
       description:
-        'The AI model reads the account\'s leads (job titles, statuses, custom fields, profile data; no names or emails) and the top ' +
+        "The AI model reads the account's leads (job titles, statuses, custom fields, profile data; no names or emails) and the top " +
         '5 web search results for the company, and answers shared `traits` and `companyFacts`; a fact citing a URL that is not one of ' +
         'the search results (`sources`) is dropped. Needs web search (503 SEARCH_NOT_CONFIGURED without SEARCH_API_KEY) and an AI ' +
         'provider (503 AI_NOT_CONFIGURED), both checked before anything is sent. 502 AI_PROVIDER_ERROR / SEARCH_PROVIDER_ERROR when a provider fails.',

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import type { AppDeps } from '../../deps.ts';
-import { decodeJsonCursor, encodeJsonCursor } from '../../shared/pagination.ts';
 import { leadStatuses } from '../../db/schema/index.ts';
+import type { AppDeps } from '../../deps.ts';
 import { notFound, validationError } from '../../shared/errors.ts';
+import { decodeJsonCursor, encodeJsonCursor } from '../../shared/pagination.ts';
 import { accountIdOf, accountKeyOf, describeAccountKey } from './account-key.ts';
-import { accountRepository, type AccountCursor, type AccountLeadRow, type AccountRow } from './accounts.repository.ts';
+import { type AccountCursor, type AccountLeadRow, type AccountRow, accountRepository } from './accounts.repository.ts';
 import {
   ACCOUNT_LEADS_SHOWN,
   type AccountDetailView,
@@ -39,7 +39,11 @@ export function toAccountView(row: AccountRow): AccountView {
 
 const toLeadView = (row: AccountLeadRow): AccountLeadView => ({
   id: row.id,
-  name: [row.first_name, row.last_name].map((p) => p?.trim()).filter(Boolean).join(' ') || null,
+  name:
+    [row.first_name, row.last_name]
+      .map((p) => p?.trim())
+      .filter(Boolean)
+      .join(' ') || null,
   email: row.email,
   jobTitle: row.job_title,
   status: row.status,
@@ -48,7 +52,8 @@ const toLeadView = (row: AccountLeadRow): AccountLeadView => ({
 
 /** The opaque cursor: the sort it belongs to, the last account's sort value and key. */
 function encodeAccountCursor(sort: AccountSort, row: AccountRow): string {
-  const value = sort === 'leadCount' ? Number(row.lead_count) : sort === 'lastActivity' ? row.last_us_text : row.sort_name;
+  const value =
+    sort === 'leadCount' ? Number(row.lead_count) : sort === 'lastActivity' ? row.last_us_text : row.sort_name;
   return encodeJsonCursor({ s: sort, v: value, k: row.account_key });
 }
 
@@ -59,8 +64,23 @@ const BIGINT_MAX = 2n ** 63n - 1n;
 // NUL), so the query cannot fail on it; k an account key.
 const accountKey = z.string().refine((k) => accountKeyOf(accountIdOf(k)) === k);
 const accountCursor = z.discriminatedUnion('s', [
-  z.object({ s: z.literal('leadCount'), v: z.number().int().min(0).max(2 ** 31 - 1), k: accountKey }),
-  z.object({ s: z.literal('lastActivity'), v: z.string().regex(/^-?\d{1,19}$/).refine((v) => BigInt(v) >= BIGINT_MIN && BigInt(v) <= BIGINT_MAX), k: accountKey }),
+  z.object({
+    s: z.literal('leadCount'),
+    v: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 31 - 1),
+    k: accountKey,
+  }),
+  z.object({
+    s: z.literal('lastActivity'),
+    v: z
+      .string()
+      .regex(/^-?\d{1,19}$/)
+      .refine((v) => BigInt(v) >= BIGINT_MIN && BigInt(v) <= BIGINT_MAX),
+    k: accountKey,
+  }),
   z.object({ s: z.literal('name'), v: z.string().refine((v) => !v.includes('\u0000')), k: accountKey }),
 ]);
 
@@ -94,9 +114,18 @@ export function createAccountService(deps: Pick<AppDeps, 'db' | 'clock'>) {
   return {
     keyOf,
 
-    async list(userId: string, query: ListAccountsQuery): Promise<{ accounts: AccountView[]; nextCursor: string | null }> {
+    async list(
+      userId: string,
+      query: ListAccountsQuery,
+    ): Promise<{ accounts: AccountView[]; nextCursor: string | null }> {
       const cursor = decodeAccountCursor(query.cursor, query.sort);
-      const rows = await repo.list(userId, { q: query.q, tag: query.tag, minLeads: query.minLeads }, query.sort, query.limit, cursor);
+      const rows = await repo.list(
+        userId,
+        { q: query.q, tag: query.tag, minLeads: query.minLeads },
+        query.sort,
+        query.limit,
+        cursor,
+      );
       const items = rows.slice(0, query.limit);
       const nextCursor = rows.length > query.limit ? encodeAccountCursor(query.sort, items[items.length - 1]!) : null;
       return { accounts: items.map(toAccountView), nextCursor };
@@ -113,7 +142,8 @@ export function createAccountService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       const values: { notes?: string | null; tags?: string[] } = {};
       if (input.notes !== undefined) values.notes = input.notes?.trim() ? input.notes : null;
       if (input.tags !== undefined) values.tags = input.tags;
-      if (Object.keys(values).length > 0 && !(await repo.upsertMetadata(userId, key, values, deps.clock.now()))) throw notFound('Account');
+      if (Object.keys(values).length > 0 && !(await repo.upsertMetadata(userId, key, values, deps.clock.now())))
+        throw notFound('Account');
       return detail(userId, key);
     },
   };

@@ -41,7 +41,14 @@ export function apiKeyRepository(db: Db) {
     },
     /** Unrevoked, unexpired keys, newest first; `limit + 1` rows so the caller can tell whether another page exists. */
     listLive(userId: string, now: Date, beforeId: string | undefined, limit: number): Promise<ApiKeyRow[]> {
-      return newestFirstPage(db, apiKeys, userId, [isNull(apiKeys.revokedAt), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now))], limit, beforeId);
+      return newestFirstPage(
+        db,
+        apiKeys,
+        userId,
+        [isNull(apiKeys.revokedAt), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now))],
+        limit,
+        beforeId,
+      );
     },
     async findForUser(userId: string, id: string): Promise<ApiKeyRow | undefined> {
       const [row] = await db
@@ -58,7 +65,12 @@ export function apiKeyRepository(db: Db) {
       await db
         .update(apiKeys)
         .set({ lastUsedAt: at })
-        .where(and(eq(apiKeys.id, id), sql`(${apiKeys.lastUsedAt} IS NULL OR ${apiKeys.lastUsedAt} < ${new Date(at.getTime() - 60_000).toISOString()})`));
+        .where(
+          and(
+            eq(apiKeys.id, id),
+            sql`(${apiKeys.lastUsedAt} IS NULL OR ${apiKeys.lastUsedAt} < ${new Date(at.getTime() - 60_000).toISOString()})`,
+          ),
+        );
     },
   };
 }

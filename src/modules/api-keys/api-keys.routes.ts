@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import type { RouteModule } from '../../app.ts';
+import type { RouteModule } from '../../route-module.ts';
 import { principalOf } from '../../shared/auth.ts';
-import { envelope, errorResponses, idParams, successOnly } from '../../shared/http.ts';
-import { paginationQuery } from '../../shared/pagination.ts';
+import { done, envelope, errorResponses, idParams, ok, successOnly } from '../../shared/http.ts';
+import { nextCursor, paginationQuery } from '../../shared/pagination.ts';
 import { apiKeyView, createApiKeyBody, createdApiKeyView } from './api-keys.schemas.ts';
 
 export const apiKeyRoutes: RouteModule = (app, deps) => {
@@ -19,7 +19,7 @@ export const apiKeyRoutes: RouteModule = (app, deps) => {
     },
     handler: async (request, reply) => {
       reply.code(201);
-      return { success: true as const, data: { apiKey: await deps.apiKeys.create(principalOf(request), request.body) } };
+      return ok({ apiKey: await deps.apiKeys.create(principalOf(request), request.body) });
     },
   });
 
@@ -29,9 +29,9 @@ export const apiKeyRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Live keys of the caller (prefix, scopes, lastUsedAt, expiresAt), newest first',
       querystring: paginationQuery,
-      response: { 200: envelope(z.object({ apiKeys: z.array(apiKeyView), nextCursor: z.string().nullable() })), ...errorResponses(400, 401) },
+      response: { 200: envelope(z.object({ apiKeys: z.array(apiKeyView), nextCursor })), ...errorResponses(400, 401) },
     },
-    handler: async (request) => ({ success: true as const, data: await deps.apiKeys.list(principalOf(request).userId, request.query) }),
+    handler: async (request) => ok(await deps.apiKeys.list(principalOf(request).userId, request.query)),
   });
 
   app.post('/api/api-keys/:id/rotate', {
@@ -39,25 +39,34 @@ export const apiKeyRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'Replace a key; the old one keeps working for 24 hours',
-      description: 'The new key has the same name, scopes and expiry. A key that was already rotated answers 409 (rotate its replacement). The calling key must hold every scope of the key it rotates or revokes (403 otherwise).',
+      description:
+        'The new key has the same name, scopes and expiry. A key that was already rotated answers 409 ' +
+        '(rotate its replacement). The calling key must hold every scope of the key it rotates or revokes (403 ' +
+        'otherwise).',
       params: idParams,
       response: {
-        200: envelope(z.object({ apiKey: createdApiKeyView.extend({ previousKey: z.object({ id: z.string(), expiresAt: z.string() }) }) })),
+        200: envelope(
+          z.object({
+            apiKey: createdApiKeyView.extend({ previousKey: z.object({ id: z.string(), expiresAt: z.string() }) }),
+          }),
+        ),
         ...errorResponses(401, 403, 404, 409),
       },
     },
-    handler: async (request) => ({
-      success: true as const,
-      data: { apiKey: await deps.apiKeys.rotate(principalOf(request), request.params.id) },
-    }),
+    handler: async (request) => ok({ apiKey: await deps.apiKeys.rotate(principalOf(request), request.params.id) }),
   });
 
   app.delete('/api/api-keys/:id', {
     config: { scope: 'api-keys:write' },
-    schema: { tags, summary: 'Revoke a key at once', params: idParams, response: { 200: successOnly, ...errorResponses(401, 403, 404) } },
+    schema: {
+      tags,
+      summary: 'Revoke a key at once',
+      params: idParams,
+      response: { 200: successOnly, ...errorResponses(401, 403, 404) },
+    },
     handler: async (request) => {
       await deps.apiKeys.revoke(principalOf(request), request.params.id);
-      return { success: true as const, message: 'API key revoked' };
+      return done('API key revoked');
     },
   });
 };

@@ -1,25 +1,19 @@
 import type { Db } from '../../db/client.ts';
+import type { Principal } from '../../shared/auth.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { generateToken, sha256, tokenLooksValid } from '../../shared/crypto.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
-import { isUuid } from '../../shared/ids.ts';
-import { decodeCursor, pageOf } from '../../shared/pagination.ts';
+import { findOwned } from '../../shared/ids.ts';
 import type { Notifier } from '../../shared/notify.ts';
+import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { coversScopes } from '../../shared/scopes.ts';
-import { apiKeyRepository, type ApiKeyRow, type KeyIdentity } from './api-keys.repository.ts';
+import { type ApiKeyRow, apiKeyRepository, type KeyIdentity } from './api-keys.repository.ts';
 
 export const KEY_PREFIX = 'qk_live_';
 const CACHE_TTL_MS = 30_000;
 const CACHE_MAX = 10_000;
 const ROTATION_GRACE_MS = 24 * 60 * 60_000;
 const INVALIDATE_CHANNEL = 'quarry_api_key_invalidate';
-
-export interface Principal {
-  userId: string;
-  keyId: string;
-  email: string;
-  scopes: string[];
-}
 
 interface CacheEntry {
   identity: KeyIdentity;
@@ -54,6 +48,8 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
     for (const [hash, entry] of cache) if (entry.identity.userId === userId) cache.delete(hash);
   };
   void deps.notifier.subscribe(INVALIDATE_CHANNEL, evict);
+  // Revocations sent while the listener was down are lost: forget every cached key.
+  deps.notifier.onReconnect(() => cache.clear());
   const invalidate = async (keyHash: string) => {
     evict(keyHash);
     await deps.notifier.publish(INVALIDATE_CHANNEL, keyHash);
@@ -81,8 +77,10 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
 
   /** A live key of the caller that the calling key may manage: it must hold every scope the key has. */
   async function findManageable(principal: Principal, id: string): Promise<ApiKeyRow> {
-    const row = isUuid(id) ? await repo.findForUser(principal.userId, id) : undefined;
-    if (!row || (row.expiresAt && row.expiresAt.getTime() <= deps.clock.now().getTime())) throw notFound('API key');
+    const row = await findOwned(id, 'API key', async (key) => {
+      const found = await repo.findForUser(principal.userId, key);
+      return found && !(found.expiresAt && found.expiresAt.getTime() <= deps.clock.now().getTime()) ? found : undefined;
+    });
     if (!coversScopes(principal.scopes, row.scopes)) {
       throw new AppError('FORBIDDEN', 'A key can only rotate or revoke keys whose scopes it holds itself');
     }
@@ -119,7 +117,10 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
       return { userId: identity.userId, keyId: identity.keyId, email: identity.email, scopes: identity.scopes };
     },
 
-    async create(principal: Principal, input: { name: string; scopes: string[]; expiresAt?: string | null; orgId?: string | null }) {
+    async create(
+      principal: Principal,
+      input: { name: string; scopes: string[]; expiresAt?: string | null; orgId?: string | null },
+    ) {
       if (!coversScopes(principal.scopes, input.scopes)) {
         throw new AppError('FORBIDDEN', 'A key cannot grant scopes its creator does not hold', {
           details: [{ field: 'scopes', message: 'exceeds the scopes of the calling key' }],
@@ -128,7 +129,8 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
       // Organizations arrive with the enterprise section; until then no orgId names anything.
       if (input.orgId) throw notFound('Organization', 'orgId');
       const expiresAt = input.expiresAt ? new Date(input.expiresAt) : null;
-      if (expiresAt && expiresAt.getTime() <= deps.clock.now().getTime()) throw validationError('expiresAt', 'must be in the future');
+      if (expiresAt && expiresAt.getTime() <= deps.clock.now().getTime())
+        throw validationError('expiresAt', 'must be in the future');
       const { key, row } = await mint(principal.userId, { ...input, expiresAt });
       return { ...publicKeyView(row), key };
     },
@@ -148,7 +150,12 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
       }
       const now = deps.clock.now();
       const graceEnd = new Date(now.getTime() + ROTATION_GRACE_MS);
-      const { key, row } = await mint(principal.userId, { name: old.name, scopes: old.scopes, expiresAt: old.expiresAt, orgId: old.orgId });
+      const { key, row } = await mint(principal.userId, {
+        name: old.name,
+        scopes: old.scopes,
+        expiresAt: old.expiresAt,
+        orgId: old.orgId,
+      });
       const oldExpiry = old.expiresAt && old.expiresAt < graceEnd ? old.expiresAt : graceEnd;
       await repo.update(old.id, { expiresAt: oldExpiry, replacedById: row.id });
       await invalidate(old.keyHash);

@@ -1,5 +1,5 @@
-import type { RouteModule } from '../../app.ts';
-import { clientIp, envelope, errorResponses } from '../../shared/http.ts';
+import type { RouteModule } from '../../route-module.ts';
+import { clientIp, envelope, errorResponses, ok } from '../../shared/http.ts';
 import { hitWindowLimit, LOGIN_LIMIT, SIGNUP_LIMIT } from '../../shared/rate-limit.ts';
 import { loginBody, sessionView, signupBody } from './auth.schemas.ts';
 import { createAuthService } from './auth.service.ts';
@@ -21,7 +21,7 @@ export const authRoutes: RouteModule = (app, deps) => {
     },
     handler: async (request, reply) => {
       reply.code(201);
-      return { success: true as const, data: await auth.signup(request.body, clientIp(request)) };
+      return ok(await auth.signup(request.body, clientIp(request)));
     },
   });
 
@@ -36,6 +36,6 @@ export const authRoutes: RouteModule = (app, deps) => {
       body: loginBody,
       response: { 200: envelope(sessionView), ...errorResponses(400, 401, 403, 429) },
     },
-    handler: async (request) => ({ success: true as const, data: await auth.login(request.body.email, request.body.password) }),
+    handler: async (request) => ok(await auth.login(request.body.email, request.body.password)),
   });
 };

@@ -18,7 +18,9 @@ export const signupBody = z.object({
 
 export const loginBody = z.object({ email: emailInput, password: z.string().min(1).max(1024) });
 
-export const sessionView = z.object({
-  user: userView,
-  apiKey: z.string().describe('Bearer credential with every scope; shown once, stored only as a hash'),
-});
+export const sessionView = z
+  .object({
+    user: userView,
+    apiKey: z.string().describe('Bearer credential with every scope; shown once, stored only as a hash'),
+  })
+  .meta({ id: 'Session' });

@@ -1,10 +1,10 @@
-import type { AppDeps } from '../../deps.ts';
 import { consentEvents, users } from '../../db/schema/index.ts';
+import type { AppDeps } from '../../deps.ts';
 import { hashPassword, verifyPassword } from '../../shared/crypto.ts';
 import { isUniqueViolation } from '../../shared/db-errors.ts';
 import { AppError } from '../../shared/errors.ts';
-import { toUserView } from '../users/users.schemas.ts';
 import { userRepository } from '../users/users.repository.ts';
+import { toUserView } from '../users/users.schemas.ts';
 
 // Verified against when the email is unknown, so both failures take the same time.
 const DUMMY_HASH = hashPassword('quarry-timing-equaliser');
@@ -69,7 +69,10 @@ export function createAuthService(deps: Pick<AppDeps, 'db' | 'clock' | 'apiKeys'
       const valid = await verifyPassword(user?.passwordHash ?? (await DUMMY_HASH), password);
       if (!user || !valid) throw new AppError('INVALID_CREDENTIALS', 'Email or password is incorrect');
       if (user.status !== 'active') throw new AppError('FORBIDDEN', 'This account is suspended');
-      const { key } = await deps.apiKeys.mint(user.id, { name: `login ${deps.clock.now().toISOString()}`, scopes: ['*'] });
+      const { key } = await deps.apiKeys.mint(user.id, {
+        name: `login ${deps.clock.now().toISOString()}`,
+        scopes: ['*'],
+      });
       return { user: toUserView(user), apiKey: key };
     },
   };

@@ -1,7 +1,12 @@
 import type { Db } from '../../db/client.ts';
 import type { ProfileFieldDefinition } from '../../db/schema/index.ts';
 import { AppError } from '../../shared/errors.ts';
-import { LEAD_CONDITION_FIELDS, ruleDefinitionSchema, type Condition, type ConditionGroup } from '../matching/matching.conditions.ts';
+import {
+  type Condition,
+  type ConditionGroup,
+  LEAD_CONDITION_FIELDS,
+  ruleDefinitionSchema,
+} from '../matching/matching.conditions.ts';
 import { checkDefinition } from '../matching/matching.validate.ts';
 import type { SuggestedRule } from './campaigns.schemas.ts';
 
@@ -25,9 +30,18 @@ type Checked = { ok: true; rule: Proposal } | { ok: false; problem: string; path
  */
 export async function checkProposal(db: Db, p: Proposal, fields: ProfileFieldDefinition[]): Promise<Checked> {
   const parsed = ruleDefinitionSchema.safeParse(
-    p.type === 'FILTER' ? { type: p.type, conditions: p.conditions } : p.type === 'SCORED' ? { type: p.type, criteria: p.criteria, threshold: p.threshold } : { type: p.type, aiPrompt: p.aiPrompt, threshold: p.threshold },
+    p.type === 'FILTER'
+      ? { type: p.type, conditions: p.conditions }
+      : p.type === 'SCORED'
+        ? { type: p.type, criteria: p.criteria, threshold: p.threshold }
+        : { type: p.type, aiPrompt: p.aiPrompt, threshold: p.threshold },
   );
-  if (!parsed.success) return { ok: false, problem: parsed.error.issues.map((i) => `${i.path.join('.') || 'rule'}: ${i.message}`).join('; '), paths: [] };
+  if (!parsed.success)
+    return {
+      ok: false,
+      problem: parsed.error.issues.map((i) => `${i.path.join('.') || 'rule'}: ${i.message}`).join('; '),
+      paths: [],
+    };
   const known = new Set(fields.map((f) => `profile.${f.name}`));
   const unknown: string[] = [];
   const walk = (c: Condition | ConditionGroup) => {
@@ -37,14 +51,18 @@ export async function checkProposal(db: Db, p: Proposal, fields: ProfileFieldDef
   };
   const def = parsed.data;
   if (def.type === 'FILTER') walk(def.conditions);
-  if (def.type === 'SCORED') def.criteria.forEach((cr) => walk(cr.condition));
+  if (def.type === 'SCORED') for (const cr of def.criteria) walk(cr.condition);
   if (unknown.length) return { ok: false, problem: `unknown field ${[...new Set(unknown)].join(', ')}`, paths: [] };
   try {
     await checkDefinition(db, def, fields);
   } catch (error) {
     if (!(error instanceof AppError) || error.code !== 'VALIDATION_ERROR') throw error;
     const details = error.details ?? [];
-    return { ok: false, problem: details.map((d) => `${d.field}: ${d.message}`).join('; ') || error.message, paths: details.map((d) => d.field) };
+    return {
+      ok: false,
+      problem: details.map((d) => `${d.field}: ${d.message}`).join('; ') || error.message,
+      paths: details.map((d) => d.field),
+    };
   }
   return { ok: true, rule: { name: p.name, description: p.description, rationale: p.rationale, ...def } as Proposal };
 }
@@ -56,7 +74,12 @@ export function badItems(p: Proposal, paths: string[]): Set<number> {
 }
 
 /** Proposals that pass checkProposal, as checked; the others are dropped with a note. */
-export async function keepValid(db: Db, proposals: Proposal[], fields: ProfileFieldDefinition[], notes: string[]): Promise<Proposal[]> {
+export async function keepValid(
+  db: Db,
+  proposals: Proposal[],
+  fields: ProfileFieldDefinition[],
+  notes: string[],
+): Promise<Proposal[]> {
   const kept: Proposal[] = [];
   for (const p of proposals) {
     const checked = await checkProposal(db, p, fields);

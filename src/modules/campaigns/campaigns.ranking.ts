@@ -1,10 +1,16 @@
-import { sql, type SQL } from 'drizzle-orm';
-import { queryRows, type Db } from '../../db/client.ts';
+import { type SQL, sql } from 'drizzle-orm';
 import { z } from 'zod';
+import { type Db, queryRows } from '../../db/client.ts';
 import type { MatchingRuleType } from '../../db/schema/index.ts';
-import { decodeJsonCursor, encodeJsonCursor } from '../../shared/pagination.ts';
 import { AppError } from '../../shared/errors.ts';
-import { accountIdOf, accountKeyOf, accountKeySql, describeAccountKey, freeDomainJoinSql } from '../accounts/account-key.ts';
+import { decodeJsonCursor, encodeJsonCursor } from '../../shared/pagination.ts';
+import {
+  accountIdOf,
+  accountKeyOf,
+  accountKeySql,
+  describeAccountKey,
+  freeDomainJoinSql,
+} from '../accounts/account-key.ts';
 import type { RankedAccount, RankedAccountsQuery } from './campaigns.schemas.ts';
 
 /**
@@ -31,29 +37,45 @@ interface RankedRow {
   lead_count: number;
   matched_leads: number;
   name: string;
-  rule_results: Array<{ ruleId: string; bestScore: number; matchedProfiles: number; reasoning: string | null; details: unknown }>;
+  rule_results: Array<{
+    ruleId: string;
+    bestScore: number;
+    matchedProfiles: number;
+    reasoning: string | null;
+    details: unknown;
+  }>;
 }
 
 // fit_score is an int 0–100 and k an account key (no NUL): anything else is not one of ours and would fail the query.
-const rankingCursor = z.object({ s: z.number().int().min(0).max(100), k: z.string().refine((k) => accountKeyOf(accountIdOf(k)) === k) });
+const rankingCursor = z.object({
+  s: z.number().int().min(0).max(100),
+  k: z.string().refine((k) => accountKeyOf(accountIdOf(k)) === k),
+});
 type Cursor = z.infer<typeof rankingCursor>;
 const encodeCursor = (c: Cursor) => encodeJsonCursor(c);
 const decodeCursor = (cursor: string | undefined) => decodeJsonCursor(cursor, rankingCursor);
 
 /** Why a rule scored what it did for the account, in words. */
-function reasoningOf(rule: CampaignRuleRow, best: { bestScore: number; reasoning: string | null; details: unknown } | undefined): string | null {
+function reasoningOf(
+  rule: CampaignRuleRow,
+  best: { bestScore: number; reasoning: string | null; details: unknown } | undefined,
+): string | null {
   if (!best) return null;
   const flags = Array.isArray(best.details) ? (best.details as unknown[]) : undefined;
   if (rule.type === 'AI') return best.reasoning;
   if (rule.type === 'SCORED') {
     if (!flags || !rule.criteria) return null;
-    const held = rule.criteria.map((c, i) => (flags[i] === true ? (c.label ?? `criterion ${i + 1}`) : undefined)).filter((l): l is string => !!l);
+    const held = rule.criteria
+      .map((c, i) => (flags[i] === true ? (c.label ?? `criterion ${i + 1}`) : undefined))
+      .filter((l): l is string => !!l);
     return held.length ? `Held: ${held.join('; ')}` : 'No criterion held';
   }
   const total = flags?.length ?? rule.conditions?.conditions?.length;
   const heldCount = flags?.filter((f) => f === true).length;
   if (best.bestScore === 100) return 'Every condition of the filter held';
-  return heldCount !== undefined && total ? `The filter did not hold (${heldCount} of ${total} conditions held)` : 'The filter did not hold';
+  return heldCount !== undefined && total
+    ? `The filter did not hold (${heldCount} of ${total} conditions held)`
+    : 'The filter did not hold';
 }
 
 export async function rankAccounts(
@@ -70,7 +92,11 @@ export async function rankAccounts(
         WHERE c.campaign_id = ${campaign.id} ORDER BY c.rule_id`,
   );
   if (!rules.length) {
-    throw new AppError('NO_RULES', 'The campaign has no matching rules: link rules (PATCH rules) or POST suggest-matching with save=true, then execute them');
+    throw new AppError(
+      'NO_RULES',
+      'The campaign has no matching rules: link rules (PATCH rules) or POST ' +
+        'suggest-matching with save=true, then execute them',
+    );
   }
   const totalWeight = rules.reduce((n, r) => n + r.weight, 0);
   const inSources: SQL = campaign.sourceIds.length
@@ -180,7 +206,8 @@ export async function rankAccounts(
   });
   return {
     accounts,
-    nextCursor: rows.length > query.limit && last ? encodeCursor({ s: Number(last.fit_score), k: last.account_key }) : null,
+    nextCursor:
+      rows.length > query.limit && last ? encodeCursor({ s: Number(last.fit_score), k: last.account_key }) : null,
     rulesWithoutResults: withoutResults.map((r) => r.rule_id),
   };
 }

@@ -2,14 +2,14 @@ import { and, asc, eq, inArray } from 'drizzle-orm';
 import type { Db, Tx } from '../../db/client.ts';
 import { newestFirstPage } from '../../db/keyset.ts';
 import {
+  type CampaignTarget,
   campaignRules,
-  campaigns,
   campaignSources,
+  campaigns,
   matchingRules,
   profileTypes,
   projects,
   sources,
-  type CampaignTarget,
 } from '../../db/schema/index.ts';
 
 export type CampaignRow = typeof campaigns.$inferSelect;
@@ -53,7 +53,13 @@ export function campaignRepository(db: Db) {
       const out = new Map<string, CampaignRuleLink[]>(campaignIds.map((id) => [id, []]));
       if (!campaignIds.length) return out;
       const rows = await q
-        .select({ campaignId: campaignRules.campaignId, ruleId: campaignRules.ruleId, weight: campaignRules.weight, name: matchingRules.name, type: matchingRules.type })
+        .select({
+          campaignId: campaignRules.campaignId,
+          ruleId: campaignRules.ruleId,
+          weight: campaignRules.weight,
+          name: matchingRules.name,
+          type: matchingRules.type,
+        })
         .from(campaignRules)
         .innerJoin(matchingRules, eq(matchingRules.id, campaignRules.ruleId))
         .where(inArray(campaignRules.campaignId, campaignIds))
@@ -72,13 +78,25 @@ export function campaignRepository(db: Db) {
     },
 
     /** Newest first; `limit + 1` rows so the caller can tell whether another page exists. */
-    list(userId: string, filters: { status?: CampaignRow['status']; projectId?: string }, limit: number, before?: string): Promise<CampaignRow[]> {
-      const where = [filters.status ? eq(campaigns.status, filters.status) : undefined, filters.projectId ? eq(campaigns.projectId, filters.projectId) : undefined];
+    list(
+      userId: string,
+      filters: { status?: CampaignRow['status']; projectId?: string },
+      limit: number,
+      before?: string,
+    ): Promise<CampaignRow[]> {
+      const where = [
+        filters.status ? eq(campaigns.status, filters.status) : undefined,
+        filters.projectId ? eq(campaigns.projectId, filters.projectId) : undefined,
+      ];
       return newestFirstPage(db, campaigns, userId, where, limit, before);
     },
 
     async find(userId: string, id: string, q: Db | Tx = db, lock = false): Promise<CampaignRow | undefined> {
-      const query = q.select().from(campaigns).where(and(eq(campaigns.userId, userId), eq(campaigns.id, id))).limit(1);
+      const query = q
+        .select()
+        .from(campaigns)
+        .where(and(eq(campaigns.userId, userId), eq(campaigns.id, id)))
+        .limit(1);
       const [row] = lock ? await query.for('update') : await query;
       return row;
     },
@@ -89,46 +107,77 @@ export function campaignRepository(db: Db) {
     },
 
     async update(tx: Tx, userId: string, id: string, values: Partial<NewCampaign>): Promise<CampaignRow | undefined> {
-      const [row] = await tx.update(campaigns).set(values).where(and(eq(campaigns.userId, userId), eq(campaigns.id, id))).returning();
+      const [row] = await tx
+        .update(campaigns)
+        .set(values)
+        .where(and(eq(campaigns.userId, userId), eq(campaigns.id, id)))
+        .returning();
       return row;
     },
 
     async delete(userId: string, id: string): Promise<boolean> {
-      const rows = await db.delete(campaigns).where(and(eq(campaigns.userId, userId), eq(campaigns.id, id))).returning({ id: campaigns.id });
+      const rows = await db
+        .delete(campaigns)
+        .where(and(eq(campaigns.userId, userId), eq(campaigns.id, id)))
+        .returning({ id: campaigns.id });
       return rows.length > 0;
     },
 
     async replaceSources(tx: Tx, campaignId: string, sourceIds: string[]): Promise<void> {
       await tx.delete(campaignSources).where(eq(campaignSources.campaignId, campaignId));
-      if (sourceIds.length) await tx.insert(campaignSources).values(sourceIds.map((sourceId) => ({ campaignId, sourceId })));
+      if (sourceIds.length)
+        await tx.insert(campaignSources).values(sourceIds.map((sourceId) => ({ campaignId, sourceId })));
     },
 
     async addSources(tx: Tx, campaignId: string, sourceIds: string[]): Promise<void> {
-      if (sourceIds.length) await tx.insert(campaignSources).values(sourceIds.map((sourceId) => ({ campaignId, sourceId }))).onConflictDoNothing();
+      if (sourceIds.length)
+        await tx
+          .insert(campaignSources)
+          .values(sourceIds.map((sourceId) => ({ campaignId, sourceId })))
+          .onConflictDoNothing();
     },
 
     async replaceRules(tx: Tx, campaignId: string, rules: RuleLinkInput[]): Promise<void> {
       await tx.delete(campaignRules).where(eq(campaignRules.campaignId, campaignId));
-      if (rules.length) await tx.insert(campaignRules).values(rules.map((r) => ({ campaignId, ruleId: r.ruleId, weight: r.weight })));
+      if (rules.length)
+        await tx.insert(campaignRules).values(rules.map((r) => ({ campaignId, ruleId: r.ruleId, weight: r.weight })));
     },
 
     async addRules(tx: Tx, campaignId: string, rules: RuleLinkInput[]): Promise<void> {
-      if (rules.length) await tx.insert(campaignRules).values(rules.map((r) => ({ campaignId, ruleId: r.ruleId, weight: r.weight }))).onConflictDoNothing();
+      if (rules.length)
+        await tx
+          .insert(campaignRules)
+          .values(rules.map((r) => ({ campaignId, ruleId: r.ruleId, weight: r.weight })))
+          .onConflictDoNothing();
     },
 
     async projectOwned(q: Db | Tx, userId: string, id: string): Promise<boolean> {
-      const rows = await q.select({ id: projects.id }).from(projects).where(and(eq(projects.userId, userId), eq(projects.id, id))).limit(1).for('key share');
+      const rows = await q
+        .select({ id: projects.id })
+        .from(projects)
+        .where(and(eq(projects.userId, userId), eq(projects.id, id)))
+        .limit(1)
+        .for('key share');
       return rows.length > 0;
     },
 
     async profileType(q: Db | Tx, userId: string, id: string): Promise<ProfileTypeRow | undefined> {
-      const [row] = await q.select().from(profileTypes).where(and(eq(profileTypes.userId, userId), eq(profileTypes.id, id))).limit(1).for('key share');
+      const [row] = await q
+        .select()
+        .from(profileTypes)
+        .where(and(eq(profileTypes.userId, userId), eq(profileTypes.id, id)))
+        .limit(1)
+        .for('key share');
       return row;
     },
 
     async sourcesOwned(q: Db | Tx, userId: string, ids: string[]): Promise<Set<string>> {
       if (!ids.length) return new Set();
-      const rows = await q.select({ id: sources.id }).from(sources).where(and(eq(sources.userId, userId), inArray(sources.id, ids))).for('key share');
+      const rows = await q
+        .select({ id: sources.id })
+        .from(sources)
+        .where(and(eq(sources.userId, userId), inArray(sources.id, ids)))
+        .for('key share');
       return new Set(rows.map((r) => r.id));
     },
 

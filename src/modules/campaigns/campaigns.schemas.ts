@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { campaignStatuses, matchingRuleTypes, scrapeTypes } from '../../db/schema/index.ts';
 import { isUuid } from '../../shared/ids.ts';
-import { paginationQuery } from '../../shared/pagination.ts';
+import { nextCursor, paginationQuery } from '../../shared/pagination.ts';
 import { conditionGroupSchema, criteriaSchema } from '../matching/matching.conditions.ts';
 
 export const MAX_TARGET_ITEMS = 50;
@@ -15,7 +15,10 @@ const targetList = z.array(z.string().trim().min(1).max(200)).max(MAX_TARGET_ITE
 const employees = z.number().int().min(0).max(10_000_000).nullable().optional();
 
 export const companySizeSchema = z
-  .object({ min: employees.describe('Fewest employees (inclusive)'), max: employees.describe('Most employees (inclusive)') })
+  .object({
+    min: employees.describe('Fewest employees (inclusive)'),
+    max: employees.describe('Most employees (inclusive)'),
+  })
   .strict()
   .nullable();
 
@@ -28,11 +31,19 @@ export const targetSchema = z
     keywords: targetList.optional(),
   })
   .strict()
-  .describe(`The ideal customer. Each list: at most ${MAX_TARGET_ITEMS} items of 1–200 characters; companySize min ≤ max.`);
+  .describe(
+    `The ideal customer. Each list: at most ${MAX_TARGET_ITEMS} items of 1–200 characters; companySize min ≤ max.`,
+  );
 
 const ruleLink = z.object({
   ruleId: bodyId.describe('One of your matching rules'),
-  weight: z.number().int().min(1).max(100).default(1).describe('Weight of the rule in the fit score, 1–100 (default 1)'),
+  weight: z
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .default(1)
+    .describe('Weight of the rule in the fit score, 1–100 (default 1)'),
 });
 
 const campaignFields = {
@@ -41,15 +52,30 @@ const campaignFields = {
   target: targetSchema.optional(),
   projectId: bodyId.nullable().optional().describe('One of your projects (404 naming projectId otherwise)'),
   profileTypeId: bodyId.nullable().optional().describe('One of your profile types: the rules must be of this type'),
-  sourceIds: z.array(bodyId).max(MAX_CAMPAIGN_SOURCES).optional().describe(`Up to ${MAX_CAMPAIGN_SOURCES} of your sources (404 naming sourceIds.<i> otherwise)`),
-  ruleIds: z.array(bodyId).max(MAX_CAMPAIGN_RULES).optional().describe('Up to 50 of your matching rules, each with weight 1; or use `rules`'),
-  rules: z.array(ruleLink).max(MAX_CAMPAIGN_RULES).optional().describe('Up to 50 `{ruleId, weight}`; not together with `ruleIds`'),
+  sourceIds: z
+    .array(bodyId)
+    .max(MAX_CAMPAIGN_SOURCES)
+    .optional()
+    .describe(`Up to ${MAX_CAMPAIGN_SOURCES} of your sources (404 naming sourceIds.<i> otherwise)`),
+  ruleIds: z
+    .array(bodyId)
+    .max(MAX_CAMPAIGN_RULES)
+    .optional()
+    .describe('Up to 50 of your matching rules, each with weight 1; or use `rules`'),
+  rules: z
+    .array(ruleLink)
+    .max(MAX_CAMPAIGN_RULES)
+    .optional()
+    .describe('Up to 50 `{ruleId, weight}`; not together with `ruleIds`'),
 };
 
 export const createCampaignBody = z.object({ name: z.string().trim().min(1).max(200), ...campaignFields });
 export const updateCampaignBody = z
   .object({ name: z.string().trim().min(1).max(200).optional(), ...campaignFields })
-  .describe('Every field is optional. `target` keys given replace those keys; `sourceIds` / `ruleIds` / `rules` replace the whole set.');
+  .describe(
+    'Every field is optional. `target` keys given replace those keys; `sourceIds` / `ruleIds` / `rules` ' +
+      'replace the whole set.',
+  );
 
 export const listCampaignsQuery = paginationQuery.extend({
   status: z.enum(campaignStatuses).optional(),
@@ -64,26 +90,33 @@ const targetView = z.object({
   keywords: z.array(z.string()),
 });
 
-export const campaignView = z.object({
-  id: z.string(),
-  name: z.string(),
-  description: z.string().nullable(),
-  status: z.enum(campaignStatuses),
-  target: targetView,
-  projectId: z.string().nullable(),
-  profileTypeId: z.string().nullable(),
-  sourceIds: z.array(z.string()),
-  rules: z.array(z.object({ ruleId: z.string(), name: z.string(), type: z.enum(matchingRuleTypes), weight: z.number().int() })),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
+export const campaignView = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    status: z.enum(campaignStatuses),
+    target: targetView,
+    projectId: z.string().nullable(),
+    profileTypeId: z.string().nullable(),
+    sourceIds: z.array(z.string()),
+    rules: z.array(
+      z.object({ ruleId: z.string(), name: z.string(), type: z.enum(matchingRuleTypes), weight: z.number().int() }),
+    ),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'Campaign' });
 
 /* discover-sources */
 
 export const discoverSourcesBody = z
   .object({
     count: z.number().int().min(1).max(20).default(10).describe('Sources wanted, 1–20 (default 10)'),
-    autoSave: z.boolean().default(false).describe("Save them as DRAFT sources in the campaign's project and link them to the campaign"),
+    autoSave: z
+      .boolean()
+      .default(false)
+      .describe("Save them as DRAFT sources in the campaign's project and link them to the campaign"),
   })
   .nullish();
 
@@ -102,7 +135,11 @@ export const discoverSourcesView = z.object({
       status: z.string().optional().describe('With autoSave: DRAFT'),
     }),
   ),
-  method: z.enum(['ai+search', 'ai']).describe('`ai+search`: the model chose among web-search results; `ai`: web search failed, the model proposed the URLs'),
+  method: z
+    .enum(['ai+search', 'ai'])
+    .describe(
+      '`ai+search`: the model chose among web-search results; `ai`: web search failed, the model proposed the URLs',
+    ),
   query: z.string().describe('The web-search query built from the target'),
 });
 
@@ -110,28 +147,39 @@ export const discoverSourcesView = z.object({
 
 export const suggestMatchingBody = z
   .object({
-    types: z.array(z.enum(matchingRuleTypes)).min(1).max(3).optional().describe('Rule types to propose (default all three)'),
+    types: z
+      .array(z.enum(matchingRuleTypes))
+      .min(1)
+      .max(3)
+      .optional()
+      .describe('Rule types to propose (default all three)'),
     save: z.boolean().default(false).describe('Create the proposed rules and link them to the campaign (weight 1)'),
-    profileTypeId: bodyId.optional().describe("A profile type of yours, when the campaign has none (it is then set on the campaign if `save`)"),
+    profileTypeId: bodyId
+      .optional()
+      .describe('A profile type of yours, when the campaign has none (it is then set on the campaign if `save`)'),
   })
   .nullish();
 
-export const suggestedRuleView = z.object({
-  id: z.string().optional().describe('With save: the created rule'),
-  name: z.string(),
-  description: z.string(),
-  type: z.enum(matchingRuleTypes),
-  conditions: conditionGroupSchema.optional(),
-  criteria: criteriaSchema.optional(),
-  threshold: z.number().int().optional(),
-  aiPrompt: z.string().optional(),
-  rationale: z.string(),
-  method: z.enum(['ai', 'rule-based']).describe('Who proposed this rule'),
-});
+export const suggestedRuleView = z
+  .object({
+    id: z.string().optional().describe('With save: the created rule'),
+    name: z.string(),
+    description: z.string(),
+    type: z.enum(matchingRuleTypes),
+    conditions: conditionGroupSchema.optional(),
+    criteria: criteriaSchema.optional(),
+    threshold: z.number().int().optional(),
+    aiPrompt: z.string().optional(),
+    rationale: z.string(),
+    method: z.enum(['ai', 'rule-based']).describe('Who proposed this rule'),
+  })
+  .meta({ id: 'SuggestedMatchingRule' });
 
 export const suggestMatchingView = z.object({
   rules: z.array(suggestedRuleView),
-  method: z.enum(['ai', 'rule-based']).describe('`ai` when the model proposed at least one kept rule; `rule-based` otherwise'),
+  method: z
+    .enum(['ai', 'rule-based'])
+    .describe('`ai` when the model proposed at least one kept rule; `rule-based` otherwise'),
   reasoning: z.string(),
   adjustments: z.array(z.string()).describe('What was dropped, repaired or replaced by a rule-based proposal, and why'),
 });
@@ -141,33 +189,47 @@ export const suggestMatchingView = z.object({
 export const rankedAccountsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
   cursor: z.string().max(1000).optional(),
-  minScore: z.coerce.number().int().min(0).max(100).default(0).describe('Only accounts whose fitScore is at least this'),
+  minScore: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(100)
+    .default(0)
+    .describe('Only accounts whose fitScore is at least this'),
 });
 
-export const rankedAccountView = z.object({
-  accountId: z.string(),
-  name: z.string(),
-  domain: z.string().nullable(),
-  leadCount: z.number().int().describe("The account's leads (of the campaign's sources when it has any)"),
-  fitScore: z.number().int(),
-  matchedLeads: z.number().int().describe('Leads of the account with at least one matching result that matched'),
-  reasons: z.array(
-    z.object({
-      ruleId: z.string(),
-      ruleName: z.string(),
-      type: z.enum(matchingRuleTypes),
-      weight: z.number().int(),
-      bestScore: z.number().int().nullable().describe("Best matchScore among the account's profiles; null: no result (counts 0)"),
-      matchedProfiles: z.number().int(),
-      reasoning: z.string().nullable(),
-    }),
-  ),
-});
+export const rankedAccountView = z
+  .object({
+    accountId: z.string(),
+    name: z.string(),
+    domain: z.string().nullable(),
+    leadCount: z.number().int().describe("The account's leads (of the campaign's sources when it has any)"),
+    fitScore: z.number().int(),
+    matchedLeads: z.number().int().describe('Leads of the account with at least one matching result that matched'),
+    reasons: z.array(
+      z.object({
+        ruleId: z.string(),
+        ruleName: z.string(),
+        type: z.enum(matchingRuleTypes),
+        weight: z.number().int(),
+        bestScore: z
+          .number()
+          .int()
+          .nullable()
+          .describe("Best matchScore among the account's profiles; null: no result (counts 0)"),
+        matchedProfiles: z.number().int(),
+        reasoning: z.string().nullable(),
+      }),
+    ),
+  })
+  .meta({ id: 'RankedAccount' });
 
 export const rankedAccountsView = z.object({
   accounts: z.array(rankedAccountView),
-  nextCursor: z.string().nullable(),
-  rulesWithoutResults: z.array(z.string()).describe('Rules of the campaign never executed (no results, no completed run)'),
+  nextCursor,
+  rulesWithoutResults: z
+    .array(z.string())
+    .describe('Rules of the campaign never executed (no results, no completed run)'),
 });
 
 export type CreateCampaignInput = z.infer<typeof createCampaignBody>;

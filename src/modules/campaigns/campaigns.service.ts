@@ -1,12 +1,18 @@
 import type { Tx } from '../../db/client.ts';
+import { matchingRuleTypes } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
-import { isUuid } from '../../shared/ids.ts';
+import { findOwned, isUuid, storedId } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
-import { campaignRepository, type CampaignRow, type CampaignRuleLink, type CampaignTarget, type RuleLinkInput } from './campaigns.repository.ts';
-import { matchingRuleTypes } from '../../db/schema/index.ts';
 import { createProposer } from '../source-discovery/source-discovery.ai.ts';
 import { rankAccounts } from './campaigns.ranking.ts';
+import {
+  type CampaignRow,
+  type CampaignRuleLink,
+  type CampaignTarget,
+  campaignRepository,
+  type RuleLinkInput,
+} from './campaigns.repository.ts';
 import type {
   CampaignView,
   CreateCampaignInput,
@@ -31,7 +37,8 @@ export function normalizeTarget(input: TargetInput | undefined, base?: CampaignT
   if (input?.companySize !== undefined) {
     const min = input.companySize?.min ?? null;
     const max = input.companySize?.max ?? null;
-    if (min !== null && max !== null && min > max) throw validationError('target.companySize', 'min must not be greater than max');
+    if (min !== null && max !== null && min > max)
+      throw validationError('target.companySize', 'min must not be greater than max');
     companySize = min === null && max === null ? null : { min, max };
   }
   return {
@@ -65,8 +72,11 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
   const repo = campaignRepository(deps.db);
 
   /** The rule links a body asks for (`ruleIds` with weight 1, or `rules`), with the field naming each. */
-  function requestedRules(input: Pick<CreateCampaignInput, 'ruleIds' | 'rules'>): Array<RuleLinkInput & { field: string }> | undefined {
-    if (input.ruleIds !== undefined && input.rules !== undefined) throw validationError('rules', 'give either ruleIds or rules, not both');
+  function requestedRules(
+    input: Pick<CreateCampaignInput, 'ruleIds' | 'rules'>,
+  ): Array<RuleLinkInput & { field: string }> | undefined {
+    if (input.ruleIds !== undefined && input.rules !== undefined)
+      throw validationError('rules', 'give either ruleIds or rules, not both');
     if (input.ruleIds !== undefined) {
       const seen = new Set<string>();
       return input.ruleIds
@@ -85,29 +95,48 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
   }
 
   async function checkProject(tx: Tx, userId: string, projectId: string | null | undefined): Promise<void> {
-    if (projectId && !(isUuid(projectId) && (await repo.projectOwned(tx, userId, lower(projectId))))) throw notFound('Project', 'projectId');
+    if (projectId) await findOwned(projectId, 'Project', (key) => repo.projectOwned(tx, userId, key), 'projectId');
   }
 
   async function checkProfileType(tx: Tx, userId: string, profileTypeId: string | null | undefined): Promise<void> {
-    if (profileTypeId && !(isUuid(profileTypeId) && (await repo.profileType(tx, userId, lower(profileTypeId))))) throw notFound('Profile type', 'profileTypeId');
+    if (profileTypeId)
+      await findOwned(profileTypeId, 'Profile type', (key) => repo.profileType(tx, userId, key), 'profileTypeId');
   }
 
   async function checkSources(tx: Tx, userId: string, ids: string[] | undefined): Promise<string[] | undefined> {
     if (ids === undefined) return undefined;
     const owned = await repo.sourcesOwned(tx, userId, [...new Set(ids.filter(isUuid).map(lower))]);
-    const missing = ids.findIndex((id) => !isUuid(id) || !owned.has(lower(id)));
+    const missing = ids.findIndex((id) => !owned.has(storedId(id) ?? ''));
     if (missing >= 0) throw notFound('Source', `sourceIds.${missing}`);
     return [...new Set(ids.map(lower))];
   }
 
   /** Every rule must be the caller's (404) and, when the campaign has a profile type, of that type (400). */
-  async function checkRules(tx: Tx, userId: string, rules: Array<RuleLinkInput & { field: string }>, profileTypeId: string | null, typeField?: string): Promise<RuleLinkInput[]> {
-    const owned = await repo.rulesOwned(tx, userId, [...new Set(rules.map((r) => r.ruleId).filter(isUuid).map(lower))]);
+  async function checkRules(
+    tx: Tx,
+    userId: string,
+    rules: Array<RuleLinkInput & { field: string }>,
+    profileTypeId: string | null,
+    typeField?: string,
+  ): Promise<RuleLinkInput[]> {
+    const owned = await repo.rulesOwned(tx, userId, [
+      ...new Set(
+        rules
+          .map((r) => r.ruleId)
+          .filter(isUuid)
+          .map(lower),
+      ),
+    ]);
     for (const r of rules) {
-      const ruleType = isUuid(r.ruleId) ? owned.get(lower(r.ruleId)) : undefined;
+      const ruleType = owned.get(storedId(r.ruleId) ?? '');
       if (!ruleType) throw notFound('Matching rule', r.field);
       if (profileTypeId && ruleType !== profileTypeId) {
-        throw validationError(typeField ?? r.field, typeField ? 'the campaign\'s rules are of another profile type: replace `rules` too' : "the rule is not of the campaign's profile type");
+        throw validationError(
+          typeField ?? r.field,
+          typeField
+            ? "the campaign's rules are of another profile type: replace `rules` too"
+            : "the rule is not of the campaign's profile type",
+        );
       }
     }
     return rules.map((r) => ({ ruleId: lower(r.ruleId), weight: r.weight }));
@@ -120,9 +149,7 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
   }
 
   async function owned(userId: string, id: string): Promise<CampaignRow> {
-    const row = isUuid(id) ? await repo.find(userId, lower(id)) : undefined;
-    if (!row) throw notFound('Campaign');
-    return row;
+    return findOwned(id, 'Campaign', (key) => repo.find(userId, key));
   }
 
   return {
@@ -130,7 +157,12 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
     view,
 
     async list(userId: string, query: ListCampaignsQuery) {
-      const rows = await repo.list(userId, { status: query.status, projectId: query.projectId?.toLowerCase() }, query.limit, decodeCursor(query.cursor));
+      const rows = await repo.list(
+        userId,
+        { status: query.status, projectId: query.projectId?.toLowerCase() },
+        query.limit,
+        decodeCursor(query.cursor),
+      );
       const { items, nextCursor } = pageOf(rows, query.limit);
       const ids = items.map((r) => r.id);
       const [sourceIds, rules] = await Promise.all([repo.sourceIdsOf(ids), repo.rulesOf(ids)]);
@@ -170,23 +202,32 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
     },
 
     async update(userId: string, id: string, input: UpdateCampaignInput): Promise<CampaignView> {
-      if (!isUuid(id)) throw notFound('Campaign');
       const rules = requestedRules(input);
       return repo.transaction(async (tx) => {
-        const current = await repo.find(userId, lower(id), tx, true);
-        if (!current) throw notFound('Campaign');
+        const current = await findOwned(id, 'Campaign', (key) => repo.find(userId, key, tx, true));
         const target = input.target !== undefined ? normalizeTarget(input.target, current.target) : undefined;
         await checkProject(tx, userId, input.projectId);
         await checkProfileType(tx, userId, input.profileTypeId);
         const sourceIds = await checkSources(tx, userId, input.sourceIds);
-        const profileTypeId = input.profileTypeId === undefined ? current.profileTypeId : input.profileTypeId ? lower(input.profileTypeId) : null;
+        const profileTypeId =
+          input.profileTypeId === undefined
+            ? current.profileTypeId
+            : input.profileTypeId
+              ? lower(input.profileTypeId)
+              : null;
         let links: RuleLinkInput[] | undefined;
         if (rules !== undefined) {
           links = await checkRules(tx, userId, rules, profileTypeId);
         } else if (profileTypeId && profileTypeId !== current.profileTypeId) {
           // The kept rules must fit the new profile type.
           const kept = (await repo.links(tx).rulesOf([current.id])).get(current.id)!;
-          await checkRules(tx, userId, kept.map((r) => ({ ...r, field: 'profileTypeId' })), profileTypeId, 'profileTypeId');
+          await checkRules(
+            tx,
+            userId,
+            kept.map((r) => ({ ...r, field: 'profileTypeId' })),
+            profileTypeId,
+            'profileTypeId',
+          );
         }
         const values: Partial<CampaignRow> = {};
         if (input.name !== undefined) values.name = input.name;
@@ -206,14 +247,19 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
     },
 
     async remove(userId: string, id: string): Promise<void> {
-      if (!isUuid(id) || !(await repo.delete(userId, lower(id)))) throw notFound('Campaign');
+      await findOwned(id, 'Campaign', (key) => repo.delete(userId, key));
     },
 
     /** Sources for the campaign's target: the AI picks among web-search results (both providers required). */
     async discoverSources(userId: string, id: string, input: DiscoverSourcesInput, signal?: AbortSignal) {
       const campaign = await owned(userId, id);
-      if (!deps.ai.configured) throw new AppError('AI_NOT_CONFIGURED', 'No AI provider is configured: set AI_BASE_URL and AI_MODEL (and AI_API_KEY if the endpoint needs one)');
-      if (!deps.search.configured) throw new AppError('SEARCH_NOT_CONFIGURED', 'No web search provider is configured: set SEARCH_API_KEY');
+      if (!deps.ai.configured)
+        throw new AppError(
+          'AI_NOT_CONFIGURED',
+          'No AI provider is configured: set AI_BASE_URL and AI_MODEL (and AI_API_KEY if the endpoint needs one)',
+        );
+      if (!deps.search.configured)
+        throw new AppError('SEARCH_NOT_CONFIGURED', 'No web search provider is configured: set SEARCH_API_KEY');
       const { brief, searchQuery } = discoveryBrief(campaign);
       const proposed = await createProposer(deps).propose({
         userId,
@@ -228,8 +274,12 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
         found = await repo.transaction(async (tx) => {
           const locked = await repo.find(userId, campaign.id, tx, true);
           if (!locked) throw notFound('Campaign');
-          const projectId = locked.projectId && (await repo.projectOwned(tx, userId, locked.projectId)) ? locked.projectId : null;
-          const profileTypeId = locked.profileTypeId && (await repo.profileType(tx, userId, locked.profileTypeId)) ? locked.profileTypeId : null;
+          const projectId =
+            locked.projectId && (await repo.projectOwned(tx, userId, locked.projectId)) ? locked.projectId : null;
+          const profileTypeId =
+            locked.profileTypeId && (await repo.profileType(tx, userId, locked.profileTypeId))
+              ? locked.profileTypeId
+              : null;
           const now = deps.clock.now();
           const saved = await repo.insertSources(
             tx,
@@ -248,7 +298,11 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
               updatedAt: now,
             })),
           );
-          await repo.addSources(tx, locked.id, saved.map((r) => r.id));
+          await repo.addSources(
+            tx,
+            locked.id,
+            saved.map((r) => r.id),
+          );
           await repo.update(tx, userId, locked.id, { updatedAt: now });
           return found.map((s, i) => ({ ...s, id: saved[i]!.id, status: saved[i]!.status }));
         });
@@ -257,7 +311,12 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
     },
 
     /** FILTER / SCORED / AI rule proposals for the campaign's target; with `save` they are created and linked. */
-    async suggestMatching(userId: string, id: string, input: SuggestMatchingInput, signal?: AbortSignal): Promise<SuggestMatchingView> {
+    async suggestMatching(
+      userId: string,
+      id: string,
+      input: SuggestMatchingInput,
+      signal?: AbortSignal,
+    ): Promise<SuggestMatchingView> {
       const campaign = await owned(userId, id);
       const given = input.profileTypeId;
       if (given && campaign.profileTypeId && lower(given) !== campaign.profileTypeId) {
@@ -265,19 +324,35 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
       }
       const profileTypeId = campaign.profileTypeId ?? (given ? lower(given) : null);
       if (!profileTypeId) throw needsProfileType();
-      const type = isUuid(profileTypeId) ? await repo.profileType(deps.db, userId, profileTypeId) : undefined;
-      if (!type) throw notFound('Profile type', 'profileTypeId');
+      const type = await findOwned(
+        profileTypeId,
+        'Profile type',
+        (key) => repo.profileType(deps.db, userId, key),
+        'profileTypeId',
+      );
       const types = [...new Set(input.types ?? matchingRuleTypes)];
-      const ctx = { campaignName: campaign.name, description: campaign.description, target: campaign.target, fields: type.fields };
+      const ctx = {
+        campaignName: campaign.name,
+        description: campaign.description,
+        target: campaign.target,
+        fields: type.fields,
+      };
       const outcome = await suggestRules(deps, userId, ctx, types, signal);
       if (!input.save || !outcome.rules.length) return outcome;
       const ids = await repo.transaction(async (tx) => {
         const locked = await repo.find(userId, campaign.id, tx, true);
         if (!locked) throw notFound('Campaign');
-        if (locked.profileTypeId && locked.profileTypeId !== profileTypeId) throw validationError('profileTypeId', 'the campaign already has another profile type');
+        if (locked.profileTypeId && locked.profileTypeId !== profileTypeId)
+          throw validationError('profileTypeId', 'the campaign already has another profile type');
         if (!locked.profileTypeId) {
           const kept = (await repo.links(tx).rulesOf([locked.id])).get(locked.id)!;
-          await checkRules(tx, userId, kept.map((r) => ({ ...r, field: 'profileTypeId' })), profileTypeId, 'profileTypeId');
+          await checkRules(
+            tx,
+            userId,
+            kept.map((r) => ({ ...r, field: 'profileTypeId' })),
+            profileTypeId,
+            'profileTypeId',
+          );
         }
         const now = deps.clock.now();
         const created = await repo.insertRules(
@@ -296,7 +371,11 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
             updatedAt: now,
           })),
         );
-        await repo.addRules(tx, locked.id, created.map((c) => ({ ruleId: c.id, weight: 1 })));
+        await repo.addRules(
+          tx,
+          locked.id,
+          created.map((c) => ({ ruleId: c.id, weight: 1 })),
+        );
         await repo.update(tx, userId, locked.id, { profileTypeId, updatedAt: now });
         return created.map((c) => c.id);
       });
@@ -311,11 +390,19 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
   };
 }
 
-/** The web-search query and the model's brief, from the campaign's target (its name and description when the target is empty). */
-export function discoveryBrief(campaign: Pick<CampaignRow, 'name' | 'description' | 'target'>): { brief: string; searchQuery: string } {
+/**
+ * The web-search query and the model's brief, from the campaign's target (its name and description when the target is
+ * empty).
+ */
+export function discoveryBrief(campaign: Pick<CampaignRow, 'name' | 'description' | 'target'>): {
+  brief: string;
+  searchQuery: string;
+} {
   const t = campaign.target;
   const first = (list: string[], n: number) => list.slice(0, n).join(' ');
-  const focus = [first(t.industries, 2), first(t.titles, 1), first(t.keywords, 2), first(t.locations, 2)].filter(Boolean).join(' ');
+  const focus = [first(t.industries, 2), first(t.titles, 1), first(t.keywords, 2), first(t.locations, 2)]
+    .filter(Boolean)
+    .join(' ');
   const searchQuery = `${(focus || `${campaign.name} ${campaign.description ?? ''}`).replace(/\s+/g, ' ').trim().slice(0, 300)} directory list`;
   const size = t.companySize ? `${t.companySize.min ?? 'any'}–${t.companySize.max ?? 'any'} employees` : null;
   const brief = [
@@ -334,6 +421,15 @@ export function discoveryBrief(campaign: Pick<CampaignRow, 'name' | 'description
 
 /** 400 when an operation needs a profile type the campaign does not have. */
 export const needsProfileType = () =>
-  new AppError('VALIDATION_ERROR', 'profileTypeId: the campaign has no profile type; set one on the campaign or give profileTypeId', {
-    details: [{ field: 'profileTypeId', message: 'the campaign has no profile type; set one on the campaign or give profileTypeId' }],
-  });
+  new AppError(
+    'VALIDATION_ERROR',
+    'profileTypeId: the campaign has no profile type; set one on the campaign or give profileTypeId',
+    {
+      details: [
+        {
+          field: 'profileTypeId',
+          message: 'the campaign has no profile type; set one on the campaign or give profileTypeId',
+        },
+      ],
+    },
+  );

@@ -1,20 +1,20 @@
+import type { Transformer } from 'node:stream/web';
 import {
   APICallError,
   generateText,
-  RetryError,
-  stepCountIs,
-  streamText,
-  wrapLanguageModel,
   type LanguageModelUsage,
   type ModelMessage,
+  RetryError,
   type StepResult,
+  stepCountIs,
+  streamText,
   type ToolSet,
+  wrapLanguageModel,
 } from 'ai';
-import type { Transformer } from 'node:stream/web';
 import type { AppDeps } from '../../deps.ts';
 import { AppError } from '../../shared/errors.ts';
 import { serverToolCallIds } from './chat.ids.ts';
-import { buildTools, readToolNames, writeTools, type ChatToolDeps, type ToolActor } from './chat.tools.ts';
+import { buildTools, type ChatToolDeps, readToolNames, type ToolActor, writeTools } from './chat.tools.ts';
 
 /** Model calls (steps) one turn may make: tool round trips plus the final answer. */
 export const MAX_STEPS = 8;
@@ -159,10 +159,17 @@ export async function runAgent(deps: AgentDeps, options: RunAgentOptions): Promi
     const result = streamText({ ...common, onError: () => {} });
     for await (const part of result.fullStream) {
       if (part.type === 'text-delta') events.textDelta(part.text);
-      else if (part.type === 'tool-call') events.toolCall({ toolCallId: part.toolCallId, toolName: part.toolName, input: part.input });
-      else if (part.type === 'tool-result') events.toolResult({ toolCallId: part.toolCallId, toolName: part.toolName, output: part.output });
+      else if (part.type === 'tool-call')
+        events.toolCall({ toolCallId: part.toolCallId, toolName: part.toolName, input: part.input });
+      else if (part.type === 'tool-result')
+        events.toolResult({ toolCallId: part.toolCallId, toolName: part.toolName, output: part.output });
       else if (part.type === 'tool-error') {
-        events.toolResult({ toolCallId: part.toolCallId, toolName: part.toolName, output: { error: errorText(part.error) }, isError: true });
+        events.toolResult({
+          toolCallId: part.toolCallId,
+          toolName: part.toolName,
+          output: { error: errorText(part.error) },
+          isError: true,
+        });
       } else if (part.type === 'error') throw part.error;
       else if (part.type === 'abort') throw signal.reason ?? new Error('aborted');
     }
@@ -175,4 +182,8 @@ export async function runAgent(deps: AgentDeps, options: RunAgentOptions): Promi
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-const usageOf = (u: LanguageModelUsage) => ({ inputTokens: u.inputTokens, outputTokens: u.outputTokens, totalTokens: u.totalTokens });
+const usageOf = (u: LanguageModelUsage) => ({
+  inputTokens: u.inputTokens,
+  outputTokens: u.outputTokens,
+  totalTokens: u.totalTokens,
+});

@@ -43,7 +43,8 @@ export function boundHistory(rows: Array<Pick<MessageRow, 'role' | 'content'>>):
 export function closeDanglingCalls(messages: ModelMessage[]): ModelMessage[] {
   const answered = new Set<string>();
   for (const m of messages) {
-    if (m.role === 'tool') for (const p of partsOf(m.content)) if (p.type === 'tool-result') answered.add(p.toolCallId as string);
+    if (m.role === 'tool')
+      for (const p of partsOf(m.content)) if (p.type === 'tool-result') answered.add(p.toolCallId as string);
   }
   const out: ModelMessage[] = [];
   for (let i = 0; i < messages.length; i++) {
@@ -57,7 +58,10 @@ export function closeDanglingCalls(messages: ModelMessage[]): ModelMessage[] {
       type: 'tool-result',
       toolCallId: p.toolCallId as string,
       toolName: p.toolName as string,
-      output: { type: 'error-text', value: 'No outcome was recorded for this call (it was interrupted); check the current state before retrying.' },
+      output: {
+        type: 'error-text',
+        value: 'No outcome was recorded for this call (it was interrupted); check the current state before retrying.',
+      },
     }));
     out.push({ role: 'tool', content });
   }
@@ -90,21 +94,32 @@ export function messageViews(rows: MessageRow[], approvals: ApprovalRow[]): Mess
   const byCall = new Map(approvals.map((a) => [a.toolCallId, a]));
   const results = new Map<string, unknown>();
   for (const r of rows) {
-    if (r.role === 'tool') for (const p of partsOf(r.content)) if (p.type === 'tool-result') results.set(p.toolCallId as string, p.output);
+    if (r.role === 'tool')
+      for (const p of partsOf(r.content)) if (p.type === 'tool-result') results.set(p.toolCallId as string, p.output);
   }
   const views: MessageView[] = [];
   let run: MessageView | undefined;
   for (const r of rows) {
     if (r.role === 'user') {
       run = undefined;
-      views.push({ id: r.id, role: 'user', text: textOf(r.content), toolCalls: [], createdAt: r.createdAt.toISOString() });
+      views.push({
+        id: r.id,
+        role: 'user',
+        text: textOf(r.content),
+        toolCalls: [],
+        createdAt: r.createdAt.toISOString(),
+      });
       continue;
     }
     if (r.role !== 'assistant') continue;
-    if (!run) views.push((run = { id: r.id, role: 'assistant', text: '', toolCalls: [], createdAt: r.createdAt.toISOString() }));
+    if (!run)
+      views.push(
+        (run = { id: r.id, role: 'assistant', text: '', toolCalls: [], createdAt: r.createdAt.toISOString() }),
+      );
     const text = textOf(r.content);
     if (text) run.text = run.text ? `${run.text}\n\n${text}` : text;
-    for (const p of partsOf(r.content)) if (p.type === 'tool-call') run.toolCalls.push(toolCallView(p, byCall.get(p.toolCallId as string), results));
+    for (const p of partsOf(r.content))
+      if (p.type === 'tool-call') run.toolCalls.push(toolCallView(p, byCall.get(p.toolCallId as string), results));
   }
   return views;
 }

@@ -15,7 +15,9 @@ export const serverToolCallIds: LanguageModelMiddleware = {
     const result = await doGenerate();
     return {
       ...result,
-      content: result.content.map((part) => (part.type === 'tool-call' && !part.providerExecuted ? { ...part, toolCallId: newId() } : part)),
+      content: result.content.map((part) =>
+        part.type === 'tool-call' && !part.providerExecuted ? { ...part, toolCallId: newId() } : part,
+      ),
     };
   },
 

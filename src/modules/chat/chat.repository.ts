@@ -1,7 +1,7 @@
-import { and, asc, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import type { ToolResultPart } from 'ai';
+import { and, asc, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
-import { chatApprovals, chatConversations, chatMessages, type ChatApprovalStatus } from '../../db/schema/index.ts';
+import { type ChatApprovalStatus, chatApprovals, chatConversations, chatMessages } from '../../db/schema/index.ts';
 
 export type ConversationRow = typeof chatConversations.$inferSelect;
 export type MessageRow = typeof chatMessages.$inferSelect;
@@ -23,7 +23,10 @@ export interface TurnWrite {
 export function chatRepository(db: Db) {
   return {
     async insertConversation(userId: string, title: string | null, at: Date): Promise<ConversationRow> {
-      const [row] = await db.insert(chatConversations).values({ userId, title, createdAt: at, updatedAt: at }).returning();
+      const [row] = await db
+        .insert(chatConversations)
+        .values({ userId, title, createdAt: at, updatedAt: at })
+        .returning();
       return row!;
     },
 
@@ -47,12 +50,14 @@ export function chatRepository(db: Db) {
           createdAt: chatConversations.createdAt,
           updatedAt: chatConversations.updatedAt,
           // Spelled out: inside a field subquery drizzle would not qualify the outer column.
-          lastMessageAt: sql<Date | null>`(SELECT max(m.created_at) FROM chat_messages m WHERE m.conversation_id = "chat_conversations"."id")`.mapWith(
-            (v: unknown) => (v === null || v === undefined ? null : new Date(v as string)),
-          ),
-          pendingApprovals: sql<number>`(SELECT count(*) FROM chat_approvals a WHERE a.conversation_id = "chat_conversations"."id" AND a.status = 'PENDING')::int`.mapWith(
-            Number,
-          ),
+          lastMessageAt:
+            sql<Date | null>`(SELECT max(m.created_at) FROM chat_messages m WHERE m.conversation_id = "chat_conversations"."id")`.mapWith(
+              (v: unknown) => (v === null || v === undefined ? null : new Date(v as string)),
+            ),
+          pendingApprovals:
+            sql<number>`(SELECT count(*) FROM chat_approvals a WHERE a.conversation_id = "chat_conversations"."id" AND a.status = 'PENDING')::int`.mapWith(
+              Number,
+            ),
         })
         .from(chatConversations)
         .where(and(eq(chatConversations.userId, userId), before ? lt(chatConversations.id, before) : undefined))
@@ -89,7 +94,11 @@ export function chatRepository(db: Db) {
 
     /** Every message of a conversation, oldest first (ids are time-ordered). */
     messages(conversationId: string): Promise<MessageRow[]> {
-      return db.select().from(chatMessages).where(eq(chatMessages.conversationId, conversationId)).orderBy(asc(chatMessages.id));
+      return db
+        .select()
+        .from(chatMessages)
+        .where(eq(chatMessages.conversationId, conversationId))
+        .orderBy(asc(chatMessages.id));
     },
 
     /** The newest `limit` messages, oldest first: the model's bounded view of the history. */
@@ -104,7 +113,11 @@ export function chatRepository(db: Db) {
     },
 
     approvals(conversationId: string): Promise<ApprovalRow[]> {
-      return db.select().from(chatApprovals).where(eq(chatApprovals.conversationId, conversationId)).orderBy(asc(chatApprovals.id));
+      return db
+        .select()
+        .from(chatApprovals)
+        .where(eq(chatApprovals.conversationId, conversationId))
+        .orderBy(asc(chatApprovals.id));
     },
 
     pendingApprovals(conversationId: string): Promise<ApprovalRow[]> {
@@ -119,7 +132,13 @@ export function chatRepository(db: Db) {
       const [row] = await db
         .select()
         .from(chatApprovals)
-        .where(and(eq(chatApprovals.userId, userId), eq(chatApprovals.conversationId, conversationId), eq(chatApprovals.id, id)))
+        .where(
+          and(
+            eq(chatApprovals.userId, userId),
+            eq(chatApprovals.conversationId, conversationId),
+            eq(chatApprovals.id, id),
+          ),
+        )
         .limit(1);
       return row;
     },
@@ -144,7 +163,13 @@ export function chatRepository(db: Db) {
         const stale = await tx
           .update(chatApprovals)
           .set({ status: 'FAILED', error, updatedAt: at })
-          .where(and(eq(chatApprovals.conversationId, conversationId), eq(chatApprovals.status, 'APPROVED'), lt(chatApprovals.decidedAt, cutoff)))
+          .where(
+            and(
+              eq(chatApprovals.conversationId, conversationId),
+              eq(chatApprovals.status, 'APPROVED'),
+              lt(chatApprovals.decidedAt, cutoff),
+            ),
+          )
           .returning();
         if (!stale.length) return stale;
         const toolMessages = await tx
@@ -152,7 +177,11 @@ export function chatRepository(db: Db) {
           .from(chatMessages)
           .where(and(eq(chatMessages.conversationId, conversationId), eq(chatMessages.role, 'tool')));
         const answered = new Set(
-          toolMessages.flatMap((m) => (Array.isArray(m.content) ? (m.content as Array<{ type?: string; toolCallId?: string }>) : []).filter((p) => p.type === 'tool-result').map((p) => p.toolCallId)),
+          toolMessages.flatMap((m) =>
+            (Array.isArray(m.content) ? (m.content as Array<{ type?: string; toolCallId?: string }>) : [])
+              .filter((p) => p.type === 'tool-result')
+              .map((p) => p.toolCallId),
+          ),
         );
         const missing = stale.filter((a) => !answered.has(a.toolCallId));
         if (missing.length) {
@@ -162,7 +191,9 @@ export function chatRepository(db: Db) {
             toolName: a.toolName,
             output: { type: 'error-text', value: error },
           }));
-          await tx.insert(chatMessages).values({ conversationId, userId: missing[0]!.userId, role: 'tool', content, createdAt: at });
+          await tx
+            .insert(chatMessages)
+            .values({ conversationId, userId: missing[0]!.userId, role: 'tool', content, createdAt: at });
         }
         return stale;
       });
@@ -175,11 +206,17 @@ export function chatRepository(db: Db) {
         if (turn.approvals?.length) await tx.insert(chatApprovals).values(turn.approvals);
         if (turn.decided) {
           const { id, status, result, error } = turn.decided;
-          await tx.update(chatApprovals).set({ status, result: result ?? null, error, updatedAt: turn.at }).where(eq(chatApprovals.id, id));
+          await tx
+            .update(chatApprovals)
+            .set({ status, result: result ?? null, error, updatedAt: turn.at })
+            .where(eq(chatApprovals.id, id));
         }
         await tx
           .update(chatConversations)
-          .set({ updatedAt: turn.at, ...(turn.title ? { title: sql`coalesce(${chatConversations.title}, ${turn.title})` } : {}) })
+          .set({
+            updatedAt: turn.at,
+            ...(turn.title ? { title: sql`coalesce(${chatConversations.title}, ${turn.title})` } : {}),
+          })
           .where(eq(chatConversations.id, conversationId));
       });
     },

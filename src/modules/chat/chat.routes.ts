@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import type { RouteModule } from '../../app.ts';
+import type { RouteModule } from '../../route-module.ts';
 import { principalOf } from '../../shared/auth.ts';
 import { envelope, errorResponses, idParams, ok } from '../../shared/http.ts';
+import { nextCursor } from '../../shared/pagination.ts';
 import {
   conversationDetail,
   conversationListItem,
@@ -30,7 +31,8 @@ export const chatRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'Start a conversation with the assistant',
-      description: 'Works without an AI provider; only sending messages needs one. Without `title` the first message names it.',
+      description:
+        'Works without an AI provider; only sending messages needs one. Without `title` the first message names it.',
       body: createConversationBody.nullish(),
       response: { 201: envelope(z.object({ conversation: conversationView })), ...errorResponses(400, 401, 403) },
     },
@@ -45,9 +47,14 @@ export const chatRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'List your conversations, newest first',
-      description: 'Each with `lastMessageAt` and the number of write actions awaiting approval. Cursor pagination (`limit`, `cursor` → `nextCursor`).',
+      description:
+        'Each with `lastMessageAt` and the number of write actions awaiting approval. Cursor pagination ' +
+        '(`limit`, `cursor` → `nextCursor`).',
       querystring: listConversationsQuery,
-      response: { 200: envelope(z.object({ conversations: z.array(conversationListItem), nextCursor: z.string().nullable() })), ...errorResponses(400, 401, 403) },
+      response: {
+        200: envelope(z.object({ conversations: z.array(conversationListItem), nextCursor })),
+        ...errorResponses(400, 401, 403),
+      },
     },
     handler: async (request) => ok(await chat.list(principalOf(request).userId, request.query)),
   });
@@ -58,8 +65,9 @@ export const chatRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'A conversation: messages, tool calls and pending approvals',
       description:
-        'Assistant messages cover every model step between two user messages; each tool call shows its input, status and result. ' +
-        'Write actions (create or activate a source, start or cancel a job, update leads) wait in `pendingApprovals` until decided.',
+        'Assistant messages cover every model step between two user messages; each tool call shows its input, status ' +
+        'and result. Write actions (create or activate a source, start or cancel a job, update leads) wait in ' +
+        '`pendingApprovals` until decided.',
       params: idParams,
       response: { 200: envelope(conversationDetail), ...errorResponses(401, 403, 404) },
     },
@@ -72,10 +80,12 @@ export const chatRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Send a message; the assistant answers (JSON, or Server-Sent Events)',
       description: describeStream(
-        'The server keeps the history: only `content` is sent. The assistant may call read tools (leads, sources, jobs, stats), which run at once ' +
-          'with your key\'s scopes, and write tools, which stop the turn with a PENDING approval (`pendingApprovals`). ' +
-          'While an approval is pending a new message is `409 APPROVAL_PENDING` naming it; while the assistant is still answering, `409 CONFLICT`. ' +
-          'Without an AI provider: `503 AI_NOT_CONFIGURED` (nothing stored). If the provider fails (`502 AI_PROVIDER_ERROR`), nothing of the turn is stored.',
+        'The server keeps the history: only `content` is sent. The assistant may call read tools (leads, sources, ' +
+          "jobs, stats), which run at once with your key's scopes, and write tools, which stop the turn with a " +
+          'PENDING approval (`pendingApprovals`). While an approval is pending a new message is `409 ' +
+          'APPROVAL_PENDING` naming it; while the assistant is still answering, `409 CONFLICT`. Without an AI ' +
+          'provider: `503 AI_NOT_CONFIGURED` (nothing stored). If the provider fails (`502 AI_PROVIDER_ERROR`), ' +
+          'nothing of the turn is stored.',
       ),
       params: idParams,
       body: sendMessageBody,
@@ -93,10 +103,11 @@ export const chatRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Approve or reject a pending write action',
       description: describeStream(
-        'Only a PENDING approval of this conversation (else 404; already decided: 409 CONFLICT). Approved, the stored action runs through the ' +
-          'same service as its HTTP route, as you, and only if your key holds its scope (e.g. `sources:write`; otherwise the approval is FAILED ' +
-          'and nothing happens). Rejected, the assistant is told so (with `note`). Once nothing of the conversation is pending, the assistant ' +
-          'replies to the outcome. The body cannot name a tool or an input.',
+        'Only a PENDING approval of this conversation (else 404; already decided: 409 CONFLICT). Approved, the ' +
+          'stored action runs through the same service as its HTTP route, as you, and only if your key holds its ' +
+          'scope (e.g. `sources:write`; otherwise the approval is FAILED and nothing happens). Rejected, the ' +
+          'assistant is told so (with `note`). Once nothing of the conversation is pending, the assistant replies to ' +
+          'the outcome. The body cannot name a tool or an input.',
       ),
       params: idParams,
       body: decideApprovalBody,

@@ -1,12 +1,25 @@
 import type { ToolResultPart } from 'ai';
-import type { Principal } from '../api-keys/api-keys.service.ts';
-import { AppError, notFound } from '../../shared/errors.ts';
-import { isUuid, newId } from '../../shared/ids.ts';
-import { decodeCursor, pageOf, type paginationQuery } from '../../shared/pagination.ts';
 import type { z } from 'zod';
-import { runAgent, type AgentDeps, type AgentEvents } from './chat.agent.ts';
-import { approvalViewOf, boundHistory, MAX_HISTORY_MESSAGES, messageViews, pendingApprovalViewOf } from './chat.history.ts';
-import { chatRepository, type ApprovalRow, type ConversationListRow, type ConversationRow, type NewApproval, type NewMessage } from './chat.repository.ts';
+import type { Principal } from '../../shared/auth.ts';
+import { AppError } from '../../shared/errors.ts';
+import { findOwned, newId } from '../../shared/ids.ts';
+import { decodeCursor, pageOf, type paginationQuery } from '../../shared/pagination.ts';
+import { type AgentDeps, type AgentEvents, runAgent } from './chat.agent.ts';
+import {
+  approvalViewOf,
+  boundHistory,
+  MAX_HISTORY_MESSAGES,
+  messageViews,
+  pendingApprovalViewOf,
+} from './chat.history.ts';
+import {
+  type ApprovalRow,
+  type ConversationListRow,
+  type ConversationRow,
+  chatRepository,
+  type NewApproval,
+  type NewMessage,
+} from './chat.repository.ts';
 import type { ConversationView, DecideApprovalInput, MessageView, PendingApprovalView } from './chat.schemas.ts';
 import { executeWriteTool, type WriteOutcome } from './chat.tools.ts';
 
@@ -43,17 +56,28 @@ const titleFrom = (content: string) => {
 export const INTERRUPTED = 'outcome unknown: the service stopped while running this action; check before retrying';
 
 const aiNotConfigured = () =>
-  new AppError('AI_NOT_CONFIGURED', 'The chat needs an AI provider: set AI_BASE_URL and AI_MODEL (and AI_API_KEY if the endpoint needs one)');
+  new AppError(
+    'AI_NOT_CONFIGURED',
+    'The chat needs an AI provider: set AI_BASE_URL and AI_MODEL (and AI_API_KEY if the endpoint needs one)',
+  );
 
 const turnBusy = () =>
-  new AppError('CONFLICT', 'The assistant is still answering in this conversation; send again when that turn has finished', {
-    details: [{ field: 'id', message: 'a turn is in progress' }],
-  });
+  new AppError(
+    'CONFLICT',
+    'The assistant is still answering in this conversation; send again when that turn has finished',
+    {
+      details: [{ field: 'id', message: 'a turn is in progress' }],
+    },
+  );
 
 /** What the model is told about a decided write action (the stored tool result). */
-function toolOutput(outcome: WriteOutcome | { status: 'REJECTED' }, note: string | undefined): ToolResultPart['output'] {
+function toolOutput(
+  outcome: WriteOutcome | { status: 'REJECTED' },
+  note: string | undefined,
+): ToolResultPart['output'] {
   const userNote = note ? { userNote: note } : {};
-  if (outcome.status === 'EXECUTED') return { type: 'json', value: { status: 'executed', result: outcome.result as never, ...userNote } };
+  if (outcome.status === 'EXECUTED')
+    return { type: 'json', value: { status: 'executed', result: outcome.result as never, ...userNote } };
   if (outcome.status === 'FAILED') return { type: 'error-text', value: `The action failed: ${outcome.error}` };
   return { type: 'execution-denied', reason: `Rejected by the user${note ? `: ${note}` : ''}` };
 }
@@ -66,9 +90,7 @@ export function createChatService(deps: ChatDeps) {
   const leaseMs = () => deps.config.AI_TIMEOUT_MS * 10 + 60_000;
 
   async function owned(userId: string, id: string): Promise<ConversationRow> {
-    const row = isUuid(id) ? await repo.findConversation(userId, id.toLowerCase()) : undefined;
-    if (!row) throw notFound('Conversation');
-    return row;
+    return findOwned(id, 'Conversation', (key) => repo.findConversation(userId, key));
   }
 
   /** The lease this turn holds (its token for releaseTurn); 409 while another turn holds one. */
@@ -93,7 +115,10 @@ export function createChatService(deps: ChatDeps) {
   }
 
   /** The view of the assistant message that `pick` selects, read back after the turn is stored. */
-  async function outcome(conversationId: string, pick: (views: MessageView[]) => MessageView | undefined): Promise<TurnOutcome> {
+  async function outcome(
+    conversationId: string,
+    pick: (views: MessageView[]) => MessageView | undefined,
+  ): Promise<TurnOutcome> {
     const [rows, approvals] = await Promise.all([repo.messages(conversationId), repo.approvals(conversationId)]);
     const views = messageViews(rows, approvals);
     const message = pick(views) ?? views.at(-1)!;
@@ -113,7 +138,12 @@ export function createChatService(deps: ChatDeps) {
   ): Promise<string> {
     const stored = await repo.recentMessages(conversation.id, MAX_HISTORY_MESSAGES);
     const history = boundHistory([...stored, ...extra]);
-    const result = await runAgent(deps, { actor: { userId: principal.userId, scopes: principal.scopes }, history, signal, events });
+    const result = await runAgent(deps, {
+      actor: { userId: principal.userId, scopes: principal.scopes },
+      history,
+      signal,
+      events,
+    });
     const at = deps.clock.now();
     const messages: NewMessage[] = result.messages.map((m) => ({
       id: newId(),
@@ -124,7 +154,14 @@ export function createChatService(deps: ChatDeps) {
       createdAt: at,
     }));
     if (!messages.some((m) => m.role === 'assistant')) {
-      messages.unshift({ id: newId(), conversationId: conversation.id, userId: principal.userId, role: 'assistant', content: [], createdAt: at });
+      messages.unshift({
+        id: newId(),
+        conversationId: conversation.id,
+        userId: principal.userId,
+        role: 'assistant',
+        content: [],
+        createdAt: at,
+      });
     }
     const approvals: NewApproval[] = result.approvalRequests.map((r) => ({
       id: newId(),
@@ -143,7 +180,8 @@ export function createChatService(deps: ChatDeps) {
       at,
       title: !conversation.title && typeof userText === 'string' ? titleFrom(userText) : undefined,
     });
-    for (const a of approvals) events?.approvalRequired({ ...pendingApprovalViewOf(a as ApprovalRow), approvalId: a.id! });
+    for (const a of approvals)
+      events?.approvalRequired({ ...pendingApprovalViewOf(a as ApprovalRow), approvalId: a.id! });
     return messages.find((m) => m.role === 'assistant')!.id!;
   }
 
@@ -168,7 +206,8 @@ export function createChatService(deps: ChatDeps) {
     async get(userId: string, id: string) {
       const conversation = await owned(userId, id);
       // While a turn holds the lease it may be recording an outcome right now: only a free conversation is repaired.
-      if (!conversation.turnLeaseUntil || conversation.turnLeaseUntil < deps.clock.now()) await closeInterruptedApprovals(conversation.id);
+      if (!conversation.turnLeaseUntil || conversation.turnLeaseUntil < deps.clock.now())
+        await closeInterruptedApprovals(conversation.id);
       const [rows, approvals] = await Promise.all([repo.messages(conversation.id), repo.approvals(conversation.id)]);
       return {
         conversation: toConversationView(conversation),
@@ -186,9 +225,13 @@ export function createChatService(deps: ChatDeps) {
       if (!deps.ai.configured) throw aiNotConfigured();
       const pending = await pendingViews(conversation.id);
       if (pending.length) {
-        throw new AppError('APPROVAL_PENDING', `Decide the pending action first (POST …/approvals): ${pending.map((p) => `${p.id} (${p.summary})`).join('; ')}`, {
-          details: pending.map((p) => ({ field: 'approvalId', message: `${p.id} is pending: ${p.summary}` })),
-        });
+        throw new AppError(
+          'APPROVAL_PENDING',
+          `Decide the pending action first (POST …/approvals): ${pending.map((p) => `${p.id} (${p.summary})`).join('; ')}`,
+          {
+            details: pending.map((p) => ({ field: 'approvalId', message: `${p.id} is pending: ${p.summary}` })),
+          },
+        );
       }
       const lease = await claimTurn(principal.userId, conversation.id);
       // Before the user's message gets its (time-ordered) id: a repaired call's result comes first.
@@ -221,19 +264,31 @@ export function createChatService(deps: ChatDeps) {
      * returned turn executes the stored action, stores its outcome, and lets the assistant reply once
      * nothing of the conversation is pending any more.
      */
-    async beginDecision(principal: Principal, id: string, body: DecideApprovalInput): Promise<Turn<TurnOutcome & { approval: ReturnType<typeof approvalViewOf> }>> {
+    async beginDecision(
+      principal: Principal,
+      id: string,
+      body: DecideApprovalInput,
+    ): Promise<Turn<TurnOutcome & { approval: ReturnType<typeof approvalViewOf> }>> {
       const conversation = await owned(principal.userId, id);
-      const found = isUuid(body.approvalId) ? await repo.findApproval(principal.userId, conversation.id, body.approvalId.toLowerCase()) : undefined;
-      if (!found) throw notFound('Approval', 'approvalId');
+      const found = await findOwned(
+        body.approvalId,
+        'Approval',
+        (key) => repo.findApproval(principal.userId, conversation.id, key),
+        'approvalId',
+      );
       const decided = () =>
-        new AppError('CONFLICT', `This action was already decided (${found.status})`, { details: [{ field: 'approvalId', message: 'already decided' }] });
+        new AppError('CONFLICT', `This action was already decided (${found.status})`, {
+          details: [{ field: 'approvalId', message: 'already decided' }],
+        });
       if (found.status !== 'PENDING') throw decided();
       if (!deps.ai.configured) throw aiNotConfigured();
       const lease = await claimTurn(principal.userId, conversation.id);
-      const claimed = await repo.claimApproval(found.id, body.approved ? 'APPROVED' : 'REJECTED', deps.clock.now()).catch(async (error: unknown) => {
-        await repo.releaseTurn(conversation.id, lease);
-        throw error;
-      });
+      const claimed = await repo
+        .claimApproval(found.id, body.approved ? 'APPROVED' : 'REJECTED', deps.clock.now())
+        .catch(async (error: unknown) => {
+          await repo.releaseTurn(conversation.id, lease);
+          throw error;
+        });
       if (!claimed) {
         await repo.releaseTurn(conversation.id, lease);
         throw decided();
@@ -243,7 +298,12 @@ export function createChatService(deps: ChatDeps) {
           try {
             await closeInterruptedApprovals(conversation.id);
             const result = body.approved
-              ? await executeWriteTool(deps, { userId: principal.userId, scopes: principal.scopes }, claimed.toolName, claimed.input)
+              ? await executeWriteTool(
+                  deps,
+                  { userId: principal.userId, scopes: principal.scopes },
+                  claimed.toolName,
+                  claimed.input,
+                )
               : ({ status: 'REJECTED' } as const);
             const output = toolOutput(result, body.note);
             const at = deps.clock.now();
@@ -254,7 +314,9 @@ export function createChatService(deps: ChatDeps) {
                   conversationId: conversation.id,
                   userId: principal.userId,
                   role: 'tool',
-                  content: [{ type: 'tool-result', toolCallId: claimed.toolCallId, toolName: claimed.toolName, output }] satisfies ToolResultPart[],
+                  content: [
+                    { type: 'tool-result', toolCallId: claimed.toolCallId, toolName: claimed.toolName, output },
+                  ] satisfies ToolResultPart[],
                   createdAt: at,
                 },
               ],
@@ -262,21 +324,38 @@ export function createChatService(deps: ChatDeps) {
                 id: claimed.id,
                 status: result.status,
                 result: result.status === 'EXECUTED' ? result.result : null,
-                error: result.status === 'FAILED' ? result.error : result.status === 'REJECTED' ? (body.note ? `Rejected: ${body.note}` : null) : null,
+                error:
+                  result.status === 'FAILED'
+                    ? result.error
+                    : result.status === 'REJECTED'
+                      ? body.note
+                        ? `Rejected: ${body.note}`
+                        : null
+                      : null,
               },
               at,
             });
             const isError = result.status !== 'EXECUTED';
-            events?.toolResult({ toolCallId: claimed.toolCallId, toolName: claimed.toolName, output: outcomeForEvent(result), isError });
+            events?.toolResult({
+              toolCallId: claimed.toolCallId,
+              toolName: claimed.toolName,
+              output: outcomeForEvent(result),
+              isError,
+            });
             // Several write calls of one step: the model continues once every one of them is decided.
             if (!(await repo.pendingApprovals(conversation.id)).length) {
               await agentTurn(principal, conversation, [], signal, events).catch((error: unknown) => {
                 if (!(error instanceof AppError)) throw error;
-                throw new AppError(error.code, `The decision was recorded (${result.status}), but the assistant could not reply: ${error.message}`);
+                throw new AppError(
+                  error.code,
+                  `The decision was recorded (${result.status}), but the assistant could not reply: ${error.message}`,
+                );
               });
             }
             const approval = await repo.findApproval(principal.userId, conversation.id, claimed.id);
-            const turn = await outcome(conversation.id, (views) => views.find((v) => v.toolCalls.some((c) => c.toolCallId === claimed.toolCallId)));
+            const turn = await outcome(conversation.id, (views) =>
+              views.find((v) => v.toolCalls.some((c) => c.toolCallId === claimed.toolCallId)),
+            );
             return { ...turn, approval: approvalViewOf(approval!) };
           } finally {
             await repo.releaseTurn(conversation.id, lease);

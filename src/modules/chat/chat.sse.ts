@@ -6,14 +6,19 @@ import type { Turn, TurnEvents } from './chat.service.ts';
 
 const KEEPALIVE_MS = 15_000;
 
-export const wantsEventStream = (request: FastifyRequest) => /\btext\/event-stream\b/i.test(request.headers.accept ?? '');
+export const wantsEventStream = (request: FastifyRequest) =>
+  /\btext\/event-stream\b/i.test(request.headers.accept ?? '');
 
 /**
  * Runs a turn for one HTTP request: JSON (the `{success, data}` envelope) or, with
  * `Accept: text/event-stream`, Server-Sent Events as it happens (see chatStreamEvents). A client
  * that goes away aborts the model call; nothing of an aborted turn is stored.
  */
-export async function respondWithTurn<T extends { message: { id: string } }>(request: FastifyRequest, reply: FastifyReply, turn: Turn<T>) {
+export async function respondWithTurn<T extends { message: { id: string } }>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  turn: Turn<T>,
+) {
   const controller = new AbortController();
   // An AppError reason: on the JSON path the abort reaches the error handler, which must not log it as a 500.
   const onClose = () => {

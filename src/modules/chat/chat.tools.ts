@@ -1,16 +1,16 @@
-import { tool, type ToolSet } from 'ai';
+import { type ToolSet, tool } from 'ai';
 import { z } from 'zod';
 import type { AppDeps } from '../../deps.ts';
 import { AppError } from '../../shared/errors.ts';
 import { isUuid } from '../../shared/ids.ts';
 import { hasScope } from '../../shared/scopes.ts';
-import { createJobService } from '../jobs/jobs.service.ts';
 import { createJobBody, listJobsQuery } from '../jobs/jobs.schemas.ts';
-import { createLeadService } from '../leads/leads.service.ts';
+import { createJobService } from '../jobs/jobs.service.ts';
 import { bulkUpdateBody, listLeadsQuery } from '../leads/leads.schemas.ts';
+import { createLeadService } from '../leads/leads.service.ts';
 import { createProfileService } from '../profiles/profiles.service.ts';
-import { createSourceService } from '../sources/sources.service.ts';
 import { createSourceBody, listSourcesQuery } from '../sources/sources.schemas.ts';
+import { createSourceService } from '../sources/sources.service.ts';
 import { createUserService } from '../users/users.service.ts';
 
 /**
@@ -58,7 +58,7 @@ const writeTool = <S extends z.ZodType>(t: WriteTool<S>) => t;
 
 export const writeTools = {
   createSource: writeTool({
-    description: 'Create a scraping source (status DRAFT). Needs the user\'s approval before it happens.',
+    description: "Create a scraping source (status DRAFT). Needs the user's approval before it happens.",
     schema: createSourceBody,
     scope: 'sources:write',
     summary: (i) => `Create ${i.scrapeType} source '${i.name}' for ${i.url}`,
@@ -93,7 +93,9 @@ export const writeTools = {
   }),
   updateLeads: writeTool({
     description: 'Bulk-update leads: set a status and/or add or remove tags. Needs approval.',
-    schema: bulkUpdateBody.extend({ leadIds: z.array(z.string()).min(1).max(MAX_CHAT_BULK_IDS).describe('Lead ids (UUIDs)') }),
+    schema: bulkUpdateBody.extend({
+      leadIds: z.array(z.string()).min(1).max(MAX_CHAT_BULK_IDS).describe('Lead ids (UUIDs)'),
+    }),
     scope: 'leads:write',
     summary: (i) => {
       const what = [
@@ -124,12 +126,21 @@ export type WriteOutcome = { status: 'EXECUTED'; result: unknown } | { status: '
  * Runs an approved write action: the stored input, re-validated; the approver's key must hold the
  * action's scope. Service refusals (404, INVALID_STATUS…) become a FAILED outcome, not an HTTP error.
  */
-export async function executeWriteTool(deps: ChatToolDeps, actor: ToolActor, toolName: string, input: unknown): Promise<WriteOutcome> {
+export async function executeWriteTool(
+  deps: ChatToolDeps,
+  actor: ToolActor,
+  toolName: string,
+  input: unknown,
+): Promise<WriteOutcome> {
   if (!isWriteTool(toolName)) return { status: 'FAILED', error: `Unknown action ${toolName}` };
   const def = writeTools[toolName] as WriteTool<z.ZodType>;
   if (!hasScope(actor.scopes, def.scope)) return { status: 'FAILED', error: missingScope(def.scope) };
   const parsed = def.schema.safeParse(input);
-  if (!parsed.success) return { status: 'FAILED', error: `Invalid input: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ')}` };
+  if (!parsed.success)
+    return {
+      status: 'FAILED',
+      error: `Invalid input: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ')}`,
+    };
   try {
     return { status: 'EXECUTED', result: await def.run(services(deps), deps, actor.userId, parsed.data) };
   } catch (error) {
@@ -168,7 +179,7 @@ function readTool<S extends z.ZodType>(
 export function buildTools(deps: ChatToolDeps, actor: ToolActor): ToolSet {
   const read = {
     searchLeads: readTool(deps, actor, {
-      description: 'List the user\'s leads, newest first, filtered by status, exact company, job, source or tag.',
+      description: "List the user's leads, newest first, filtered by status, exact company, job, source or tag.",
       schema: listLeadsQuery.extend({ limit: chatLimit }),
       scope: 'leads:read',
       run: (svc, input) => svc.leads.list(actor.userId, input),
@@ -180,13 +191,13 @@ export function buildTools(deps: ChatToolDeps, actor: ToolActor): ToolSet {
       run: (svc, input) => svc.leads.get(actor.userId, input.leadId),
     }),
     listSources: readTool(deps, actor, {
-      description: 'List the user\'s scraping sources, newest first (filter by status or project).',
+      description: "List the user's scraping sources, newest first (filter by status or project).",
       schema: listSourcesQuery.extend({ limit: chatLimit }),
       scope: 'sources:read',
       run: (svc, input) => svc.sources.list(actor.userId, input),
     }),
     listJobs: readTool(deps, actor, {
-      description: 'List the user\'s scraping jobs, newest first (filter by status or source).',
+      description: "List the user's scraping jobs, newest first (filter by status or source).",
       schema: listJobsQuery.extend({ limit: chatLimit }),
       scope: 'jobs:read',
       run: (svc, input) => svc.jobs.list(actor.userId, input),
@@ -198,17 +209,22 @@ export function buildTools(deps: ChatToolDeps, actor: ToolActor): ToolSet {
       run: (svc, input) => svc.jobs.get(actor.userId, input.jobId),
     }),
     getStats: readTool(deps, actor, {
-      description: 'Counts of the user\'s sources, jobs and leads, and profile totals by status and type.',
+      description: "Counts of the user's sources, jobs and leads, and profile totals by status and type.",
       schema: z.object({}),
       scope: 'users:read',
       run: async (svc) => ({
         totals: (await svc.users.profile(actor.userId)).stats,
-        profiles: hasScope(actor.scopes, 'profiles:read') ? await svc.profiles.stats(actor.userId) : 'not available: the key lacks profiles:read',
+        profiles: hasScope(actor.scopes, 'profiles:read')
+          ? await svc.profiles.stats(actor.userId)
+          : 'not available: the key lacks profiles:read',
       }),
     }),
   };
   const write = Object.fromEntries(
-    Object.entries(writeTools).map(([name, def]) => [name, tool({ description: def.description, inputSchema: def.schema as z.ZodType, needsApproval: true } as never)]),
+    Object.entries(writeTools).map(([name, def]) => [
+      name,
+      tool({ description: def.description, inputSchema: def.schema as z.ZodType, needsApproval: true } as never),
+    ]),
   );
   return { ...read, ...write } as ToolSet;
 }

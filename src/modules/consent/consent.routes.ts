@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import type { RouteModule } from '../../app.ts';
+import type { RouteModule } from '../../route-module.ts';
 import { principalOf } from '../../shared/auth.ts';
-import { envelope, errorResponses, clientIp } from '../../shared/http.ts';
+import { clientIp, envelope, errorResponses, ok } from '../../shared/http.ts';
+import { nextCursor } from '../../shared/pagination.ts';
 import { consentEventView, consentHistoryQuery, consentView, updateConsentBody } from './consent.schemas.ts';
 import { createConsentService } from './consent.service.ts';
 
@@ -16,7 +17,7 @@ export const consentRoutes: RouteModule = (app, deps) => {
       summary: 'Current consent preferences',
       response: { 200: envelope(z.object({ consent: consentView })), ...errorResponses(401) },
     },
-    handler: async (request) => ({ success: true as const, data: { consent: await consent.get(principalOf(request).userId) } }),
+    handler: async (request) => ok({ consent: await consent.get(principalOf(request).userId) }),
   });
 
   app.patch('/api/users/consent', {
@@ -27,10 +28,14 @@ export const consentRoutes: RouteModule = (app, deps) => {
       body: updateConsentBody,
       response: { 200: envelope(z.object({ consent: consentView })), ...errorResponses(400, 401) },
     },
-    handler: async (request) => ({
-      success: true as const,
-      data: { consent: await consent.updateMarketing(principalOf(request).userId, request.body.marketingConsent, clientIp(request)) },
-    }),
+    handler: async (request) =>
+      ok({
+        consent: await consent.updateMarketing(
+          principalOf(request).userId,
+          request.body.marketingConsent,
+          clientIp(request),
+        ),
+      }),
   });
 
   app.get('/api/users/consent/history', {
@@ -40,13 +45,11 @@ export const consentRoutes: RouteModule = (app, deps) => {
       summary: 'Audit trail of consent changes, newest first (signup writes the first entries)',
       querystring: consentHistoryQuery,
       response: {
-        200: envelope(z.object({ history: z.array(consentEventView), nextCursor: z.string().nullable() })),
+        200: envelope(z.object({ history: z.array(consentEventView), nextCursor })),
         ...errorResponses(400, 401),
       },
     },
-    handler: async (request) => ({
-      success: true as const,
-      data: await consent.history(principalOf(request).userId, request.query.limit, request.query.cursor),
-    }),
+    handler: async (request) =>
+      ok(await consent.history(principalOf(request).userId, request.query.limit, request.query.cursor)),
   });
 };

@@ -1,8 +1,8 @@
 import type { AppDeps } from '../../deps.ts';
 import { AppError } from '../../shared/errors.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
-import { toConsentEventView, toConsentView } from './consent.schemas.ts';
 import { consentRepository } from './consent.repository.ts';
+import { toConsentEventView, toConsentView } from './consent.schemas.ts';
 
 const unknownUser = () => new AppError('UNAUTHORIZED', 'Unknown user');
 

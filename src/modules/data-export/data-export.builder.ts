@@ -81,7 +81,11 @@ export interface UserData {
 }
 
 /** Reads everything the user owns (no secrets). */
-export async function collectUserData(db: Db, userId: string, at: Date): Promise<{ data: UserData; tables: Array<{ name: string; columns: string[]; rows: Row[] }> }> {
+export async function collectUserData(
+  db: Db,
+  userId: string,
+  at: Date,
+): Promise<{ data: UserData; tables: Array<{ name: string; columns: string[]; rows: Row[] }> }> {
   const [profile] = await db.select(profileColumns).from(users).where(eq(users.id, userId)).limit(1);
   if (!profile) throw new Error(`user ${userId} not found`);
   const tables = [{ name: 'profile', columns: Object.keys(profileColumns), rows: [profile as Row] }];
@@ -113,5 +117,9 @@ export async function buildExportFile(db: Db, userId: string, format: ExportForm
   }
   const files: Record<string, Uint8Array> = {};
   for (const t of tables) files[`${t.name}.csv`] = strToU8(toCsv(t.columns, t.rows));
-  return { content: Buffer.from(zipSync(files, { level: 6, mtime: at })), contentType: 'application/zip', fileName: `quarry-export-${stamp}.zip` };
+  return {
+    content: Buffer.from(zipSync(files, { level: 6, mtime: at })),
+    contentType: 'application/zip',
+    fileName: `quarry-export-${stamp}.zip`,
+  };
 }

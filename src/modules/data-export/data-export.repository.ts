@@ -1,5 +1,5 @@
 import { and, desc, eq, inArray, lt, sql } from 'drizzle-orm';
-import { queryRows, type Db } from '../../db/client.ts';
+import { type Db, queryRows } from '../../db/client.ts';
 import { dataExports } from '../../db/schema/index.ts';
 import type { ExportFormat } from './data-export.schemas.ts';
 
@@ -25,10 +25,13 @@ export function dataExportRepository(db: Db) {
      */
     async createWithinLimit(input: { userId: string; format: ExportFormat; now: Date; since: Date; limit: number }) {
       return db.transaction(async (tx) => {
-        await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${'export:' + input.userId}))`);
-        const [counted] = await queryRows<{ count: number; oldest: Date | string | null }>(tx, sql`
+        await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext(${`export:${input.userId}`}))`);
+        const [counted] = await queryRows<{ count: number; oldest: Date | string | null }>(
+          tx,
+          sql`
           SELECT count(*)::int AS count, min(created_at) AS oldest FROM ${dataExports}
-          WHERE user_id = ${input.userId} AND created_at > ${input.since.toISOString()}`);
+          WHERE user_id = ${input.userId} AND created_at > ${input.since.toISOString()}`,
+        );
         if (Number(counted!.count) >= input.limit) {
           return { ok: false as const, oldest: new Date(counted!.oldest ?? input.now) };
         }
@@ -52,7 +55,11 @@ export function dataExportRepository(db: Db) {
       return row;
     },
     async findForUser(userId: string, id: string): Promise<DataExportRow | undefined> {
-      const [row] = await db.select().from(dataExports).where(and(eq(dataExports.id, id), eq(dataExports.userId, userId))).limit(1);
+      const [row] = await db
+        .select()
+        .from(dataExports)
+        .where(and(eq(dataExports.id, id), eq(dataExports.userId, userId)))
+        .limit(1);
       return row;
     },
     /** PENDING (or a PROCESSING attempt that is being retried) → PROCESSING; false when the row is gone or done. */
@@ -64,10 +71,22 @@ export function dataExportRepository(db: Db) {
         .returning({ id: dataExports.id });
       return rows.length > 0;
     },
-    async complete(id: string, file: { content: Buffer; contentType: string; fileName: string }, at: Date, expiry: Date) {
+    async complete(
+      id: string,
+      file: { content: Buffer; contentType: string; fileName: string },
+      at: Date,
+      expiry: Date,
+    ) {
       await db
         .update(dataExports)
-        .set({ ...file, sizeBytes: file.content.length, status: 'COMPLETED', error: null, completedAt: at, downloadExpiry: expiry })
+        .set({
+          ...file,
+          sizeBytes: file.content.length,
+          status: 'COMPLETED',
+          error: null,
+          completedAt: at,
+          downloadExpiry: expiry,
+        })
         .where(eq(dataExports.id, id));
     },
     async fail(id: string, error: string, final: boolean) {

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import type { RouteModule } from '../../app.ts';
+import type { RouteModule } from '../../route-module.ts';
 import { principalOf } from '../../shared/auth.ts';
-import { envelope, errorResponses } from '../../shared/http.ts';
-import { paginationQuery } from '../../shared/pagination.ts';
+import { envelope, errorResponses, ok } from '../../shared/http.ts';
+import { nextCursor, paginationQuery } from '../../shared/pagination.ts';
 import { createExportBody, downloadQuery, exportView } from './data-export.schemas.ts';
 import { createDataExportService } from './data-export.service.ts';
 
@@ -21,10 +21,7 @@ export const dataExportRoutes: RouteModule = (app, deps) => {
       body: createExportBody,
       response: { 200: envelope(exportView), ...errorResponses(400, 401, 429) },
     },
-    handler: async (request) => ({
-      success: true as const,
-      data: await exports.request(principalOf(request).userId, request.body?.format ?? 'JSON'),
-    }),
+    handler: async (request) => ok(await exports.request(principalOf(request).userId, request.body?.format ?? 'JSON')),
   });
 
   app.get('/api/users/export/status', {
@@ -33,9 +30,9 @@ export const dataExportRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Your export requests, newest first',
       querystring: paginationQuery,
-      response: { 200: envelope(z.object({ exports: z.array(exportView), nextCursor: z.string().nullable() })), ...errorResponses(400, 401) },
+      response: { 200: envelope(z.object({ exports: z.array(exportView), nextCursor })), ...errorResponses(400, 401) },
     },
-    handler: async (request) => ({ success: true as const, data: await exports.list(principalOf(request).userId, request.query) }),
+    handler: async (request) => ok(await exports.list(principalOf(request).userId, request.query)),
   });
 
   app.get('/api/users/export/download', {

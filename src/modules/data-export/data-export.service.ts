@@ -1,15 +1,15 @@
 import type { AppDeps } from '../../deps.ts';
-import { QUEUES } from '../../jobs/queues.ts';
+import { QUEUES } from '../../queue/queues.ts';
 import { DAY_MS } from '../../shared/clock.ts';
 import { AppError, notFound } from '../../shared/errors.ts';
-import { isUuid } from '../../shared/ids.ts';
+import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { rateLimitError } from '../../shared/rate-limit.ts';
 import { buildExportFile } from './data-export.builder.ts';
 import { dataExportRepository } from './data-export.repository.ts';
-import { toExportView, type ExportFormat } from './data-export.schemas.ts';
+import { type ExportFormat, toExportView } from './data-export.schemas.ts';
 
-/** api-spec.md Limits: 3 accepted export requests per rolling week per user; files kept 7 days. */
+/** Limits (README, API conventions): 3 accepted export requests per rolling week per user; files kept 7 days. */
 export const EXPORT_LIMIT = 3;
 export const EXPORT_WINDOW_MS = 7 * DAY_MS;
 export const EXPORT_DOWNLOAD_MS = 7 * DAY_MS;
@@ -25,7 +25,13 @@ export function createDataExportService(deps: Pick<AppDeps, 'db' | 'clock' | 'bo
     /** Accepts a request (within the weekly limit) and queues the file's generation. */
     async request(userId: string, format: ExportFormat) {
       const now = deps.clock.now();
-      const result = await repo.createWithinLimit({ userId, format, now, since: new Date(now.getTime() - EXPORT_WINDOW_MS), limit: EXPORT_LIMIT });
+      const result = await repo.createWithinLimit({
+        userId,
+        format,
+        now,
+        since: new Date(now.getTime() - EXPORT_WINDOW_MS),
+        limit: EXPORT_LIMIT,
+      });
       if (!result.ok) throw rateLimitError(result.oldest.getTime() + EXPORT_WINDOW_MS - now.getTime());
       const job: DataExportJob = { exportId: result.row.id, userId };
       try {
@@ -40,15 +46,18 @@ export function createDataExportService(deps: Pick<AppDeps, 'db' | 'clock' | 'bo
     },
 
     async list(userId: string, page: { limit: number; cursor?: string }) {
-      const { items, nextCursor } = pageOf(await repo.listForUser(userId, decodeCursor(page.cursor), page.limit + 1), page.limit);
+      const { items, nextCursor } = pageOf(
+        await repo.listForUser(userId, decodeCursor(page.cursor), page.limit + 1),
+        page.limit,
+      );
       return { exports: items.map(toExportView), nextCursor };
     },
 
     /** The file of a COMPLETED, unexpired export of the caller; 404 for anything else. */
     async download(userId: string, requestId: string) {
-      const row = isUuid(requestId) ? await repo.findForUser(userId, requestId) : undefined;
+      const row = await findOwned(requestId, 'Export', (key) => repo.findForUser(userId, key));
       const now = deps.clock.now().getTime();
-      if (!row || row.status !== 'COMPLETED' || !row.content || !row.downloadExpiry || row.downloadExpiry.getTime() <= now) {
+      if (row.status !== 'COMPLETED' || !row.content || !row.downloadExpiry || row.downloadExpiry.getTime() <= now) {
         throw notFound('Export');
       }
       return {

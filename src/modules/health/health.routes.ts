@@ -1,13 +1,21 @@
 import fs from 'node:fs/promises';
 import { z } from 'zod';
-import type { RouteModule } from '../../app.ts';
 import { ping } from '../../db/client.ts';
-import { envelope, errorEnvelope } from '../../shared/http.ts';
+import type { RouteModule } from '../../route-module.ts';
+import { envelope, errorEnvelope, ok } from '../../shared/http.ts';
 
 const healthData = z.object({
   status: z.enum(['ok', 'degraded']),
-  database: z.object({ status: z.enum(['ok', 'down']), kind: z.enum(['pglite', 'postgres']), latencyMs: z.number().optional() }),
-  queue: z.object({ status: z.enum(['ok', 'down']), queued: z.number().int().optional(), active: z.number().int().optional() }),
+  database: z.object({
+    status: z.enum(['ok', 'down']),
+    kind: z.enum(['pglite', 'postgres']),
+    latencyMs: z.number().optional(),
+  }),
+  queue: z.object({
+    status: z.enum(['ok', 'down']),
+    queued: z.number().int().optional(),
+    active: z.number().int().optional(),
+  }),
   browserPool: z.object({ status: z.enum(['ready', 'unavailable']), chromiumPath: z.string() }),
   uptimeSeconds: z.number(),
 });
@@ -29,7 +37,9 @@ export const healthRoutes: RouteModule = (app, deps) => {
         new Promise<false>((resolve) => setTimeout(resolve, 3000, false).unref()),
       ]).catch(() => false);
       if (!database) {
-        return reply.code(503).send({ success: false, error: { code: 'SERVICE_UNAVAILABLE', message: 'Database is not answering' } });
+        return reply
+          .code(503)
+          .send({ success: false, error: { code: 'SERVICE_UNAVAILABLE', message: 'Database is not answering' } });
       }
       const latencyMs = Math.round((performance.now() - started) * 10) / 10;
       const queue = await deps.boss
@@ -40,17 +50,20 @@ export const healthRoutes: RouteModule = (app, deps) => {
           active: qs.reduce((n, q) => n + (q.activeCount ?? 0), 0),
         }))
         .catch(() => ({ status: 'down' as const }));
-      const chromium = await fs.access(deps.config.CHROMIUM_PATH).then(() => true, () => false);
-      return {
-        success: true as const,
-        data: {
-          status: queue.status === 'ok' ? ('ok' as const) : ('degraded' as const),
-          database: { status: 'ok' as const, kind: deps.database.kind, latencyMs },
-          queue,
-          browserPool: { status: chromium ? ('ready' as const) : ('unavailable' as const), chromiumPath: deps.config.CHROMIUM_PATH },
-          uptimeSeconds: Math.round(process.uptime()),
+      const chromium = await fs.access(deps.config.CHROMIUM_PATH).then(
+        () => true,
+        () => false,
+      );
+      return ok({
+        status: queue.status === 'ok' ? ('ok' as const) : ('degraded' as const),
+        database: { status: 'ok' as const, kind: deps.database.kind, latencyMs },
+        queue,
+        browserPool: {
+          status: chromium ? ('ready' as const) : ('unavailable' as const),
+          chromiumPath: deps.config.CHROMIUM_PATH,
         },
-      };
+        uptimeSeconds: Math.round(process.uptime()),
+      });
     },
   });
 };

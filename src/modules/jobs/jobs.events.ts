@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { AppDeps } from '../../deps.ts';
 import { openEventStream } from '../../shared/sse.ts';
-import { jobRepository, type JobRow } from './jobs.repository.ts';
+import { type JobRow, jobRepository } from './jobs.repository.ts';
 import { JOB_UPDATE_CHANNEL, jobUpdatePayload } from './jobs.service.ts';
 
 const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
@@ -30,7 +30,7 @@ export function createJobEventStreams(app: FastifyInstance, deps: Pick<AppDeps, 
     const end = () => {
       if (ended) return;
       ended = true;
-      cleanups.forEach((c) => c());
+      for (const cleanup of cleanups) cleanup();
       open.delete(end);
       raw.end();
     };
@@ -61,7 +61,9 @@ export function createJobEventStreams(app: FastifyInstance, deps: Pick<AppDeps, 
       if (update.id === first.id) send(payload, update.status);
     });
     const poll = setInterval(() => void refresh(), POLL_MS);
-    cleanups.push(unsubscribe, () => clearInterval(poll), events.keepAlive(KEEPALIVE_MS));
-    if (ended) cleanups.forEach((c) => c());
+    // Updates sent while the listener was down are lost: read the job again at once.
+    const offReconnect = deps.notifier.onReconnect(() => void refresh());
+    cleanups.push(unsubscribe, offReconnect, () => clearInterval(poll), events.keepAlive(KEEPALIVE_MS));
+    if (ended) for (const cleanup of cleanups) cleanup();
   };
 }

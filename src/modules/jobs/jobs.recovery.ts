@@ -1,8 +1,8 @@
 import { and, eq, gte, inArray, lt } from 'drizzle-orm';
-import type { AppDeps } from '../../deps.ts';
 import { jobs } from '../../db/schema/index.ts';
+import type { AppDeps } from '../../deps.ts';
 import { STALE_AFTER_MS } from './jobs.runner.ts';
-import { publishJobUpdate, type JobService } from './jobs.service.ts';
+import { type JobService, publishJobUpdate } from './jobs.service.ts';
 
 /** A job whose worker died this many times is failed rather than started again. */
 export const MAX_ATTEMPTS = 3;
@@ -17,7 +17,10 @@ const PENDING_RESEND_MS = 5 * 60_000;
  * it back to PENDING (re-sent to the queue) or, after MAX_ATTEMPTS, fails it with a clear error.
  * The UPDATEs are atomic, so concurrent sweeps in several processes act once.
  */
-export function createJobRecovery(deps: Pick<AppDeps, 'db' | 'clock' | 'notifier' | 'logger'>, jobsService: Pick<JobService, 'enqueue'>) {
+export function createJobRecovery(
+  deps: Pick<AppDeps, 'db' | 'clock' | 'notifier' | 'logger'>,
+  jobsService: Pick<JobService, 'enqueue'>,
+) {
   let timer: NodeJS.Timeout | undefined;
 
   async function sweep(): Promise<{ requeued: string[]; failed: string[]; resent: string[] }> {
@@ -26,7 +29,13 @@ export function createJobRecovery(deps: Pick<AppDeps, 'db' | 'clock' | 'notifier
     const stale = and(eq(jobs.status, 'RUNNING'), lt(jobs.heartbeatAt, staleBefore));
     const failed = await deps.db
       .update(jobs)
-      .set({ status: 'FAILED', error: `The worker running this job stopped responding ${MAX_ATTEMPTS} times; it was not started again.`, finishedAt: now, workerId: null, updatedAt: now })
+      .set({
+        status: 'FAILED',
+        error: `The worker running this job stopped responding ${MAX_ATTEMPTS} times; it was not started again.`,
+        finishedAt: now,
+        workerId: null,
+        updatedAt: now,
+      })
       .where(and(stale, gte(jobs.attempts, MAX_ATTEMPTS)))
       .returning();
     const requeued = await deps.db
@@ -41,7 +50,11 @@ export function createJobRecovery(deps: Pick<AppDeps, 'db' | 'clock' | 'notifier
       .returning({ id: jobs.id });
     for (const row of [...failed, ...requeued]) await publishJobUpdate(deps.notifier, row);
     for (const row of [...requeued, ...resent]) await jobsService.enqueue(row.id);
-    if (failed.length || requeued.length) deps.logger.warn({ requeued: requeued.map((r) => r.id), failed: failed.map((r) => r.id) }, 'recovered jobs of a dead worker');
+    if (failed.length || requeued.length)
+      deps.logger.warn(
+        { requeued: requeued.map((r) => r.id), failed: failed.map((r) => r.id) },
+        'recovered jobs of a dead worker',
+      );
     return { requeued: requeued.map((r) => r.id), failed: failed.map((r) => r.id), resent: resent.map((r) => r.id) };
   }
 
@@ -77,4 +90,3 @@ export function createJobRecovery(deps: Pick<AppDeps, 'db' | 'clock' | 'notifier
     },
   };
 }
-

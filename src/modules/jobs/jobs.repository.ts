@@ -14,12 +14,24 @@ export function jobRepository(db: Db) {
       return row!;
     },
     /** Newest first; `limit + 1` rows so the caller can tell whether another page exists. */
-    list(userId: string, filters: { status?: JobStatus; sourceId?: string }, limit: number, before?: string): Promise<JobRow[]> {
-      const where = [filters.status ? eq(jobs.status, filters.status) : undefined, filters.sourceId ? eq(jobs.sourceId, filters.sourceId) : undefined];
+    list(
+      userId: string,
+      filters: { status?: JobStatus; sourceId?: string },
+      limit: number,
+      before?: string,
+    ): Promise<JobRow[]> {
+      const where = [
+        filters.status ? eq(jobs.status, filters.status) : undefined,
+        filters.sourceId ? eq(jobs.sourceId, filters.sourceId) : undefined,
+      ];
       return newestFirstPage(db, jobs, userId, where, limit, before);
     },
     async find(userId: string, id: string): Promise<JobRow | undefined> {
-      const [row] = await db.select().from(jobs).where(and(eq(jobs.userId, userId), eq(jobs.id, id))).limit(1);
+      const [row] = await db
+        .select()
+        .from(jobs)
+        .where(and(eq(jobs.userId, userId), eq(jobs.id, id)))
+        .limit(1);
       return row;
     },
     async findById(id: string): Promise<JobRow | undefined> {
@@ -39,7 +51,9 @@ export function jobRepository(db: Db) {
     async deleteFinished(userId: string, id: string): Promise<boolean> {
       const rows = await db
         .delete(jobs)
-        .where(and(eq(jobs.userId, userId), eq(jobs.id, id), inArray(jobs.status, ['COMPLETED', 'FAILED', 'CANCELLED'])))
+        .where(
+          and(eq(jobs.userId, userId), eq(jobs.id, id), inArray(jobs.status, ['COMPLETED', 'FAILED', 'CANCELLED'])),
+        )
         .returning({ id: jobs.id });
       return rows.length > 0;
     },
@@ -47,7 +61,15 @@ export function jobRepository(db: Db) {
     async resetFailed(userId: string, id: string, now: Date): Promise<JobRow | undefined> {
       const [row] = await db
         .update(jobs)
-        .set({ status: 'PENDING', trigger: 'retry', error: null, progress: 0, finishedAt: null, workerId: null, updatedAt: now })
+        .set({
+          status: 'PENDING',
+          trigger: 'retry',
+          error: null,
+          progress: 0,
+          finishedAt: null,
+          workerId: null,
+          updatedAt: now,
+        })
         .where(and(eq(jobs.userId, userId), eq(jobs.id, id), eq(jobs.status, 'FAILED')))
         .returning();
       return row;
@@ -62,13 +84,30 @@ export function jobRepository(db: Db) {
     async claim(id: string, workerId: string, now: Date, staleBefore: Date): Promise<JobRow | undefined> {
       const [row] = await db
         .update(jobs)
-        .set({ status: 'RUNNING', workerId, attempts: sql`${jobs.attempts} + 1`, startedAt: sql`coalesce(${jobs.startedAt}, ${now})`, heartbeatAt: now, updatedAt: now })
-        .where(and(eq(jobs.id, id), sql`(${jobs.status} = 'PENDING' OR (${jobs.status} = 'RUNNING' AND ${jobs.heartbeatAt} < ${staleBefore}))`))
+        .set({
+          status: 'RUNNING',
+          workerId,
+          attempts: sql`${jobs.attempts} + 1`,
+          startedAt: sql`coalesce(${jobs.startedAt}, ${now})`,
+          heartbeatAt: now,
+          updatedAt: now,
+        })
+        .where(
+          and(
+            eq(jobs.id, id),
+            sql`(${jobs.status} = 'PENDING' OR (${jobs.status} = 'RUNNING' AND ${jobs.heartbeatAt} < ${staleBefore}))`,
+          ),
+        )
         .returning();
       return row;
     },
     /** Progress and heartbeat; false when the job is no longer this worker's (cancelled, deleted, taken over). */
-    async heartbeat(id: string, workerId: string, now: Date, progress?: { progress: number; pagesVisited: number; pagesFailed: number; leadsFound: number }): Promise<JobRow | undefined> {
+    async heartbeat(
+      id: string,
+      workerId: string,
+      now: Date,
+      progress?: { progress: number; pagesVisited: number; pagesFailed: number; leadsFound: number },
+    ): Promise<JobRow | undefined> {
       const [row] = await db
         .update(jobs)
         .set({ heartbeatAt: now, ...(progress ?? {}) })
@@ -97,7 +136,19 @@ export function jobRepository(db: Db) {
         .returning();
       return row;
     },
-    async finish(id: string, workerId: string, now: Date, values: { status: 'COMPLETED' | 'FAILED'; error?: string | null; progress?: number; pagesVisited: number; pagesFailed: number; leadsFound: number }): Promise<JobRow | undefined> {
+    async finish(
+      id: string,
+      workerId: string,
+      now: Date,
+      values: {
+        status: 'COMPLETED' | 'FAILED';
+        error?: string | null;
+        progress?: number;
+        pagesVisited: number;
+        pagesFailed: number;
+        leadsFound: number;
+      },
+    ): Promise<JobRow | undefined> {
       const [row] = await db
         .update(jobs)
         // workerId stays: which worker ran the job (logs, scale-out checks).

@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import type { RouteModule } from '../../app.ts';
+import type { RouteModule } from '../../route-module.ts';
 import { principalOf } from '../../shared/auth.ts';
-import { envelope, errorResponses, idParams, ok, successOnly } from '../../shared/http.ts';
+import { done, envelope, errorResponses, idParams, ok, successOnly } from '../../shared/http.ts';
+import { nextCursor } from '../../shared/pagination.ts';
 import { createJobEventStreams } from './jobs.events.ts';
 import { createJobBody, jobView, listJobsQuery } from './jobs.schemas.ts';
 import { createJobService } from './jobs.service.ts';
@@ -21,7 +22,7 @@ export const jobRoutes: RouteModule = (app, deps) => {
       summary: 'List jobs, newest first',
       description: 'Filters: `status`, `sourceId`. Cursor pagination (`limit`, `cursor` → `nextCursor`).',
       querystring: listJobsQuery,
-      response: { 200: envelope(z.object({ jobs: z.array(jobView), nextCursor: z.string().nullable() })), ...errorResponses(400, 401) },
+      response: { 200: envelope(z.object({ jobs: z.array(jobView), nextCursor })), ...errorResponses(400, 401) },
     },
     handler: async (request) => ok(await jobs.list(principalOf(request).userId, request.query)),
   });
@@ -55,7 +56,7 @@ export const jobRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Live progress as Server-Sent Events',
       description:
-        'A `text/event-stream` (beyond api-spec.md, for progress bars). Each change sends `event: job` with data ' +
+        'A `text/event-stream` (an addition to the JSON API, for progress bars). Each change sends `event: job` with data ' +
         '`{id, status, progress, leadsFound, pagesVisited, error}`; the stream ends after COMPLETED, FAILED or CANCELLED, and sends ' +
         '`event: deleted` if the job is deleted. The first event is the current state. Authenticate with the Authorization header ' +
         '(browser EventSource cannot set it: use a fetch-based SSE client).',
@@ -81,7 +82,7 @@ export const jobRoutes: RouteModule = (app, deps) => {
     },
     handler: async (request) => {
       const outcome = await jobs.cancelOrDelete(principalOf(request).userId, request.params.id);
-      return { success: true as const, message: outcome === 'cancelled' ? 'Job cancelled' : 'Job deleted' };
+      return done(outcome === 'cancelled' ? 'Job cancelled' : 'Job deleted');
     },
   });
 
@@ -96,7 +97,7 @@ export const jobRoutes: RouteModule = (app, deps) => {
     },
     handler: async (request) => {
       await jobs.retry(principalOf(request).userId, request.params.id);
-      return { success: true as const, message: 'Job retry started' };
+      return done('Job retry started');
     },
   });
 };

@@ -1,14 +1,15 @@
-import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { eq } from 'drizzle-orm';
+import os from 'node:os';
 import type { AppDeps } from '../../deps.ts';
-import { QUEUES } from '../../jobs/queues.ts';
-import { profileTypes, sources } from '../../db/schema/index.ts';
+import { QUEUES } from '../../queue/queues.ts';
+import { createLeadWriter, type LeadWriter } from '../leads/leads.writer.ts';
+import { createProfileTypeService } from '../profile-types/profile-types.service.ts';
 import { CrawlError, type CrawlProgress, type CrawlSettings, type RunCrawl } from '../scraping/scraping.types.ts';
+import type { SourceRow } from '../sources/sources.repository.ts';
 import type { CrawlOptions } from '../sources/sources.schemas.ts';
-import { jobRepository, type JobRow } from './jobs.repository.ts';
+import { createSourceService } from '../sources/sources.service.ts';
+import { type JobRow, jobRepository } from './jobs.repository.ts';
 import { JOB_CANCEL_CHANNEL, publishJobUpdate } from './jobs.service.ts';
-import { createLeadWriter } from './lead-writer.ts';
 
 /** A running job writes its heartbeat this often; one silent for STALE_AFTER_MS belongs to a dead worker. */
 export const HEARTBEAT_MS = 5_000;
@@ -16,10 +17,12 @@ export const STALE_AFTER_MS = 30_000;
 /** Progress rows and SSE updates at most this often per job. */
 const PROGRESS_EVERY_MS = 500;
 
-type SourceRow = typeof sources.$inferSelect;
-
 /** Crawl settings for a source: the operator's SCRAPER_* settings, narrowed by the source's own. */
-export function crawlSettingsFor(source: SourceRow, config: AppDeps['config'], collectPageText: boolean): CrawlSettings {
+export function crawlSettingsFor(
+  source: SourceRow,
+  config: AppDeps['config'],
+  collectPageText: boolean,
+): CrawlSettings {
   const o = source.options as CrawlOptions;
   const dynamic = source.scrapeType === 'DYNAMIC';
   return {
@@ -31,7 +34,10 @@ export function crawlSettingsFor(source: SourceRow, config: AppDeps['config'], c
     userAgent: o.userAgent ?? config.SCRAPER_USER_AGENT,
     proxyUrl: config.SCRAPER_PROXY_URL,
     maxConcurrency: dynamic ? config.SCRAPER_BROWSER_CONCURRENCY : config.SCRAPER_CONCURRENCY,
-    domainConcurrency: Math.min(o.domainConcurrency ?? config.SCRAPER_DOMAIN_CONCURRENCY, config.SCRAPER_DOMAIN_CONCURRENCY),
+    domainConcurrency: Math.min(
+      o.domainConcurrency ?? config.SCRAPER_DOMAIN_CONCURRENCY,
+      config.SCRAPER_DOMAIN_CONCURRENCY,
+    ),
     domainDelayMs: Math.max(o.domainDelayMs ?? 0, config.SCRAPER_DOMAIN_DELAY_MS),
     requestTimeoutSecs: o.requestTimeoutSecs ?? config.SCRAPER_REQUEST_TIMEOUT_SECS,
     maxRetries: o.maxRetries ?? config.SCRAPER_MAX_RETRIES,
@@ -41,7 +47,8 @@ export function crawlSettingsFor(source: SourceRow, config: AppDeps['config'], c
   };
 }
 
-const progressPercent = (p: CrawlProgress) => Math.min(99, Math.floor((100 * (p.pagesVisited + p.pagesFailed)) / Math.max(p.pagesPlanned, 1)));
+const progressPercent = (p: CrawlProgress) =>
+  Math.min(99, Math.floor((100 * (p.pagesVisited + p.pagesFailed)) / Math.max(p.pagesPlanned, 1)));
 
 export type JobRunner = ReturnType<typeof createJobRunner>;
 
@@ -53,6 +60,8 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
   // Crawlee and Playwright load on the first job, not at start-up (start time and idle memory).
   const loadCrawl = async (): Promise<RunCrawl> => options.runCrawl ?? (await import('../scraping/crawl.ts')).runCrawl;
   const repo = jobRepository(deps.db);
+  const sourceService = createSourceService(deps);
+  const profileTypeService = createProfileTypeService(deps);
   const workerId = `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const running = new Map<string, AbortController>();
   let stopping = false;
@@ -60,12 +69,10 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
   const publish = (row: JobRow) => publishJobUpdate(deps.notifier, row);
 
   async function load(job: JobRow) {
-    const [source] = await deps.db.select().from(sources).where(eq(sources.id, job.sourceId)).limit(1);
+    const source = await sourceService.findForJob(job.userId, job.sourceId);
     if (!source) return undefined;
-    const [type] = source.profileTypeId
-      ? await deps.db.select({ id: profileTypes.id, fields: profileTypes.fields }).from(profileTypes).where(eq(profileTypes.id, source.profileTypeId)).limit(1)
-      : [];
-    return { source, profileType: type };
+    const type = source.profileTypeId ? await profileTypeService.find(job.userId, source.profileTypeId) : undefined;
+    return { source, profileType: type && { id: type.id, fields: type.fields } };
   }
 
   async function run(jobId: string): Promise<void> {
@@ -88,28 +95,37 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
       (writing = writing.then(async () => {
         lastWrite = Date.now();
         const row = await repo
-          .heartbeat(jobId, workerId, deps.clock.now(), { progress: percent, pagesVisited: progress.pagesVisited, pagesFailed: progress.pagesFailed, leadsFound })
+          .heartbeat(jobId, workerId, deps.clock.now(), {
+            progress: percent,
+            pagesVisited: progress.pagesVisited,
+            pagesFailed: progress.pagesFailed,
+            leadsFound,
+          })
           .catch((err) => void log.warn({ err }, 'heartbeat failed'));
-        if (row === undefined && !controller.signal.aborted) controller.abort(new Error('job is no longer running here'));
+        if (row === undefined && !controller.signal.aborted)
+          controller.abort(new Error('job is no longer running here'));
         if (row) await publish(row);
       }));
     const timer = setInterval(beat, HEARTBEAT_MS);
     timer.unref();
+    let writer: LeadWriter | undefined;
 
     try {
       const loaded = await load(job);
       if (!loaded) return; // the source was deleted (its jobs with it)
       const { source, profileType } = loaded;
-      await deps.db.update(sources).set({ lastRunAt: now }).where(eq(sources.id, source.id));
-      const writer = createLeadWriter(deps, { userId: job.userId, sourceId: source.id, jobId, profileType });
+      await sourceService.markRun(job.userId, source.id, now);
+      // Leads are written in batches; leadsFound counts those inserted, as each batch commits.
+      const store = createLeadWriter(
+        deps,
+        { userId: job.userId, sourceId: source.id, jobId, profileType },
+        { onStored: (n) => (leadsFound += n) },
+      );
+      writer = store;
       const crawl = await loadCrawl();
       const result = await crawl(crawlSettingsFor(source, deps.config, !!profileType && deps.ai.configured), {
         signal: controller.signal,
-        onPage: async (page) => {
-          // Not `leadsFound += await …`: that reads the counter before the await and loses concurrent pages' counts.
-          const stored = await writer.writePage(page);
-          leadsFound += stored;
-        },
+        onPage: (page) => store.add(page),
         onProgress: (p) => {
           // The plan grows as links are found; a progress bar must not go back.
           percent = Math.max(percent, progressPercent(p));
@@ -117,26 +133,42 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
           if (Date.now() - lastWrite >= PROGRESS_EVERY_MS) void beat();
         },
       });
+      // What is still buffered is stored before the job's final state and count are written.
+      await store.close();
       await writing;
       if (result.aborted || controller.signal.aborted) {
         await repo.setLeadsFound(jobId, workerId, leadsFound).catch(() => {});
         if (stopping) await release(jobId);
         return;
       }
-      const done = await repo.finish(jobId, workerId, deps.clock.now(), { status: 'COMPLETED', progress: 100, pagesVisited: result.pagesVisited, pagesFailed: result.pagesFailed, leadsFound });
+      const done = await repo.finish(jobId, workerId, deps.clock.now(), {
+        status: 'COMPLETED',
+        progress: 100,
+        pagesVisited: result.pagesVisited,
+        pagesFailed: result.pagesFailed,
+        leadsFound,
+      });
       if (done) await publish(done);
       log.info({ pages: result.pagesVisited, failed: result.pagesFailed, leadsFound }, 'scrape job completed');
     } catch (error) {
+      await writer?.close().catch((err) => void log.error({ err }, 'could not store the last leads'));
       await writing;
       if (controller.signal.aborted) {
         await repo.setLeadsFound(jobId, workerId, leadsFound).catch(() => {});
         if (stopping) await release(jobId);
         return;
       }
-      const message = error instanceof CrawlError ? error.message : 'The job stopped on an internal error; it can be retried.';
+      const message =
+        error instanceof CrawlError ? error.message : 'The job stopped on an internal error; it can be retried.';
       if (!(error instanceof CrawlError)) log.error({ err: error }, 'scrape job crashed');
       const failed = await repo
-        .finish(jobId, workerId, deps.clock.now(), { status: 'FAILED', error: message, pagesVisited: progress.pagesVisited, pagesFailed: progress.pagesFailed, leadsFound })
+        .finish(jobId, workerId, deps.clock.now(), {
+          status: 'FAILED',
+          error: message,
+          pagesVisited: progress.pagesVisited,
+          pagesFailed: progress.pagesFailed,
+          leadsFound,
+        })
         .catch((err) => void log.error({ err }, 'could not mark the job failed'));
       if (failed) await publish(failed);
     } finally {
@@ -157,6 +189,15 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
     /** Listens for cancels addressed to jobs running here. */
     async start(): Promise<void> {
       await deps.notifier.subscribe(JOB_CANCEL_CHANNEL, (jobId) => running.get(jobId)?.abort(new Error('cancelled')));
+      // Cancels sent while the listener was down are lost: look at the jobs running here again.
+      deps.notifier.onReconnect(() => {
+        for (const [jobId, controller] of running) {
+          const abortIfGone = (row: JobRow | undefined) => {
+            if (!row || row.status === 'CANCELLED') controller.abort(new Error('cancelled'));
+          };
+          repo.findById(jobId).then(abortIfGone, () => {});
+        }
+      });
     },
     /** Stops every crawl of this process and hands the jobs back (graceful shutdown). */
     async stop(): Promise<void> {

@@ -1,7 +1,7 @@
 import { and, inArray, sql } from 'drizzle-orm';
-import type { AppDeps } from '../../deps.ts';
 import { queryRows } from '../../db/client.ts';
 import { jobs } from '../../db/schema/index.ts';
+import type { AppDeps } from '../../deps.ts';
 import { newId } from '../../shared/ids.ts';
 import type { JobService } from './jobs.service.ts';
 
@@ -13,7 +13,10 @@ const BATCH = 500;
  * period after now, FOR UPDATE SKIP LOCKED), so even overlapping ticks start one run per period. A
  * source whose previous run is still PENDING or RUNNING is not started twice; its period is skipped.
  */
-export async function dispatchDueSources(deps: Pick<AppDeps, 'db' | 'clock' | 'logger'>, jobService: Pick<JobService, 'enqueue'>): Promise<string[]> {
+export async function dispatchDueSources(
+  deps: Pick<AppDeps, 'db' | 'clock' | 'logger'>,
+  jobService: Pick<JobService, 'enqueue'>,
+): Promise<string[]> {
   const now = deps.clock.now();
   const created = await deps.db.transaction(async (tx) => {
     const due = await queryRows<{ id: string; user_id: string; name: string }>(
@@ -34,7 +37,15 @@ export async function dispatchDueSources(deps: Pick<AppDeps, 'db' | 'clock' | 'l
         await tx
           .select({ sourceId: jobs.sourceId })
           .from(jobs)
-          .where(and(inArray(jobs.sourceId, due.map((d) => d.id)), inArray(jobs.status, ['PENDING', 'RUNNING'])))
+          .where(
+            and(
+              inArray(
+                jobs.sourceId,
+                due.map((d) => d.id),
+              ),
+              inArray(jobs.status, ['PENDING', 'RUNNING']),
+            ),
+          )
       ).map((r) => r.sourceId),
     );
     const rows = due
@@ -55,4 +66,3 @@ export async function dispatchDueSources(deps: Pick<AppDeps, 'db' | 'clock' | 'l
   for (const id of created) await jobService.enqueue(id);
   return created;
 }
-

@@ -1,10 +1,10 @@
 import type { AppDeps } from '../../deps.ts';
-import { QUEUES } from '../../jobs/queues.ts';
+import { QUEUES } from '../../queue/queues.ts';
 import { AppError, notFound } from '../../shared/errors.ts';
-import { isUuid } from '../../shared/ids.ts';
+import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { sourceRepository } from '../sources/sources.repository.ts';
-import { jobRepository, type JobRow } from './jobs.repository.ts';
+import { type JobRow, jobRepository } from './jobs.repository.ts';
 import type { CreateJobInput, JobView, ListJobsQuery } from './jobs.schemas.ts';
 
 /** NOTIFY channels: a cancel reaches the process running the job; updates feed the SSE streams. */
@@ -34,11 +34,21 @@ export const toJobView = (r: JobRow): JobView => ({
 });
 
 /** What an SSE subscriber receives on every change. */
-export const jobUpdatePayload = (r: Pick<JobRow, 'id' | 'status' | 'progress' | 'leadsFound' | 'pagesVisited' | 'error'>) =>
-  JSON.stringify({ id: r.id, status: r.status, progress: r.progress, leadsFound: r.leadsFound, pagesVisited: r.pagesVisited, error: r.error });
+export const jobUpdatePayload = (
+  r: Pick<JobRow, 'id' | 'status' | 'progress' | 'leadsFound' | 'pagesVisited' | 'error'>,
+) =>
+  JSON.stringify({
+    id: r.id,
+    status: r.status,
+    progress: r.progress,
+    leadsFound: r.leadsFound,
+    pagesVisited: r.pagesVisited,
+    error: r.error,
+  });
 
 /** Tells every SSE stream (in any process) that a job changed; a lost notification is caught by their poll. */
-export const publishJobUpdate = (notifier: AppDeps['notifier'], row: JobRow) => notifier.publish(JOB_UPDATE_CHANNEL, jobUpdatePayload(row)).catch(() => {});
+export const publishJobUpdate = (notifier: AppDeps['notifier'], row: JobRow) =>
+  notifier.publish(JOB_UPDATE_CHANNEL, jobUpdatePayload(row)).catch(() => {});
 
 export type JobService = ReturnType<typeof createJobService>;
 
@@ -53,9 +63,7 @@ export function createJobService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss' | '
   }
 
   async function owned(userId: string, id: string): Promise<JobRow> {
-    const row = isUuid(id) ? await repo.find(userId, id.toLowerCase()) : undefined;
-    if (!row) throw notFound('Job');
-    return row;
+    return findOwned(id, 'Job', (key) => repo.find(userId, key));
   }
 
   /**
@@ -75,7 +83,12 @@ export function createJobService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss' | '
     enqueue,
 
     async list(userId: string, query: ListJobsQuery) {
-      const rows = await repo.list(userId, { status: query.status, sourceId: query.sourceId?.toLowerCase() }, query.limit, decodeCursor(query.cursor));
+      const rows = await repo.list(
+        userId,
+        { status: query.status, sourceId: query.sourceId?.toLowerCase() },
+        query.limit,
+        decodeCursor(query.cursor),
+      );
       const { items, nextCursor } = pageOf(rows, query.limit);
       return { jobs: items.map(toJobView), nextCursor };
     },
@@ -87,9 +100,19 @@ export function createJobService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss' | '
     async create(userId: string, input: CreateJobInput, trigger: JobRow['trigger'] = 'manual'): Promise<JobView> {
       const source = await sources.find(userId, input.sourceId.toLowerCase());
       if (!source) throw notFound('Source', 'sourceId');
-      if (source.status !== 'ACTIVE') throw new AppError('SOURCE_NOT_ACTIVE', `Source is ${source.status}; activate it first`, { details: [{ field: 'sourceId', message: 'source is not ACTIVE' }] });
+      if (source.status !== 'ACTIVE')
+        throw new AppError('SOURCE_NOT_ACTIVE', `Source is ${source.status}; activate it first`, {
+          details: [{ field: 'sourceId', message: 'source is not ACTIVE' }],
+        });
       const now = deps.clock.now();
-      const row = await repo.insert({ userId, sourceId: source.id, name: input.name, trigger, createdAt: now, updatedAt: now });
+      const row = await repo.insert({
+        userId,
+        sourceId: source.id,
+        name: input.name,
+        trigger,
+        createdAt: now,
+        updatedAt: now,
+      });
       await enqueue(row.id);
       return toJobView(row);
     },

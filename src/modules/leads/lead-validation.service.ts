@@ -1,15 +1,20 @@
 import type { Job } from 'pg-boss';
-import type { AppDeps } from '../../deps.ts';
 import type { EmailValidationResult, LeadStatus } from '../../db/schema/index.ts';
-import { QUEUES } from '../../jobs/queues.ts';
+import type { AppDeps } from '../../deps.ts';
+import { QUEUES } from '../../queue/queues.ts';
 import { createEmailValidator, type EmailValidation, type EmailValidator } from '../../shared/email/validate.ts';
-import { AppError, notFound } from '../../shared/errors.ts';
-import { isUuid } from '../../shared/ids.ts';
+import { AppError } from '../../shared/errors.ts';
+import { findOwned } from '../../shared/ids.ts';
 import { leadRepository } from './leads.repository.ts';
 import { distinctIds } from './leads.service.ts';
 
 /** Where a validation outcome moves a lead (unknown: nowhere). */
-const statusFor: Record<EmailValidation['status'], LeadStatus | null> = { valid: 'VALID', invalid: 'INVALID', risky: 'RISKY', unknown: null };
+const statusFor: Record<EmailValidation['status'], LeadStatus | null> = {
+  valid: 'VALID',
+  invalid: 'INVALID',
+  risky: 'RISKY',
+  unknown: null,
+};
 
 export interface EmailValidationJob {
   userId: string;
@@ -18,7 +23,10 @@ export interface EmailValidationJob {
 
 export type LeadValidationDeps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'boss' | 'logger'>;
 
-export function createLeadValidationService(deps: LeadValidationDeps, validator: EmailValidator = createEmailValidator(deps)) {
+export function createLeadValidationService(
+  deps: LeadValidationDeps,
+  validator: EmailValidator = createEmailValidator(deps),
+) {
   const repo = leadRepository(deps.db);
 
   /** Validates the lead's current email, stores the result and moves the status. */
@@ -33,10 +41,11 @@ export function createLeadValidationService(deps: LeadValidationDeps, validator:
   return {
     /** POST /api/leads/{id}/validate-email. */
     async validateLead(userId: string, id: string) {
-      const lead = isUuid(id) ? await repo.findEmail(userId, id.toLowerCase()) : undefined;
-      if (!lead) throw notFound('Lead');
+      const lead = await findOwned(id, 'Lead', (key) => repo.findEmail(userId, key));
       if (!lead.email) {
-        throw new AppError('NO_EMAIL', 'This lead has no email to validate', { details: [{ field: 'email', message: 'the lead has no email' }] });
+        throw new AppError('NO_EMAIL', 'This lead has no email to validate', {
+          details: [{ field: 'email', message: 'the lead has no email' }],
+        });
       }
       return validateAndStore(userId, lead.id, lead.email);
     },
@@ -73,20 +82,14 @@ export function createLeadValidationService(deps: LeadValidationDeps, validator:
             return { id: job.id, status: 'completed' as const };
           } catch (err) {
             deps.logger.warn({ err, jobId: job.id }, 'email validation job failed');
-            return { id: job.id, status: 'failed' as const, output: { message: String((err as Error).message ?? err) } };
+            return {
+              id: job.id,
+              status: 'failed' as const,
+              output: { message: String((err as Error).message ?? err) },
+            };
           }
         }),
       );
     },
   };
-}
-
-/** Registers the email-validation queue's handler (src/jobs/workers.ts). */
-export async function registerEmailValidationWorker(deps: LeadValidationDeps): Promise<void> {
-  const service = createLeadValidationService(deps);
-  await deps.boss.work(
-    QUEUES.emailValidation,
-    { batchSize: 25, perJobResults: true, burstWhenBatchFull: true, pollingIntervalSeconds: 1 },
-    (jobs: Array<Job<EmailValidationJob>>) => service.runJobs(jobs),
-  );
 }

@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import type { RouteModule } from '../../app.ts';
+import type { RouteModule } from '../../route-module.ts';
 import { principalOf } from '../../shared/auth.ts';
-import { envelope, errorResponses, idParams, successOnly } from '../../shared/http.ts';
+import { done, envelope, errorResponses, idParams, ok, successOnly } from '../../shared/http.ts';
+import { nextCursor } from '../../shared/pagination.ts';
 import { createLeadValidationService } from './lead-validation.service.ts';
 import {
   bulkDeleteView,
@@ -32,11 +33,15 @@ export const leadRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'List leads, newest first (cursor pagination)',
-      description: 'Filters combine with AND. `company` matches the whole name, ignoring case. `limit` 1–1000 (default 50); pass `nextCursor` back as `cursor`.',
+      description:
+        'Filters combine with AND. `company` matches the whole name, ignoring case. `limit` 1–1000 (default 50); pass `nextCursor` back as `cursor`.',
       querystring: listLeadsQuery,
-      response: { 200: envelope(z.object({ leads: z.array(leadListItem), nextCursor: z.string().nullable() })), ...errorResponses(400, 401, 403) },
+      response: {
+        200: envelope(z.object({ leads: z.array(leadListItem), nextCursor })),
+        ...errorResponses(400, 401, 403),
+      },
     },
-    handler: async (request) => ({ success: true as const, data: await leads.list(principalOf(request).userId, request.query) }),
+    handler: async (request) => ok(await leads.list(principalOf(request).userId, request.query)),
   });
 
   app.post('/api/leads', {
@@ -50,7 +55,7 @@ export const leadRoutes: RouteModule = (app, deps) => {
     },
     handler: async (request, reply) => {
       reply.code(201);
-      return { success: true as const, data: { lead: await leads.create(principalOf(request).userId, request.body) } };
+      return ok({ lead: await leads.create(principalOf(request).userId, request.body) });
     },
   });
 
@@ -59,11 +64,12 @@ export const leadRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'Delete up to 1000 leads in one operation',
-      description: 'Ids that name none of your leads (unknown, malformed, another user\'s) count in `failed` and are listed in `errors`; duplicates count once.',
+      description:
+        "Ids that name none of your leads (unknown, malformed, another user's) count in `failed` and are listed in `errors`; duplicates count once.",
       body: bulkIdsBody,
       response: { 200: envelope(bulkDeleteView), ...errorResponses(400, 401, 403) },
     },
-    handler: async (request) => ({ success: true as const, data: await leads.bulkDelete(principalOf(request).userId, request.body.leadIds) }),
+    handler: async (request) => ok(await leads.bulkDelete(principalOf(request).userId, request.body.leadIds)),
   });
 
   app.patch('/api/leads/bulk', {
@@ -76,10 +82,8 @@ export const leadRoutes: RouteModule = (app, deps) => {
       body: bulkUpdateBody,
       response: { 200: envelope(bulkUpdateView), ...errorResponses(400, 401, 403) },
     },
-    handler: async (request) => ({
-      success: true as const,
-      data: await leads.bulkUpdate(principalOf(request).userId, request.body.leadIds, request.body.updates),
-    }),
+    handler: async (request) =>
+      ok(await leads.bulkUpdate(principalOf(request).userId, request.body.leadIds, request.body.updates)),
   });
 
   app.post('/api/leads/validate-bulk', {
@@ -87,11 +91,12 @@ export const leadRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'Queue email validation for up to 1000 leads',
-      description: 'Each lead with an email is validated in the background; its status then moves as with validate-email. Leads without an email are skipped (`no_email`), ids that name none of your leads too (`not_found`).',
+      description:
+        'Each lead with an email is validated in the background; its status then moves as with validate-email. Leads without an email are skipped (`no_email`), ids that name none of your leads too (`not_found`).',
       body: bulkIdsBody,
       response: { 200: envelope(validateBulkView), ...errorResponses(400, 401, 403) },
     },
-    handler: async (request) => ({ success: true as const, data: await validation.queueBulk(principalOf(request).userId, request.body.leadIds) }),
+    handler: async (request) => ok(await validation.queueBulk(principalOf(request).userId, request.body.leadIds)),
   });
 
   app.get('/api/leads/:id', {
@@ -102,7 +107,7 @@ export const leadRoutes: RouteModule = (app, deps) => {
       params: idParams,
       response: { 200: leadEnvelope, ...errorResponses(401, 403, 404) },
     },
-    handler: async (request) => ({ success: true as const, data: { lead: await leads.get(principalOf(request).userId, request.params.id) } }),
+    handler: async (request) => ok({ lead: await leads.get(principalOf(request).userId, request.params.id) }),
   });
 
   app.patch('/api/leads/:id', {
@@ -110,23 +115,27 @@ export const leadRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'Update a lead',
-      description: 'null or "" clears a text field. Changing the email clears the stored validation and, for a lead in NEW, VALID, INVALID or RISKY (and no status in the same request), sets the status a new lead with that email would get.',
+      description:
+        'null or "" clears a text field. Changing the email clears the stored validation and, for a lead in NEW, VALID, INVALID or RISKY (and no status in the same request), sets the status a new lead with that email would get.',
       params: idParams,
       body: updateLeadBody,
       response: { 200: leadEnvelope, ...errorResponses(400, 401, 403, 404, 409) },
     },
-    handler: async (request) => ({
-      success: true as const,
-      data: { lead: await leads.update(principalOf(request).userId, request.params.id, request.body) },
-    }),
+    handler: async (request) =>
+      ok({ lead: await leads.update(principalOf(request).userId, request.params.id, request.body) }),
   });
 
   app.delete('/api/leads/:id', {
     config: write,
-    schema: { tags, summary: 'Delete a lead', params: idParams, response: { 200: successOnly, ...errorResponses(401, 403, 404) } },
+    schema: {
+      tags,
+      summary: 'Delete a lead',
+      params: idParams,
+      response: { 200: successOnly, ...errorResponses(401, 403, 404) },
+    },
     handler: async (request) => {
       await leads.remove(principalOf(request).userId, request.params.id);
-      return { success: true as const };
+      return done();
     },
   });
 
@@ -141,6 +150,6 @@ export const leadRoutes: RouteModule = (app, deps) => {
       params: idParams,
       response: { 200: envelope(emailValidationView), ...errorResponses(400, 401, 403, 404) },
     },
-    handler: async (request) => ({ success: true as const, data: await validation.validateLead(principalOf(request).userId, request.params.id) }),
+    handler: async (request) => ok(await validation.validateLead(principalOf(request).userId, request.params.id)),
   });
 };

@@ -6,6 +6,18 @@ import { paginationQuery } from '../../shared/pagination.ts';
 
 export const MAX_TAGS = 50;
 export const MAX_BULK_IDS = 1000;
+/** Longest values a lead holds, through the API and from scraping (the leads writer cuts scraped values to these). */
+export const LEAD_LIMITS = {
+  firstName: 200,
+  lastName: 200,
+  email: 254,
+  phone: 50,
+  company: 200,
+  jobTitle: 200,
+  sourceUrl: 2048,
+  /** One custom field value (scraped; the API does not set custom fields). */
+  customFieldValue: 10_000,
+} as const;
 
 const status = z.enum(leadStatuses);
 const uuidString = z.string().refine(isUuid, 'must be a UUID');
@@ -24,7 +36,7 @@ const text = (max: number) =>
 export const leadEmail = z
   .string()
   .trim()
-  .max(254, 'must be at most 254 characters')
+  .max(LEAD_LIMITS.email, `must be at most ${LEAD_LIMITS.email} characters`)
   .refine((v) => v === '' || isEmailSyntaxValid(v), 'invalid email address')
   .transform((v) => (v === '' ? null : v))
   .nullable()
@@ -40,16 +52,16 @@ const tagList = (max: number) =>
     .refine((tags) => tags.length <= max, `at most ${max} distinct tags`);
 
 const leadFields = {
-  firstName: text(200),
-  lastName: text(200),
+  firstName: text(LEAD_LIMITS.firstName),
+  lastName: text(LEAD_LIMITS.lastName),
   email: leadEmail,
-  phone: text(50),
-  company: text(200),
-  jobTitle: text(200),
+  phone: text(LEAD_LIMITS.phone),
+  company: text(LEAD_LIMITS.company),
+  jobTitle: text(LEAD_LIMITS.jobTitle),
 };
 
 export const createLeadBody = z.object({
-  sourceUrl: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048),
+  sourceUrl: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(LEAD_LIMITS.sourceUrl),
   ...leadFields,
 });
 
@@ -72,7 +84,7 @@ export const listLeadsQuery = paginationQuery.extend({
 
 /**
  * Bulk id lists: 1–1000 entries. An entry that names nothing of the caller's, whatever its shape
- * (decisions.md), is reported in `errors`, not refused: non-strings are reported as their JSON text.
+ * (documented in OpenAPI), is reported in `errors`, not refused: non-strings are reported as their JSON text.
  */
 const leadIds = z
   .array(z.unknown().transform((v) => (typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v)))))
@@ -90,50 +102,67 @@ export const bulkUpdateBody = z.object({
       addTags: tagList(MAX_TAGS).optional(),
       removeTags: tagList(MAX_TAGS).optional(),
     })
-    .refine((u) => u.status !== undefined || !!u.addTags?.length || !!u.removeTags?.length, 'must set status, addTags or removeTags'),
+    .refine(
+      (u) => u.status !== undefined || !!u.addTags?.length || !!u.removeTags?.length,
+      'must set status, addTags or removeTags',
+    ),
 });
 
 // ---- views
 
-export const emailValidationView = z.object({
-  status: z.enum(['valid', 'risky', 'invalid', 'unknown']),
-  tier: z.enum(['syntax', 'domain', 'mailbox']),
-  errors: z.array(z.string()),
-  flags: z.array(z.string()),
-  suggestion: z.string().optional().describe('With the possible_typo flag: the address as probably meant'),
-  checkedAt: z.string(),
-});
+export const emailValidationView = z
+  .object({
+    status: z.enum(['valid', 'risky', 'invalid', 'unknown']),
+    tier: z.enum(['syntax', 'domain', 'mailbox']),
+    errors: z.array(z.string()),
+    flags: z.array(z.string()),
+    suggestion: z.string().optional().describe('With the possible_typo flag: the address as probably meant'),
+    checkedAt: z.string(),
+  })
+  .meta({ id: 'EmailValidation' });
 
-export const leadListItem = z.object({
-  id: z.string(),
-  firstName: z.string().nullable(),
-  lastName: z.string().nullable(),
-  email: z.string().nullable(),
-  phone: z.string().nullable(),
-  company: z.string().nullable(),
-  jobTitle: z.string().nullable(),
-  status,
-  tags: z.array(z.string()),
-  sourceUrl: z.string().nullable(),
-  createdAt: z.string(),
-});
+export const leadListItem = z
+  .object({
+    id: z.string(),
+    firstName: z.string().nullable(),
+    lastName: z.string().nullable(),
+    email: z.string().nullable(),
+    phone: z.string().nullable(),
+    company: z.string().nullable(),
+    jobTitle: z.string().nullable(),
+    status,
+    tags: z.array(z.string()),
+    sourceUrl: z.string().nullable(),
+    createdAt: z.string(),
+  })
+  .meta({ id: 'LeadListItem' });
 
-export const leadView = leadListItem.extend({
-  notes: z.string().nullable(),
-  customFields: z.record(z.string(), z.unknown()),
-  sourceId: z.string().nullable(),
-  jobId: z.string().nullable(),
-  emailValidation: emailValidationView.nullable(),
-  validatedAt: z.string().nullable(),
-  updatedAt: z.string(),
-  job: z.object({ id: z.string(), name: z.string(), status: z.string() }).nullable(),
-  source: z.object({ id: z.string(), name: z.string(), url: z.string() }).nullable(),
-});
+export const leadView = leadListItem
+  .extend({
+    notes: z.string().nullable(),
+    customFields: z.record(z.string(), z.unknown()),
+    sourceId: z.string().nullable(),
+    jobId: z.string().nullable(),
+    emailValidation: emailValidationView.nullable(),
+    validatedAt: z.string().nullable(),
+    updatedAt: z.string(),
+    job: z.object({ id: z.string(), name: z.string(), status: z.string() }).nullable(),
+    source: z.object({ id: z.string(), name: z.string(), url: z.string() }).nullable(),
+  })
+  .meta({ id: 'Lead' });
 
 export const bulkError = z.object({ id: z.string(), error: z.string() });
 
-export const bulkDeleteView = z.object({ deleted: z.number().int(), failed: z.number().int(), errors: z.array(bulkError) });
-export const bulkUpdateView = z.object({ updated: z.number().int(), failed: z.number().int(), errors: z.array(bulkError) });
+export const bulkDeleteView = z.object({
+  deleted: z.number().int(),
+  failed: z.number().int(),
+  errors: z.array(bulkError),
+});
+export const bulkUpdateView = z.object({
+  updated: z.number().int(),
+  failed: z.number().int(),
+  errors: z.array(bulkError),
+});
 export const validateBulkView = z.object({
   totalRequested: z.number().int().describe('Distinct ids in the request'),
   totalQueued: z.number().int(),

@@ -1,23 +1,24 @@
-import type { AppDeps } from '../../deps.ts';
 import type { LeadStatus } from '../../db/schema/index.ts';
-import { isEmailSyntaxValid } from '../../shared/email/syntax.ts';
+import type { AppDeps } from '../../deps.ts';
 import { isUniqueViolation, pgConstraint } from '../../shared/db-errors.ts';
+import { isEmailSyntaxValid } from '../../shared/email/syntax.ts';
 import { AppError, notFound } from '../../shared/errors.ts';
-import { isUuid } from '../../shared/ids.ts';
+import { findOwned, isUuid, storedId } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
-import { leadRepository, type LeadListRow, type LeadRow, type LeadWithRelations } from './leads.repository.ts';
+import { type LeadListRow, type LeadRow, type LeadWithRelations, leadRepository } from './leads.repository.ts';
 import {
-  MAX_TAGS,
   type BulkUpdateInput,
   type CreateLeadInput,
   type LeadListItem,
   type LeadView,
   type ListLeadsQuery,
+  MAX_TAGS,
   type UpdateLeadInput,
 } from './leads.schemas.ts';
 
-/** decisions.md: a lead whose email passes the syntax check starts as VALID, any other as NEW. */
-export const initialLeadStatus = (email: string | null | undefined): LeadStatus => (email && isEmailSyntaxValid(email) ? 'VALID' : 'NEW');
+/** A lead whose email passes the syntax check starts as VALID, any other as NEW. */
+export const initialLeadStatus = (email: string | null | undefined): LeadStatus =>
+  email && isEmailSyntaxValid(email) ? 'VALID' : 'NEW';
 
 export const toLeadListItem = (r: LeadListRow): LeadListItem => ({
   id: r.id,
@@ -33,7 +34,15 @@ export const toLeadListItem = (r: LeadListRow): LeadListItem => ({
   createdAt: r.createdAt.toISOString(),
 });
 
-export function toLeadView({ lead, job, source }: { lead: LeadRow; job: LeadWithRelations['job']; source: LeadWithRelations['source'] }): LeadView {
+export function toLeadView({
+  lead,
+  job,
+  source,
+}: {
+  lead: LeadRow;
+  job: LeadWithRelations['job'];
+  source: LeadWithRelations['source'];
+}): LeadView {
   const v = lead.emailValidation;
   return {
     ...toLeadListItem(lead),
@@ -42,7 +51,14 @@ export function toLeadView({ lead, job, source }: { lead: LeadRow; job: LeadWith
     sourceId: lead.sourceId,
     jobId: lead.jobId,
     emailValidation: v
-      ? { status: v.status, tier: v.tier, errors: v.errors, flags: v.flags, ...(typeof v.suggestion === 'string' ? { suggestion: v.suggestion } : {}), checkedAt: v.checkedAt }
+      ? {
+          status: v.status,
+          tier: v.tier,
+          errors: v.errors,
+          flags: v.flags,
+          ...(typeof v.suggestion === 'string' ? { suggestion: v.suggestion } : {}),
+          checkedAt: v.checkedAt,
+        }
       : null,
     validatedAt: lead.validatedAt?.toISOString() ?? null,
     updatedAt: lead.updatedAt.toISOString(),
@@ -58,7 +74,7 @@ export function toLeadView({ lead, job, source }: { lead: LeadRow; job: LeadWith
 export function distinctIds(raw: string[]): { lookup: string[]; spelled: Map<string, string> } {
   const spelled = new Map<string, string>();
   for (const id of raw) {
-    const key = isUuid(id) ? id.toLowerCase() : id;
+    const key = storedId(id) ?? id;
     if (!spelled.has(key)) spelled.set(key, id);
   }
   return { lookup: [...spelled.keys()].filter(isUuid), spelled };
@@ -68,8 +84,7 @@ export function createLeadService(deps: Pick<AppDeps, 'db' | 'clock'>) {
   const repo = leadRepository(deps.db);
 
   async function view(userId: string, id: string): Promise<LeadView> {
-    const row = isUuid(id) ? await repo.findWithRelations(userId, id.toLowerCase()) : undefined;
-    if (!row) throw notFound('Lead');
+    const row = await findOwned(id, 'Lead', (key) => repo.findWithRelations(userId, key));
     return toLeadView(row);
   }
 
@@ -103,27 +118,32 @@ export function createLeadService(deps: Pick<AppDeps, 'db' | 'clock'>) {
     },
 
     async update(userId: string, id: string, input: UpdateLeadInput): Promise<LeadView> {
-      if (!isUuid(id)) throw notFound('Lead');
+      const key = storedId(id);
+      if (!key) throw notFound('Lead');
       const patch = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
       if (!Object.keys(patch).length) return view(userId, id);
       const emailStatus = input.email !== undefined ? initialLeadStatus(input.email) : undefined;
       let updated: boolean;
       try {
-        updated = await repo.update(userId, id.toLowerCase(), patch, emailStatus, deps.clock.now());
+        updated = await repo.update(userId, key, patch, emailStatus, deps.clock.now());
       } catch (err) {
         // Leads of one source are unique by email, else by name + company (scraping de-duplication).
         if (!isUniqueViolation(err)) throw err;
         const field = String(pgConstraint(err)).includes('email') ? 'email' : 'company';
-        throw new AppError('CONFLICT', 'Another lead of the same source already has this email, or this name and company', {
-          details: [{ field, message: 'duplicates another lead of the same source' }],
-        });
+        throw new AppError(
+          'CONFLICT',
+          'Another lead of the same source already has this email, or this name and company',
+          {
+            details: [{ field, message: 'duplicates another lead of the same source' }],
+          },
+        );
       }
       if (!updated) throw notFound('Lead');
       return view(userId, id);
     },
 
     async remove(userId: string, id: string): Promise<void> {
-      if (!isUuid(id) || !(await repo.delete(userId, id.toLowerCase()))) throw notFound('Lead');
+      await findOwned(id, 'Lead', (key) => repo.delete(userId, key));
     },
 
     async bulkDelete(userId: string, leadIds: string[]) {

@@ -22,7 +22,9 @@ const SYSTEM =
 
 /** JSON of a value, cut to a bounded size (a huge scraped field must not blow the context). */
 function boundedJson(value: unknown): string {
-  const text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'string' && v.length > 1000 ? `${v.slice(0, 1000)}…` : v));
+  const text = JSON.stringify(value, (_k, v: unknown) =>
+    typeof v === 'string' && v.length > 1000 ? `${v.slice(0, 1000)}…` : v,
+  );
   return text.length > MAX_JSON_CHARS ? `${text.slice(0, MAX_JSON_CHARS)}… (truncated)` : text;
 }
 

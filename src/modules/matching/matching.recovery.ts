@@ -1,5 +1,5 @@
 import type { AppDeps } from '../../deps.ts';
-import { QUEUES } from '../../jobs/queues.ts';
+import { QUEUES } from '../../queue/queues.ts';
 import { matchingRepository } from './matching.repository.ts';
 import type { MatchingJob } from './matching.service.ts';
 
@@ -28,7 +28,10 @@ export function createMatchingRecovery(deps: Pick<AppDeps, 'db' | 'clock' | 'bos
   return {
     sweep,
     start() {
-      timer = setInterval(() => void sweep().catch((err: unknown) => deps.logger.error({ err }, 'matching recovery sweep failed')), MATCHING_SWEEP_EVERY_MS);
+      timer = setInterval(
+        () => void sweep().catch((err: unknown) => deps.logger.error({ err }, 'matching recovery sweep failed')),
+        MATCHING_SWEEP_EVERY_MS,
+      );
       timer.unref();
     },
     stop() {

@@ -1,10 +1,16 @@
-import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, inArray, type SQL, sql } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
-import { queryRows, type Db, type Tx } from '../../db/client.ts';
+import { type Db, queryRows, type Tx } from '../../db/client.ts';
 import { newestFirstPage } from '../../db/keyset.ts';
+import {
+  type MatchingRuleType,
+  matchingResults,
+  matchingRules,
+  matchingRuns,
+  profiles,
+} from '../../db/schema/index.ts';
 import { newId } from '../../shared/ids.ts';
-import { matchingResults, matchingRules, matchingRuns, profiles, type MatchingRuleType } from '../../db/schema/index.ts';
-import type { EvalLead, EvalRow } from './matching.evaluate.ts';
+import type { MatchableLead, MatchableProfile } from './matching.conditions.ts';
 import { evaluationSelect, type SetRule } from './matching.sql.ts';
 
 export type RuleRow = typeof matchingRules.$inferSelect;
@@ -15,7 +21,8 @@ export type NewResult = typeof matchingResults.$inferInsert;
 
 /** A UUIDv7 made in SQL (PostgreSQL 15 has no uuidv7()): time-ordered like the ids Node makes. */
 const SQL_UUID_V7 = sql.raw(
-  `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send(floor(extract(epoch from clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid`,
+  `encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing substring(int8send(floor(extract(epoch from ` +
+    `clock_timestamp()) * 1000)::bigint) from 3) from 1 for 6), 52, 1), 53, 1), 'hex')::uuid`,
 );
 
 /** The claim a worker holds on a run: its writes count only while the run is still its own. */
@@ -31,12 +38,15 @@ export interface RunLease {
  * removes what the transaction wrote, so no result outlives its rule (or its user).
  */
 async function holdRun(tx: Tx, lease: RunLease): Promise<boolean> {
-  const rows = await queryRows(tx, sql`SELECT 1 FROM matching_runs WHERE id = ${lease.runId} AND lease_owner = ${lease.owner} AND status = 'RUNNING' FOR KEY SHARE`);
+  const rows = await queryRows(
+    tx,
+    sql`SELECT 1 FROM matching_runs WHERE id = ${lease.runId} AND lease_owner = ${lease.owner} AND status = 'RUNNING' FOR KEY SHARE`,
+  );
   return rows.length > 0;
 }
 
-/** A profile with its lead's matchable fields, for AI evaluation and the row-by-row evaluator. */
-export interface ProfileWithLead extends EvalRow {
+/** A profile with its lead's matchable fields, for AI evaluation. */
+export interface ProfileWithLead extends MatchableProfile {
   id: string;
   leadId: string | null;
   status: (typeof profiles.$inferSelect)['status'];
@@ -79,7 +89,7 @@ const toProfileWithLead = (r: RawProfileLead): ProfileWithLead => ({
         tags: r.tags ?? [],
         createdAt: new Date(r.created_at!),
         customFields: r.custom_fields ?? {},
-      } satisfies EvalLead)
+      } satisfies MatchableLead)
     : null,
 });
 
@@ -95,24 +105,49 @@ export function matchingRepository(db: Db) {
       return row!;
     },
     async findRule(userId: string, id: string): Promise<RuleRow | undefined> {
-      const [row] = await db.select().from(matchingRules).where(and(eq(matchingRules.userId, userId), eq(matchingRules.id, id))).limit(1);
+      const [row] = await db
+        .select()
+        .from(matchingRules)
+        .where(and(eq(matchingRules.userId, userId), eq(matchingRules.id, id)))
+        .limit(1);
       return row;
     },
     /** Newest first; `limit + 1` rows so the caller can tell whether another page exists. */
-    listRules(userId: string, f: { type?: MatchingRuleType; profileTypeId?: string }, limit: number, before?: string): Promise<RuleRow[]> {
-      const filters = [f.type ? eq(matchingRules.type, f.type) : undefined, f.profileTypeId ? eq(matchingRules.profileTypeId, f.profileTypeId) : undefined];
+    listRules(
+      userId: string,
+      f: { type?: MatchingRuleType; profileTypeId?: string },
+      limit: number,
+      before?: string,
+    ): Promise<RuleRow[]> {
+      const filters = [
+        f.type ? eq(matchingRules.type, f.type) : undefined,
+        f.profileTypeId ? eq(matchingRules.profileTypeId, f.profileTypeId) : undefined,
+      ];
       return newestFirstPage(db, matchingRules, userId, filters, limit, before);
     },
     /**
      * Updates a rule; `afterDefinition` runs in the same transaction (drop or re-derive results), and
      * the update is refused (undefined) when a run of the rule is PENDING or RUNNING.
      */
-    async updateRule(userId: string, id: string, values: Partial<NewRule>, afterDefinition?: (tx: Tx) => Promise<void>): Promise<RuleRow | 'busy' | undefined> {
+    async updateRule(
+      userId: string,
+      id: string,
+      values: Partial<NewRule>,
+      afterDefinition?: (tx: Tx) => Promise<void>,
+    ): Promise<RuleRow | 'busy' | undefined> {
       return db.transaction(async (tx) => {
-        const [locked] = await tx.select({ id: matchingRules.id }).from(matchingRules).where(and(eq(matchingRules.userId, userId), eq(matchingRules.id, id))).for('update');
+        const [locked] = await tx
+          .select({ id: matchingRules.id })
+          .from(matchingRules)
+          .where(and(eq(matchingRules.userId, userId), eq(matchingRules.id, id)))
+          .for('update');
         if (!locked) return undefined;
         if (afterDefinition) {
-          const [active] = await tx.select({ id: matchingRuns.id }).from(matchingRuns).where(and(eq(matchingRuns.ruleId, id), inArray(matchingRuns.status, ['PENDING', 'RUNNING']))).limit(1);
+          const [active] = await tx
+            .select({ id: matchingRuns.id })
+            .from(matchingRuns)
+            .where(and(eq(matchingRuns.ruleId, id), inArray(matchingRuns.status, ['PENDING', 'RUNNING'])))
+            .limit(1);
           if (active) return 'busy';
         }
         const [row] = await tx.update(matchingRules).set(values).where(eq(matchingRules.id, id)).returning();
@@ -122,7 +157,10 @@ export function matchingRepository(db: Db) {
     },
     /** The rule, its runs and results (ON DELETE CASCADE). */
     async deleteRule(userId: string, id: string): Promise<boolean> {
-      const rows = await db.delete(matchingRules).where(and(eq(matchingRules.userId, userId), eq(matchingRules.id, id))).returning({ id: matchingRules.id });
+      const rows = await db
+        .delete(matchingRules)
+        .where(and(eq(matchingRules.userId, userId), eq(matchingRules.id, id)))
+        .returning({ id: matchingRules.id });
       return rows.length > 0;
     },
 
@@ -143,11 +181,22 @@ export function matchingRepository(db: Db) {
      */
     async startRun(userId: string, ruleId: string, now: Date): Promise<{ run: RunRow; created: boolean } | undefined> {
       return db.transaction(async (tx) => {
-        const [rule] = await tx.select({ id: matchingRules.id }).from(matchingRules).where(and(eq(matchingRules.userId, userId), eq(matchingRules.id, ruleId))).for('update');
+        const [rule] = await tx
+          .select({ id: matchingRules.id })
+          .from(matchingRules)
+          .where(and(eq(matchingRules.userId, userId), eq(matchingRules.id, ruleId)))
+          .for('update');
         if (!rule) return undefined;
-        const [active] = await tx.select().from(matchingRuns).where(and(eq(matchingRuns.ruleId, ruleId), inArray(matchingRuns.status, ['PENDING', 'RUNNING']))).limit(1);
+        const [active] = await tx
+          .select()
+          .from(matchingRuns)
+          .where(and(eq(matchingRuns.ruleId, ruleId), inArray(matchingRuns.status, ['PENDING', 'RUNNING'])))
+          .limit(1);
         if (active) return { run: active, created: false };
-        const [run] = await tx.insert(matchingRuns).values({ userId, ruleId, status: 'PENDING', createdAt: now, updatedAt: now }).returning();
+        const [run] = await tx
+          .insert(matchingRuns)
+          .values({ userId, ruleId, status: 'PENDING', createdAt: now, updatedAt: now })
+          .returning();
         return { run: run!, created: true };
       });
     },
@@ -168,15 +217,28 @@ export function matchingRepository(db: Db) {
       const owner = newId();
       const [run] = await db
         .update(matchingRuns)
-        .set({ status: 'RUNNING', leaseOwner: owner, leaseUntil: sql`now() + ${leaseMs} * interval '1 millisecond'`, updatedAt: sql`now()` })
-        .where(and(eq(matchingRuns.id, id), sql`status IN ('PENDING', 'RUNNING') AND (lease_until IS NULL OR lease_until < now())`))
+        .set({
+          status: 'RUNNING',
+          leaseOwner: owner,
+          leaseUntil: sql`now() + ${leaseMs} * interval '1 millisecond'`,
+          updatedAt: sql`now()`,
+        })
+        .where(
+          and(
+            eq(matchingRuns.id, id),
+            sql`status IN ('PENDING', 'RUNNING') AND (lease_until IS NULL OR lease_until < now())`,
+          ),
+        )
         .returning();
       return run ? { run, lease: { runId: id, owner } } : undefined;
     },
     /** False when the run is no longer this worker's (taken over, finished or deleted). */
     async renewLease(lease: RunLease, leaseMs: number): Promise<boolean> {
-      const rows = await queryRows(db, sql`UPDATE matching_runs SET lease_until = now() + ${leaseMs} * interval '1 millisecond'
-        WHERE id = ${lease.runId} AND lease_owner = ${lease.owner} AND status = 'RUNNING' RETURNING id`);
+      const rows = await queryRows(
+        db,
+        sql`UPDATE matching_runs SET lease_until = now() + ${leaseMs} * interval '1 millisecond'
+        WHERE id = ${lease.runId} AND lease_owner = ${lease.owner} AND status = 'RUNNING' RETURNING id`,
+      );
       return rows.length > 0;
     },
     /** Updates the run only while this worker holds it; false otherwise (nothing written). */
@@ -184,7 +246,13 @@ export function matchingRepository(db: Db) {
       const rows = await db
         .update(matchingRuns)
         .set(values)
-        .where(and(eq(matchingRuns.id, lease.runId), eq(matchingRuns.leaseOwner, lease.owner), eq(matchingRuns.status, 'RUNNING')))
+        .where(
+          and(
+            eq(matchingRuns.id, lease.runId),
+            eq(matchingRuns.leaseOwner, lease.owner),
+            eq(matchingRuns.status, 'RUNNING'),
+          ),
+        )
         .returning({ id: matchingRuns.id });
       return rows.length > 0;
     },
@@ -195,11 +263,14 @@ export function matchingRepository(db: Db) {
      */
     async releaseStaleRuns(now: Date, resendAfterMs: number): Promise<string[]> {
       const quiet = new Date(now.getTime() - resendAfterMs);
-      const rows = await queryRows<{ id: string }>(db, sql`
+      const rows = await queryRows<{ id: string }>(
+        db,
+        sql`
         UPDATE matching_runs SET lease_until = NULL, updated_at = ${now}
         WHERE (status = 'RUNNING' AND lease_until < now())
            OR (status IN ('PENDING', 'RUNNING') AND lease_until IS NULL AND updated_at < ${quiet})
-        RETURNING id`);
+        RETURNING id`,
+      );
       return rows.map((r) => r.id);
     },
     async deleteRun(id: string): Promise<void> {
@@ -207,7 +278,9 @@ export function matchingRepository(db: Db) {
     },
     /** A set-based run picked up again starts over (it is cheap; its unchanged results are not rewritten). */
     async resetCounters(runId: string, now: Date): Promise<void> {
-      await db.execute(sql`UPDATE matching_runs SET processed = 0, matched = 0, failed = 0, updated_at = ${now} WHERE id = ${runId}`);
+      await db.execute(
+        sql`UPDATE matching_runs SET processed = 0, matched = 0, failed = 0, updated_at = ${now} WHERE id = ${runId}`,
+      );
     },
     /** processed/matched/failed recomputed from the results this run wrote (a resumed AI run). */
     async recount(runId: string, now: Date): Promise<void> {
@@ -220,17 +293,23 @@ export function matchingRepository(db: Db) {
     },
 
     async countProfiles(scope: ProfileScope): Promise<number> {
-      const [row] = await queryRows<{ n: number }>(db, sql`SELECT count(*)::int AS n FROM profiles WHERE user_id = ${scope.userId} AND profile_type_id = ${scope.profileTypeId}`);
+      const [row] = await queryRows<{ n: number }>(
+        db,
+        sql`SELECT count(*)::int AS n FROM profiles WHERE user_id = ${scope.userId} AND profile_type_id = ${scope.profileTypeId}`,
+      );
       return Number(row?.n ?? 0);
     },
 
     /** Upper ids of consecutive chunks of `size` profiles in scope (id order); the last is the last profile. */
     async chunkBounds(scope: ProfileScope, size: number): Promise<string[]> {
-      const rows = await queryRows<{ id: string }>(db, sql`
+      const rows = await queryRows<{ id: string }>(
+        db,
+        sql`
         SELECT id FROM (
           SELECT id, row_number() OVER (ORDER BY id) AS rn, count(*) OVER () AS n
           FROM profiles WHERE user_id = ${scope.userId} AND profile_type_id = ${scope.profileTypeId}
-        ) s WHERE rn % ${size} = 0 OR rn = n ORDER BY id`);
+        ) s WHERE rn % ${size} = 0 OR rn = n ORDER BY id`,
+      );
       return rows.map((r) => r.id);
     },
 
@@ -284,17 +363,44 @@ export function matchingRepository(db: Db) {
     async evaluateSample(rule: SetRule, scope: ProfileScope, sample: { ids?: string[]; limit: number }) {
       const where = and(
         sql`p.user_id = ${scope.userId} AND p.profile_type_id = ${scope.profileTypeId}`,
-        sample.ids ? sql`p.id IN (SELECT x::uuid FROM jsonb_array_elements_text(${JSON.stringify(sample.ids)}::jsonb) AS x)` : undefined,
+        sample.ids
+          ? sql`p.id IN (SELECT x::uuid FROM jsonb_array_elements_text(${JSON.stringify(sample.ids)}::jsonb) AS x)`
+          : undefined,
       )!;
-      return queryRows<{ profile_id: string; lead_id: string | null; matched: boolean; match_score: number; details: boolean[]; data: Record<string, unknown>; status: ProfileWithLead['status'] }>(
+      return queryRows<{
+        profile_id: string;
+        lead_id: string | null;
+        matched: boolean;
+        match_score: number;
+        details: boolean[];
+        data: Record<string, unknown>;
+        status: ProfileWithLead['status'];
+      }>(
         db,
-        evaluationSelect(rule, where, { extra: sql`, p.data, p.status`, tail: sql`ORDER BY p.id DESC LIMIT ${sample.limit}` }),
+        evaluationSelect(rule, where, {
+          extra: sql`, p.data, p.status`,
+          tail: sql`ORDER BY p.id DESC LIMIT ${sample.limit}`,
+        }),
       );
     },
 
-    /** Profiles with their leads: a keyset page (id order) or given ids; `skipRun` leaves out those that run already wrote. */
-    async profilesWithLeads(scope: ProfileScope, page: { after?: string | null; limit: number; ids?: string[]; newestFirst?: boolean; skipRun?: { ruleId: string; runId: string } }): Promise<ProfileWithLead[]> {
-      const rows = await queryRows<RawProfileLead>(db, sql`
+    /**
+     * Profiles with their leads: a keyset page (id order) or given ids; `skipRun` leaves out those that run already
+     * wrote.
+     */
+    async profilesWithLeads(
+      scope: ProfileScope,
+      page: {
+        after?: string | null;
+        limit: number;
+        ids?: string[];
+        newestFirst?: boolean;
+        skipRun?: { ruleId: string; runId: string };
+      },
+    ): Promise<ProfileWithLead[]> {
+      const rows = await queryRows<RawProfileLead>(
+        db,
+        sql`
         SELECT p.id, p.lead_id, p.data, p.status, l.id AS l_id, l.first_name, l.last_name, l.email, l.phone, l.company, l.job_title,
           l.status AS l_status, l.source_url, l.tags, l.created_at, l.custom_fields
         FROM profiles p LEFT JOIN leads l ON l.id = p.lead_id AND l.user_id = p.user_id
@@ -302,14 +408,18 @@ export function matchingRepository(db: Db) {
           ${page.after ? sql`AND p.id > ${page.after}` : sql``}
           ${page.ids ? sql`AND p.id IN (SELECT x::uuid FROM jsonb_array_elements_text(${JSON.stringify(page.ids)}::jsonb) AS x)` : sql``}
           ${page.skipRun ? sql`AND NOT EXISTS (SELECT 1 FROM matching_results r WHERE r.rule_id = ${page.skipRun.ruleId} AND r.profile_id = p.id AND r.run_id = ${page.skipRun.runId})` : sql``}
-        ORDER BY p.id ${page.newestFirst ? sql`DESC` : sql`ASC`} LIMIT ${page.limit}`);
+        ORDER BY p.id ${page.newestFirst ? sql`DESC` : sql`ASC`} LIMIT ${page.limit}`,
+      );
       return rows.map(toProfileWithLead);
     },
 
     /** Which of `ids` are the user's profiles, and of which type. */
     async profileTypesOf(userId: string, ids: string[]): Promise<Map<string, string>> {
       if (!ids.length) return new Map();
-      const rows = await db.select({ id: profiles.id, t: profiles.profileTypeId }).from(profiles).where(and(eq(profiles.userId, userId), inArray(profiles.id, ids)));
+      const rows = await db
+        .select({ id: profiles.id, t: profiles.profileTypeId })
+        .from(profiles)
+        .where(and(eq(profiles.userId, userId), inArray(profiles.id, ids)));
       return new Map(rows.map((r) => [r.id, r.t]));
     },
 
@@ -326,7 +436,12 @@ export function matchingRepository(db: Db) {
         const failed = rows.filter((r) => r.error).length;
         const counted = await tx
           .update(matchingRuns)
-          .set({ processed: sql`${matchingRuns.processed} + ${rows.length}`, matched: sql`${matchingRuns.matched} + ${matched}`, failed: sql`${matchingRuns.failed} + ${failed}`, updatedAt: now })
+          .set({
+            processed: sql`${matchingRuns.processed} + ${rows.length}`,
+            matched: sql`${matchingRuns.matched} + ${matched}`,
+            failed: sql`${matchingRuns.failed} + ${failed}`,
+            updatedAt: now,
+          })
           .where(and(eq(matchingRuns.id, lease.runId), eq(matchingRuns.leaseOwner, lease.owner)))
           .returning({ id: matchingRuns.id });
         if (!counted.length) return false;
@@ -353,10 +468,13 @@ export function matchingRepository(db: Db) {
     async deleteResults(tx: Tx, ruleId: string): Promise<void> {
       await tx.delete(matchingResults).where(eq(matchingResults.ruleId, ruleId));
     },
-    /** A threshold change: `matched` re-derived from the stored scores (and, for AI, the model's verdict), set-based. */
+    /**
+     * A threshold change: `matched` re-derived from the stored scores (and, for AI, the model's verdict), set-based.
+     */
     async rederiveMatched(tx: Tx, ruleId: string, type: MatchingRuleType, threshold: number | null): Promise<void> {
       const meets = threshold === null ? sql`true` : sql`coalesce(match_score >= ${threshold}, false)`;
-      const verdict = type === 'AI' ? sql`error IS NULL AND coalesce((details ->> 'match')::boolean, false) AND ${meets}` : meets;
+      const verdict =
+        type === 'AI' ? sql`error IS NULL AND coalesce((details ->> 'match')::boolean, false) AND ${meets}` : meets;
       if (type === 'FILTER') return;
       await tx.execute(sql`UPDATE matching_results SET matched = (${verdict}) WHERE rule_id = ${ruleId}`);
     },
@@ -372,7 +490,12 @@ export function matchingRepository(db: Db) {
     },
 
     /** A page of stored results, best first (matchScore DESC NULLS LAST, id), keyset after (score, id). */
-    async results(ruleId: string, f: { minScore?: number; maxScore?: number; matched?: boolean }, limit: number, after?: { score: number | null; id: string }) {
+    async results(
+      ruleId: string,
+      f: { minScore?: number; maxScore?: number; matched?: boolean },
+      limit: number,
+      after?: { score: number | null; id: string },
+    ) {
       let keyset: SQL | undefined;
       if (after) {
         keyset =
@@ -381,7 +504,10 @@ export function matchingRepository(db: Db) {
             : sql`(${matchingResults.matchScore} < ${after.score} OR (${matchingResults.matchScore} = ${after.score} AND ${matchingResults.id} > ${after.id}) OR ${matchingResults.matchScore} IS NULL)`;
       }
       return db
-        .select({ result: matchingResults, profile: { data: profiles.data, status: profiles.status, leadId: profiles.leadId } })
+        .select({
+          result: matchingResults,
+          profile: { data: profiles.data, status: profiles.status, leadId: profiles.leadId },
+        })
         .from(matchingResults)
         .innerJoin(profiles, eq(profiles.id, matchingResults.profileId))
         .where(

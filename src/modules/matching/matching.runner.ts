@@ -1,9 +1,16 @@
-import type { AppDeps } from '../../deps.ts';
 import { sql } from 'drizzle-orm';
+import type { AppDeps } from '../../deps.ts';
 import { AppError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { evaluateWithAi } from './matching.ai.ts';
-import { matchingRepository, type NewResult, type ProfileScope, type RuleRow, type RunLease, type RunRow } from './matching.repository.ts';
+import {
+  matchingRepository,
+  type NewResult,
+  type ProfileScope,
+  type RuleRow,
+  type RunLease,
+  type RunRow,
+} from './matching.repository.ts';
 import { definitionOf } from './matching.service.ts';
 import type { SetRule } from './matching.sql.ts';
 
@@ -29,7 +36,10 @@ class RunGone extends Error {}
  * of profiles no longer in scope are removed and the run is COMPLETED; an unexpected error marks it
  * FAILED (not retried: a failure here is not a transient crash).
  */
-export function createMatchingRunner(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' | 'logger'>, options: { setChunk?: number; setParallel?: number; aiPage?: number } = {}) {
+export function createMatchingRunner(
+  deps: Pick<AppDeps, 'db' | 'clock' | 'ai' | 'logger'>,
+  options: { setChunk?: number; setParallel?: number; aiPage?: number } = {},
+) {
   const repo = matchingRepository(deps.db);
   const setChunk = options.setChunk ?? SET_CHUNK;
   const aiPage = options.aiPage ?? AI_PAGE;
@@ -46,22 +56,41 @@ export function createMatchingRunner(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' |
     const worker = async () => {
       while (next < bounds.length) {
         const i = next++;
-        const { runExists } = await repo.evaluateChunk(def, scope, lease, { after: bounds[i - 1] ?? null, upTo: bounds[i]! }, deps.clock.now());
+        const { runExists } = await repo.evaluateChunk(
+          def,
+          scope,
+          lease,
+          { after: bounds[i - 1] ?? null, upTo: bounds[i]! },
+          deps.clock.now(),
+        );
         if (!runExists) throw new RunGone();
       }
     };
     await Promise.all(Array.from({ length: Math.min(setParallel, Math.max(1, bounds.length)) }, worker));
     let after = bounds[bounds.length - 1] ?? null;
     for (;;) {
-      const { lastId, runExists } = await repo.evaluateChunk(def, scope, lease, { after, limit: setChunk }, deps.clock.now());
+      const { lastId, runExists } = await repo.evaluateChunk(
+        def,
+        scope,
+        lease,
+        { after, limit: setChunk },
+        deps.clock.now(),
+      );
       if (!runExists) throw new RunGone();
       if (!lastId) return;
       after = lastId;
     }
   }
 
-  async function runAi(rule: RuleRow, run: RunRow, lease: RunLease, scope: ProfileScope, resume: boolean): Promise<void> {
-    if (!deps.ai.configured) throw new AppError('AI_NOT_CONFIGURED', 'No AI provider is configured (AI_BASE_URL, AI_MODEL)');
+  async function runAi(
+    rule: RuleRow,
+    run: RunRow,
+    lease: RunLease,
+    scope: ProfileScope,
+    resume: boolean,
+  ): Promise<void> {
+    if (!deps.ai.configured)
+      throw new AppError('AI_NOT_CONFIGURED', 'No AI provider is configured (AI_BASE_URL, AI_MODEL)');
     const params = { aiPrompt: rule.aiPrompt ?? '', threshold: rule.threshold };
     const controller = new AbortController();
     let failure: unknown;
@@ -141,7 +170,12 @@ export function createMatchingRunner(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' |
       const now = deps.clock.now();
       // An AI run resumes (model calls are dear); a set-based one starts over (its SQL is cheap).
       if (resume) await (rule.type === 'AI' ? repo.recount(runId, now) : repo.resetCounters(runId, now));
-      const started = { startedAt: claim.run.startedAt ?? now, total: await repo.countProfiles(scope), error: null, updatedAt: now };
+      const started = {
+        startedAt: claim.run.startedAt ?? now,
+        total: await repo.countProfiles(scope),
+        error: null,
+        updatedAt: now,
+      };
       if (!(await repo.updateLeasedRun(lease, started))) return;
       const run: RunRow = { ...claim.run, ...started };
       // Every write of the run is fenced by the lease, so a worker that lost it (a long stall, a
@@ -149,7 +183,10 @@ export function createMatchingRunner(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' |
       const heartbeat = setInterval(() => {
         repo
           .renewLease(lease, RUN_LEASE_MS)
-          .then((held) => held || deps.logger.warn({ runId }, 'matching run lease lost; this worker stops at its next write'))
+          .then(
+            (held) =>
+              held || deps.logger.warn({ runId }, 'matching run lease lost; this worker stops at its next write'),
+          )
           .catch((err: unknown) => deps.logger.warn({ err, runId }, 'could not renew a matching run lease'));
       }, RUN_LEASE_MS / 4);
       try {
@@ -158,13 +195,26 @@ export function createMatchingRunner(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' |
         await repo.deleteStaleResults(rule.id, scope);
         const end = deps.clock.now();
         // Profiles added mid-run were evaluated too: the total is at least what was processed.
-        await repo.updateLeasedRun(lease, { status: 'COMPLETED', total: sql`GREATEST(total, processed)`, leaseUntil: null, finishedAt: end, updatedAt: end });
+        await repo.updateLeasedRun(lease, {
+          status: 'COMPLETED',
+          total: sql`GREATEST(total, processed)`,
+          leaseUntil: null,
+          finishedAt: end,
+          updatedAt: end,
+        });
       } catch (err) {
         if (err instanceof RunGone || !(await repo.findRun(run.id))) return;
         deps.logger.error({ err, runId }, 'matching run failed');
         const end = deps.clock.now();
-        const error = err instanceof AppError ? err.message.slice(0, 500) : 'The run failed unexpectedly (see the service log)';
-        await repo.updateLeasedRun(lease, { status: 'FAILED', error, leaseUntil: null, finishedAt: end, updatedAt: end });
+        const error =
+          err instanceof AppError ? err.message.slice(0, 500) : 'The run failed unexpectedly (see the service log)';
+        await repo.updateLeasedRun(lease, {
+          status: 'FAILED',
+          error,
+          leaseUntil: null,
+          finishedAt: end,
+          updatedAt: end,
+        });
       } finally {
         clearInterval(heartbeat);
       }

@@ -1,19 +1,25 @@
-import type { AppDeps } from '../../deps.ts';
-import { QUEUES } from '../../jobs/queues.ts';
-import { AppError, notFound, validationError } from '../../shared/errors.ts';
-import { isUuid } from '../../shared/ids.ts';
 import { z } from 'zod';
+import type { AppDeps } from '../../deps.ts';
+import { QUEUES } from '../../queue/queues.ts';
+import { AppError, notFound, validationError } from '../../shared/errors.ts';
+import { findOwned, isUuid, storedId } from '../../shared/ids.ts';
 import { decodeCursor, decodeJsonCursor, encodeJsonCursor, pageOf } from '../../shared/pagination.ts';
 import { createProfileTypeService } from '../profile-types/profile-types.service.ts';
 import { evaluateWithAi } from './matching.ai.ts';
-import { ruleDefinitionSchema, type Condition, type ConditionGroup, type Criterion, type RuleDefinition } from './matching.conditions.ts';
+import {
+  type Condition,
+  type ConditionGroup,
+  type Criterion,
+  type RuleDefinition,
+  ruleDefinitionSchema,
+} from './matching.conditions.ts';
 import { matchingRepository, type ResultRow, type RuleRow, type RunRow } from './matching.repository.ts';
 import {
-  PREVIEW_DEFAULT_SAMPLE,
-  PREVIEW_MAX_AI_SAMPLE,
   type CreateRuleInput,
   type DetailsView,
   type ListRulesQuery,
+  PREVIEW_DEFAULT_SAMPLE,
+  PREVIEW_MAX_AI_SAMPLE,
   type PreviewInput,
   type PreviewResultView,
   type ResultsQuery,
@@ -58,7 +64,9 @@ export const toRuleView = (r: RuleRow, lastRun: RunRow | undefined): RuleView =>
 });
 
 /** The definition stored in a rule row. */
-export function definitionOf(r: Pick<RuleRow, 'type' | 'conditions' | 'criteria' | 'threshold' | 'aiPrompt'>): RuleDefinition {
+export function definitionOf(
+  r: Pick<RuleRow, 'type' | 'conditions' | 'criteria' | 'threshold' | 'aiPrompt'>,
+): RuleDefinition {
   if (r.type === 'FILTER') return { type: 'FILTER', conditions: r.conditions as ConditionGroup };
   if (r.type === 'SCORED') return { type: 'SCORED', criteria: r.criteria as Criterion[], threshold: r.threshold ?? 50 };
   return { type: 'AI', aiPrompt: r.aiPrompt ?? '', threshold: r.threshold ?? undefined };
@@ -88,7 +96,14 @@ export function detailsView(def: RuleDefinition, details: unknown): DetailsView 
   if (details === null || details === undefined) return null;
   if (def.type === 'AI') return { ai: details as NonNullable<DetailsView>['ai'] };
   const held = details as boolean[];
-  if (def.type === 'SCORED') return { criteria: def.criteria.map((c, i) => ({ label: c.label ?? describe(c.condition), weight: c.weight, held: !!held[i] })) };
+  if (def.type === 'SCORED')
+    return {
+      criteria: def.criteria.map((c, i) => ({
+        label: c.label ?? describe(c.condition),
+        weight: c.weight,
+        held: !!held[i],
+      })),
+    };
   return { criteria: def.conditions.conditions.map((c, i) => ({ label: describe(c), weight: null, held: !!held[i] })) };
 }
 
@@ -107,9 +122,7 @@ export function createMatchingService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss
   const types = createProfileTypeService(deps);
 
   async function owned(userId: string, id: string, field?: string): Promise<RuleRow> {
-    const row = isUuid(id) ? await repo.findRule(userId, id.toLowerCase()) : undefined;
-    if (!row) throw notFound('Matching rule', field);
-    return row;
+    return findOwned(id, 'Matching rule', (key) => repo.findRule(userId, key), field);
   }
 
   async function view(row: RuleRow): Promise<RuleView> {
@@ -118,7 +131,10 @@ export function createMatchingService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss
 
   const requireAi = (def: RuleDefinition) => {
     if (def.type === 'AI' && !deps.ai.configured) {
-      throw new AppError('AI_NOT_CONFIGURED', 'AI rules need an AI provider: set AI_BASE_URL and AI_MODEL (and AI_API_KEY if the endpoint needs one)');
+      throw new AppError(
+        'AI_NOT_CONFIGURED',
+        'AI rules need an AI provider: set AI_BASE_URL and AI_MODEL (and AI_API_KEY if the endpoint needs one)',
+      );
     }
   };
 
@@ -130,12 +146,25 @@ export function createMatchingService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss
       const type = await types.get(userId, profileTypeId, 'profileTypeId');
       await checkDefinition(deps.db, definition, type.fields);
       const now = deps.clock.now();
-      const row = await repo.insertRule({ userId, profileTypeId: type.id, name, description: description || null, ...columnsOf(definition), createdAt: now, updatedAt: now });
+      const row = await repo.insertRule({
+        userId,
+        profileTypeId: type.id,
+        name,
+        description: description || null,
+        ...columnsOf(definition),
+        createdAt: now,
+        updatedAt: now,
+      });
       return toRuleView(row, undefined);
     },
 
     async list(userId: string, query: ListRulesQuery) {
-      const rows = await repo.listRules(userId, { type: query.type, profileTypeId: query.profileTypeId?.toLowerCase() }, query.limit, decodeCursor(query.cursor));
+      const rows = await repo.listRules(
+        userId,
+        { type: query.type, profileTypeId: query.profileTypeId?.toLowerCase() },
+        query.limit,
+        decodeCursor(query.cursor),
+      );
       const { items, nextCursor } = pageOf(rows, query.limit);
       const runs = await repo.latestRuns(items.map((r) => r.id));
       return { rules: items.map((r) => toRuleView(r, runs.get(r.id))), nextCursor };
@@ -152,14 +181,22 @@ export function createMatchingService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss
       const current = await owned(userId, id);
       const { name, description, type, ...rest } = input;
       const newType = type ?? current.type;
-      const definitionChanged = type !== undefined && type !== current.type || rest.conditions !== undefined || rest.criteria !== undefined || rest.aiPrompt !== undefined;
+      const definitionChanged =
+        (type !== undefined && type !== current.type) ||
+        rest.conditions !== undefined ||
+        rest.criteria !== undefined ||
+        rest.aiPrompt !== undefined;
       const thresholdChanged = rest.threshold !== undefined;
       let values: Partial<RuleRow> = {};
       if (definitionChanged || thresholdChanged) {
         const base = newType === current.type ? definitionOf(current) : { type: newType };
-        const merged = { ...base, ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)) } as Record<string, unknown>;
+        const merged = {
+          ...base,
+          ...Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined)),
+        } as Record<string, unknown>;
         if (merged.threshold === null) delete merged.threshold;
-        if (newType === 'FILTER' && rest.threshold !== undefined && rest.threshold !== null) throw validationError('threshold', 'FILTER rules have no threshold');
+        if (newType === 'FILTER' && rest.threshold !== undefined && rest.threshold !== null)
+          throw validationError('threshold', 'FILTER rules have no threshold');
         for (const key of ['conditions', 'criteria', 'aiPrompt'] as const) {
           const owner = { conditions: 'FILTER', criteria: 'SCORED', aiPrompt: 'AI' }[key];
           if (rest[key] !== undefined && owner !== newType) throw validationError(key, `not part of a ${newType} rule`);
@@ -176,18 +213,21 @@ export function createMatchingService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss
       if (name !== undefined) values.name = name;
       if (description !== undefined) values.description = description || null;
       if (!Object.keys(values).length) return view(current);
-      const after =
-        definitionChanged ? (tx: Parameters<typeof repo.deleteResults>[0]) => repo.deleteResults(tx, current.id)
-        : thresholdChanged ? (tx: Parameters<typeof repo.deleteResults>[0]) => repo.rederiveMatched(tx, current.id, newType, values.threshold ?? null)
-        : undefined;
+      const after = definitionChanged
+        ? (tx: Parameters<typeof repo.deleteResults>[0]) => repo.deleteResults(tx, current.id)
+        : thresholdChanged
+          ? (tx: Parameters<typeof repo.deleteResults>[0]) =>
+              repo.rederiveMatched(tx, current.id, newType, values.threshold ?? null)
+          : undefined;
       const row = await repo.updateRule(userId, current.id, { ...values, updatedAt: deps.clock.now() }, after);
-      if (row === 'busy') throw new AppError('CONFLICT', 'The rule is being executed; change its definition once the run has finished');
+      if (row === 'busy')
+        throw new AppError('CONFLICT', 'The rule is being executed; change its definition once the run has finished');
       if (!row) throw notFound('Matching rule');
       return view(row);
     },
 
     async remove(userId: string, id: string): Promise<void> {
-      if (!isUuid(id) || !(await repo.deleteRule(userId, id.toLowerCase()))) throw notFound('Matching rule');
+      await findOwned(id, 'Matching rule', (key) => repo.deleteRule(userId, key));
     },
 
     /**
@@ -236,9 +276,9 @@ export function createMatchingService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss
         ids = [...new Set(input.profileIds.map((id) => id.toLowerCase()))];
         const found = await repo.profileTypesOf(userId, ids.filter(isUuid));
         input.profileIds.forEach((raw, i) => {
-          const t = isUuid(raw) ? found.get(raw.toLowerCase()) : undefined;
+          const t = found.get(storedId(raw) ?? '');
           if (!t) throw notFound('Profile', `profileIds.${i}`);
-          if (t !== profileTypeId) throw validationError(`profileIds.${i}`, 'not a profile of the rule\'s profile type');
+          if (t !== profileTypeId) throw validationError(`profileIds.${i}`, "not a profile of the rule's profile type");
         });
       }
       const limit = ids?.length ?? input.sampleSize ?? PREVIEW_DEFAULT_SAMPLE;
@@ -261,7 +301,8 @@ export function createMatchingService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss
         const outcomes = await Promise.all(profiles.map((p) => evaluateWithAi(deps, userId, rule, p, signal)));
         // Every call failed: the provider is down, say so rather than show a page of errors.
         const firstError = outcomes.find((o) => o.error);
-        if (outcomes.length && outcomes.every((o) => o.error)) throw new AppError('AI_PROVIDER_ERROR', firstError!.error!);
+        if (outcomes.length && outcomes.every((o) => o.error))
+          throw new AppError('AI_PROVIDER_ERROR', firstError!.error!);
         results = profiles.map((p, i) => ({
           profileId: p.id,
           leadId: p.leadId,
@@ -273,14 +314,23 @@ export function createMatchingService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss
           error: outcomes[i]!.error,
         }));
       }
-      return { type: def.type, results, summary: { evaluated: results.length, matched: results.filter((r) => r.matched).length } };
+      return {
+        type: def.type,
+        results,
+        summary: { evaluated: results.length, matched: results.filter((r) => r.matched).length },
+      };
     },
 
     async results(userId: string, query: ResultsQuery) {
       const rule = await owned(userId, query.ruleId, 'ruleId');
       const def = definitionOf(rule);
       const after = decodeResultCursor(query.cursor);
-      const rows = await repo.results(rule.id, { minScore: query.minScore, maxScore: query.maxScore, matched: query.matched }, query.limit, after);
+      const rows = await repo.results(
+        rule.id,
+        { minScore: query.minScore, maxScore: query.maxScore, matched: query.matched },
+        query.limit,
+        after,
+      );
       const more = rows.length > query.limit;
       const page = rows.slice(0, query.limit);
       const last = page[page.length - 1]?.result;
@@ -295,7 +345,11 @@ export function createMatchingService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss
   };
 }
 
-function resultView(def: RuleDefinition, r: ResultRow, profile: { data: Record<string, unknown>; status: PreviewResultView['profile']['status']; leadId: string | null }) {
+function resultView(
+  def: RuleDefinition,
+  r: ResultRow,
+  profile: { data: Record<string, unknown>; status: PreviewResultView['profile']['status']; leadId: string | null },
+) {
   return {
     id: r.id,
     profileId: r.profileId,

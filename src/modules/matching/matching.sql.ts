@@ -1,6 +1,14 @@
-import { sql, type SQL } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { Condition, ConditionGroup, Criterion } from './matching.conditions.ts';
-import { fieldRef, HAS_OFFSET, ISO_DATE, NUMERIC_TEXT, operandOf, type FieldRef, type Operand } from './matching.values.ts';
+import {
+  type FieldRef,
+  fieldRef,
+  HAS_OFFSET,
+  ISO_DATE,
+  NUMERIC_TEXT,
+  type Operand,
+  operandOf,
+} from './matching.values.ts';
 
 /**
  * Compiles the rule language (matching.conditions.ts; semantics in matching.values.ts) into SQL over
@@ -22,15 +30,23 @@ const LEAD_COLUMN: Record<string, SQL> = {
   sourceUrl: sql`l.source_url`,
 };
 
-const cmp = { gt: sql.raw('>'), gte: sql.raw('>='), lt: sql.raw('<'), lte: sql.raw('<='), equals: sql.raw('=') } as const;
+const cmp = {
+  gt: sql.raw('>'),
+  gte: sql.raw('>='),
+  lt: sql.raw('<'),
+  lte: sql.raw('<='),
+  equals: sql.raw('='),
+} as const;
 type Cmp = keyof typeof cmp;
 
 const lowerIf = (ci: boolean, x: SQL) => (ci ? sql`lower(${x})` : x);
 
 /** A PostgreSQL array literal of `items` (every element quoted and escaped), bound as ONE parameter. */
-const arrayLiteral = (items: readonly string[]) => `{${items.map((x) => `"${x.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}`;
+const arrayLiteral = (items: readonly string[]) =>
+  `{${items.map((x) => `"${x.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}`;
 /** A text[] parameter, lower-cased in SQL (lower() of the literal keeps quotes and escapes intact). */
-const textArray = (ci: boolean, items: readonly string[]) => (ci ? sql`lower(${arrayLiteral(items)})::text[]` : sql`${arrayLiteral(items)}::text[]`);
+const textArray = (ci: boolean, items: readonly string[]) =>
+  ci ? sql`lower(${arrayLiteral(items)})::text[]` : sql`${arrayLiteral(items)}::text[]`;
 
 /** Instant of an ISO_DATE text `t` known to match ISO_DATE (no offset: UTC). */
 const instantOf = (t: SQL) =>
@@ -68,7 +84,9 @@ function elementPredicate(op: string, operand: Operand, ci: boolean, t: SQL, jso
   };
   switch (op) {
     case 'equals':
-      return operand.kind === 'number' ? numberCmp('equals', operand.n) : sql`${lowerIf(ci, t)} = ${lowerIf(ci, sql`${(operand as { s: string }).s}::text`)}`;
+      return operand.kind === 'number'
+        ? numberCmp('equals', operand.n)
+        : sql`${lowerIf(ci, t)} = ${lowerIf(ci, sql`${(operand as { s: string }).s}::text`)}`;
     case 'in': {
       const { texts, numbers } = operand as Extract<Operand, { kind: 'list' }>;
       const parts: SQL[] = [];
@@ -77,7 +95,11 @@ function elementPredicate(op: string, operand: Operand, ci: boolean, t: SQL, jso
       if (numbers.length) {
         const list = sql`${arrayLiteral(numbers.map(String))}::numeric[]`;
         const textual = sql`WHEN ${t} ~ ${NUMERIC_TEXT} THEN ${t}::numeric = ANY(${list})`;
-        parts.push(jsonNum ? sql`(CASE WHEN ${jsonNum} IS NOT NULL THEN ${jsonNum} = ANY(${list}) ${textual} ELSE false END)` : sql`(CASE ${textual} ELSE false END)`);
+        parts.push(
+          jsonNum
+            ? sql`(CASE WHEN ${jsonNum} IS NOT NULL THEN ${jsonNum} = ANY(${list}) ${textual} ELSE false END)`
+            : sql`(CASE ${textual} ELSE false END)`,
+        );
       }
       return sql`(${sql.join(parts, sql` OR `)})`;
     }
@@ -98,7 +120,8 @@ function elementPredicate(op: string, operand: Operand, ci: boolean, t: SQL, jso
   }
 }
 
-const jsonText = (v: SQL) => sql`(CASE WHEN jsonb_typeof(${v}) IN ('string', 'number', 'boolean') THEN ${v} #>> '{}' END)`;
+const jsonText = (v: SQL) =>
+  sql`(CASE WHEN jsonb_typeof(${v}) IN ('string', 'number', 'boolean') THEN ${v} #>> '{}' END)`;
 const jsonNumber = (v: SQL) => sql`(CASE WHEN jsonb_typeof(${v}) = 'number' THEN (${v})::numeric END)`;
 
 function jsonOf(ref: Extract<FieldRef, { kind: 'json' }>): SQL {
@@ -151,7 +174,9 @@ function positive(c: Condition, op: string, slots?: Slots): SQL {
     case 'tags':
       if (op === 'in' && operand.kind === 'list' && !operand.numbers.length) {
         // Any tag in the list: array overlap on the (lower-cased) arrays, no per-row unnest.
-        return ci ? sql`(lower(l.tags::text)::text[] && ${textArray(true, operand.texts)})` : sql`(l.tags && ${textArray(false, operand.texts)})`;
+        return ci
+          ? sql`(lower(l.tags::text)::text[] && ${textArray(true, operand.texts)})`
+          : sql`(l.tags && ${textArray(false, operand.texts)})`;
       }
       return sql`EXISTS (SELECT 1 FROM unnest(l.tags) AS e(v) WHERE ${elementPredicate(op, operand, ci, sql`e.v`, null)})`;
     case 'timestamp':
@@ -215,7 +240,10 @@ export function evaluationSelect(rule: SetRule, scope: SQL, options: { tail?: SQ
   // Each field is extracted once (fj), then its text/number/array-ness once (ft); OFFSET 0 keeps
   // the planner from inlining the subqueries back into every reference.
   const fieldJoins = refs.length
-    ? sql`CROSS JOIN LATERAL (SELECT ${sql.join(refs.map((r, i) => sql`${jsonOf(r)} AS ${sql.raw(`j${i}`)}`), sql`, `)} OFFSET 0) AS fj
+    ? sql`CROSS JOIN LATERAL (SELECT ${sql.join(
+        refs.map((r, i) => sql`${jsonOf(r)} AS ${sql.raw(`j${i}`)}`),
+        sql`, `,
+      )} OFFSET 0) AS fj
     CROSS JOIN LATERAL (SELECT ${sql.join(
       refs.map((_, i) => {
         const j = sql.raw(`fj.j${i}`);
@@ -225,16 +253,25 @@ export function evaluationSelect(rule: SetRule, scope: SQL, options: { tail?: SQ
     )} OFFSET 0) AS ft`
     : sql``;
   const items = detailItems(rule).map((n) => compileNode(n, slots));
-  const cols = sql.join(items.map((_, i) => sql.raw(`m.c${i}`)), sql`, `);
+  const cols = sql.join(
+    items.map((_, i) => sql.raw(`m.c${i}`)),
+    sql`, `,
+  );
   const names = sql.raw(items.map((_, i) => `c${i}`).join(', '));
   let score: SQL;
   let matched: SQL;
   if (rule.type === 'FILTER') {
-    matched = sql`(${sql.join(items.map((_, i) => sql.raw(`m.c${i}`)), rule.conditions.operator === 'AND' ? sql` AND ` : sql` OR `)})`;
+    matched = sql`(${sql.join(
+      items.map((_, i) => sql.raw(`m.c${i}`)),
+      rule.conditions.operator === 'AND' ? sql` AND ` : sql` OR `,
+    )})`;
     score = sql`(CASE WHEN ${matched} THEN 100 ELSE 0 END)`;
   } else {
     const total = rule.criteria.reduce((n, c) => n + c.weight, 0);
-    const held = sql.join(rule.criteria.map((c, i) => sql`(CASE WHEN ${sql.raw(`m.c${i}`)} THEN ${c.weight}::int ELSE 0 END)`), sql` + `);
+    const held = sql.join(
+      rule.criteria.map((c, i) => sql`(CASE WHEN ${sql.raw(`m.c${i}`)} THEN ${c.weight}::int ELSE 0 END)`),
+      sql` + `,
+    );
     score = sql`round(100.0 * (${held}) / ${total}::int)::int`;
     matched = sql`(${score} >= ${rule.threshold}::int)`;
   }

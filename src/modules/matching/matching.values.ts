@@ -1,8 +1,8 @@
-import { LEAD_CONDITION_FIELDS, type Condition } from './matching.conditions.ts';
+import { type Condition, LEAD_CONDITION_FIELDS } from './matching.conditions.ts';
 
 /**
  * What a condition's field and value mean, shared by the SQL compiler (matching.sql.ts) and the
- * row-by-row evaluator (matching.evaluate.ts) so the two cannot drift apart.
+ * tests' row-by-row evaluator (test/oracles/matching-evaluate.ts) so the two cannot drift apart.
  *
  * Semantics (both sides):
  * - A field yields zero or more elements: a profile/custom field's JSON value (each element of an
@@ -25,7 +25,8 @@ import { LEAD_CONDITION_FIELDS, type Condition } from './matching.conditions.ts'
 export const NUMERIC_TEXT = '^-?[0-9]{1,15}([.][0-9]{1,15})?$';
 /** An ISO date or date-time; the day-of-month is checked against the month separately. */
 export const ISO_DATE =
-  '^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])([T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9]([.][0-9]{1,3})?)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?)?$';
+  '^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])' +
+  '([T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9]([.][0-9]{1,3})?)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?)?$';
 /** An explicit UTC offset at the end of an ISO_DATE text. */
 export const HAS_OFFSET = '(Z|[+-][0-9]{2}:[0-9]{2})$';
 
@@ -67,7 +68,8 @@ export type LeadTextField = Exclude<(typeof LEAD_CONDITION_FIELDS)[number], 'tag
 
 export function fieldRef(field: string): FieldRef | undefined {
   if (field.startsWith('profile.')) return { kind: 'json', source: 'profile', key: field.slice('profile.'.length) };
-  if (field.startsWith('lead.customFields.')) return { kind: 'json', source: 'custom', key: field.slice('lead.customFields.'.length) };
+  if (field.startsWith('lead.customFields.'))
+    return { kind: 'json', source: 'custom', key: field.slice('lead.customFields.'.length) };
   const column = field.slice('lead.'.length);
   if (!field.startsWith('lead.') || !(LEAD_CONDITION_FIELDS as readonly string[]).includes(column)) return undefined;
   if (column === 'tags') return { kind: 'tags' };
@@ -88,7 +90,11 @@ export function operandOf(c: Condition): Operand {
   const v = c.value;
   if (c.operator === 'exists' || c.operator === 'not_exists' || v === undefined) return { kind: 'none' };
   if (Array.isArray(v)) {
-    return { kind: 'list', texts: v.filter((x): x is string => typeof x === 'string'), numbers: v.filter((x): x is number => typeof x === 'number') };
+    return {
+      kind: 'list',
+      texts: v.filter((x): x is string => typeof x === 'string'),
+      numbers: v.filter((x): x is number => typeof x === 'number'),
+    };
   }
   if (typeof v === 'number') return { kind: 'number', n: v };
   if (ORDER_OPS.has(c.operator) && typeof v === 'string') {
@@ -102,15 +108,20 @@ export function operandOf(c: Condition): Operand {
  * What is wrong with a condition's operator and value, as {part, message} (part: 'value' or
  * 'operator'), independent of the profile type. Regex compilation is checked by the service in SQL.
  */
-export function operandProblem(c: Condition, ref: FieldRef): { part: 'value' | 'operator'; message: string } | undefined {
+export function operandProblem(
+  c: Condition,
+  ref: FieldRef,
+): { part: 'value' | 'operator'; message: string } | undefined {
   const v = c.value;
   const op = c.operator;
-  if (op === 'exists' || op === 'not_exists') return v === undefined ? undefined : { part: 'value', message: `${op} takes no value` };
+  if (op === 'exists' || op === 'not_exists')
+    return v === undefined ? undefined : { part: 'value', message: `${op} takes no value` };
   if (v === undefined) return { part: 'value', message: `${op} needs a value` };
   if (ref.kind === 'timestamp' && !ORDER_OPS.has(op)) {
     return { part: 'operator', message: 'lead.createdAt supports gt, gte, lt, lte, exists and not_exists' };
   }
-  if (op === 'in' || op === 'not_in') return Array.isArray(v) ? undefined : { part: 'value', message: `${op} needs an array of strings or numbers` };
+  if (op === 'in' || op === 'not_in')
+    return Array.isArray(v) ? undefined : { part: 'value', message: `${op} needs an array of strings or numbers` };
   if (Array.isArray(v)) return { part: 'value', message: `${op} needs a single value, not an array` };
   if (ORDER_OPS.has(op)) {
     if (typeof v === 'number' && ref.kind !== 'timestamp') return undefined;
@@ -119,11 +130,18 @@ export function operandProblem(c: Condition, ref: FieldRef): { part: 'value' | '
       // An offset can push the instant out of the 4-digit years ('9999-12-31T23:00-05:00' is in year
       // 10000): its ISO text would be '+010000-…', which PostgreSQL rejects at execute time.
       if (ms >= MIN_DATE_MS && ms <= MAX_DATE_MS) return undefined;
-      return { part: 'value', message: `${op} needs a date whose instant is between 1000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z` };
+      return {
+        part: 'value',
+        message: `${op} needs a date whose instant is between 1000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z`,
+      };
     }
-    return { part: 'value', message: `${op} needs a number or an ISO date (YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][Z|±HH:MM])` };
+    return {
+      part: 'value',
+      message: `${op} needs a number or an ISO date (YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][Z|±HH:MM])`,
+    };
   }
   if (op === 'regex' && typeof v !== 'string') return { part: 'value', message: 'regex needs a pattern string' };
-  if (typeof v === 'string' && v.length === 0 && op !== 'equals' && op !== 'not_equals') return { part: 'value', message: 'must not be empty' };
+  if (typeof v === 'string' && v.length === 0 && op !== 'equals' && op !== 'not_equals')
+    return { part: 'value', message: 'must not be empty' };
   return undefined;
 }

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import {
-  profileFieldTypes,
-  profileItemTypes,
   type ProfileFieldDefinition,
   type ProfileItemType,
+  profileFieldTypes,
+  profileItemTypes,
 } from '../../db/schema/profiles.ts';
 
 /** Field definitions of a profile type (JSON-Schema style) and how values are made to fit them. */
@@ -34,11 +34,18 @@ export const profileFieldDefinition = z
       .describe('Element type; required for (and only for) array fields'),
   })
   .superRefine((f, ctx) => {
-    if (f.enum && f.type !== 'string') ctx.addIssue({ code: 'custom', path: ['enum'], message: 'enum is only allowed on string fields' });
-    if (f.type === 'array' && !f.items) ctx.addIssue({ code: 'custom', path: ['items'], message: 'array fields need items {type}' });
-    if (f.type !== 'array' && f.items) ctx.addIssue({ code: 'custom', path: ['items'], message: 'items is only allowed on array fields' });
+    if (f.enum && f.type !== 'string')
+      ctx.addIssue({ code: 'custom', path: ['enum'], message: 'enum is only allowed on string fields' });
+    if (f.type === 'array' && !f.items)
+      ctx.addIssue({ code: 'custom', path: ['items'], message: 'array fields need items {type}' });
+    if (f.type !== 'array' && f.items)
+      ctx.addIssue({ code: 'custom', path: ['items'], message: 'items is only allowed on array fields' });
     if (f.items?.enum && f.items.type !== 'string') {
-      ctx.addIssue({ code: 'custom', path: ['items', 'enum'], message: 'items.enum is only allowed when items.type is string' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['items', 'enum'],
+        message: 'items.enum is only allowed when items.type is string',
+      });
     }
   });
 
@@ -49,7 +56,12 @@ export const profileFieldList = z
     const seen = new Set<string>();
     fields.forEach((f, i) => {
       const key = f.name.toLowerCase();
-      if (seen.has(key)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate field name ${f.name} (names are compared case-insensitively)` });
+      if (seen.has(key))
+        ctx.addIssue({
+          code: 'custom',
+          path: [i, 'name'],
+          message: `duplicate field name ${f.name} (names are compared case-insensitively)`,
+        });
       seen.add(key);
     });
   })
@@ -94,9 +106,16 @@ function normaliseSeparators(s: string): string | undefined {
 export function parseNumber(value: unknown): number | undefined {
   if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;
   if (typeof value !== 'string') return undefined;
-  let s = value.trim().replace(/^(usd|eur|gbp|cad|aud)\s*/i, '').replace(/\s*(usd|eur|gbp|cad|aud)$/i, '');
+  let s = value
+    .trim()
+    .replace(/^(usd|eur|gbp|cad|aud)\s*/i, '')
+    .replace(/\s*(usd|eur|gbp|cad|aud)$/i, '');
   const negative = /^-/.test(s) || /^\(.*\)$/.test(s);
-  s = s.replace(/^[-(]|\)$/g, '').replace(/^[$€£¥₹]\s*/, '').replace(/\s*[$€£¥₹]$/, '').replace(/%$/, '');
+  s = s
+    .replace(/^[-(]|\)$/g, '')
+    .replace(/^[$€£¥₹]\s*/, '')
+    .replace(/\s*[$€£¥₹]$/, '')
+    .replace(/%$/, '');
   const suffix = /(k|mm|m|bn|b)$/i.exec(s);
   if (suffix) s = s.slice(0, -suffix[1]!.length).trim();
   const digits = normaliseSeparators(s);
@@ -124,13 +143,16 @@ function coerceDate(value: unknown): CoerceResult {
   if (Number.isNaN(t)) return fail('expected a date such as 2024-05-31');
   const d = new Date(t);
   // With a time of day: an instant. Without: the calendar date as written (parsed as local midnight).
-  return /\d:\d/.test(s) ? okv(d.toISOString()) : okv(`${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`);
+  return /\d:\d/.test(s)
+    ? okv(d.toISOString())
+    : okv(`${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`);
 }
 
 function coerceScalar(type: ProfileItemType, value: unknown, allowed?: string[]): CoerceResult {
   switch (type) {
     case 'string': {
-      if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') return fail('expected a string');
+      if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean')
+        return fail('expected a string');
       const s = String(value).trim();
       if (!s) return fail('empty');
       if (allowed) {
@@ -157,10 +179,13 @@ function coerceScalar(type: ProfileItemType, value: unknown, allowed?: string[])
     case 'url': {
       if (typeof value !== 'string') return fail('expected a URL');
       let s = value.trim();
-      if (!/^[a-z][a-z0-9+.-]*:/i.test(s) && /^(\/\/)?[\w-]+(\.[\w-]+)+([/?#:].*)?$/.test(s)) s = `https://${s.replace(/^\/\//, '')}`;
+      if (!/^[a-z][a-z0-9+.-]*:/i.test(s) && /^(\/\/)?[\w-]+(\.[\w-]+)+([/?#:].*)?$/.test(s))
+        s = `https://${s.replace(/^\/\//, '')}`;
       try {
         const u = new URL(s);
-        return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname && s.length <= 2048 ? okv(s) : fail('expected an http(s) URL');
+        return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname && s.length <= 2048
+          ? okv(s)
+          : fail('expected an http(s) URL');
       } catch {
         return fail('expected an http(s) URL');
       }

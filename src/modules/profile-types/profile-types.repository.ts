@@ -27,7 +27,11 @@ export function profileTypeRepository(db: Db) {
         .limit(1);
       return row;
     },
-    async update(userId: string, id: string, values: Partial<typeof profileTypes.$inferInsert>): Promise<ProfileTypeRow | undefined> {
+    async update(
+      userId: string,
+      id: string,
+      values: Partial<typeof profileTypes.$inferInsert>,
+    ): Promise<ProfileTypeRow | undefined> {
       const [row] = await db
         .update(profileTypes)
         .set(values)

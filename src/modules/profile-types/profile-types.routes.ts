@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import type { RouteModule } from '../../app.ts';
+import type { RouteModule } from '../../route-module.ts';
 import { principalOf } from '../../shared/auth.ts';
-import { envelope, errorResponses, idParams, successOnly } from '../../shared/http.ts';
+import { done, envelope, errorResponses, idParams, ok, successOnly } from '../../shared/http.ts';
+import { nextCursor } from '../../shared/pagination.ts';
 import {
   createProfileTypeBody,
   listProfileTypesQuery,
@@ -27,9 +28,12 @@ export const profileTypeRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'List profile types, newest first',
       querystring: listProfileTypesQuery,
-      response: { 200: envelope(z.object({ profileTypes: z.array(profileTypeView), nextCursor: z.string().nullable() })), ...errorResponses(400, 401) },
+      response: {
+        200: envelope(z.object({ profileTypes: z.array(profileTypeView), nextCursor })),
+        ...errorResponses(400, 401),
+      },
     },
-    handler: async (request) => ({ success: true as const, data: await types.list(principalOf(request).userId, request.query) }),
+    handler: async (request) => ok(await types.list(principalOf(request).userId, request.query)),
   });
 
   app.get('/api/profile-types/templates', {
@@ -37,10 +41,11 @@ export const profileTypeRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'Built-in profile type templates (lender, restaurant, software-company, law-firm, …)',
-      description: 'Each template is a ready-made body for POST /api/profile-types: copy name, slug, description and fields.',
+      description:
+        'Each template is a ready-made body for POST /api/profile-types: copy name, slug, description and fields.',
       response: { 200: envelope(z.object({ templates: z.array(profileTypeTemplateView) })), ...errorResponses(401) },
     },
-    handler: async () => ({ success: true as const, data: { templates: [...types.templates()] } }),
+    handler: async () => ok({ templates: [...types.templates()] }),
   });
 
   app.post('/api/profile-types', {
@@ -54,17 +59,19 @@ export const profileTypeRoutes: RouteModule = (app, deps) => {
     },
     handler: async (request, reply) => {
       reply.code(201);
-      return { success: true as const, data: await types.create(principalOf(request).userId, request.body) };
+      return ok(await types.create(principalOf(request).userId, request.body));
     },
   });
 
   app.get('/api/profile-types/:id', {
     config: { scope: 'profiles:read' },
-    schema: { tags, summary: 'One profile type', params: idParams, response: { 200: envelope(profileTypeView), ...errorResponses(401, 404) } },
-    handler: async (request) => ({
-      success: true as const,
-      data: toProfileTypeView(await types.get(principalOf(request).userId, request.params.id)),
-    }),
+    schema: {
+      tags,
+      summary: 'One profile type',
+      params: idParams,
+      response: { 200: envelope(profileTypeView), ...errorResponses(401, 404) },
+    },
+    handler: async (request) => ok(toProfileTypeView(await types.get(principalOf(request).userId, request.params.id))),
   });
 
   app.patch('/api/profile-types/:id', {
@@ -77,10 +84,7 @@ export const profileTypeRoutes: RouteModule = (app, deps) => {
       body: updateProfileTypeBody,
       response: { 200: envelope(profileTypeView), ...errorResponses(400, 401, 404) },
     },
-    handler: async (request) => ({
-      success: true as const,
-      data: await types.update(principalOf(request).userId, request.params.id, request.body),
-    }),
+    handler: async (request) => ok(await types.update(principalOf(request).userId, request.params.id, request.body)),
   });
 
   app.delete('/api/profile-types/:id', {
@@ -88,13 +92,14 @@ export const profileTypeRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'Delete a profile type and all its profiles',
-      description: 'The profiles of this type are deleted with it. Sources that used the type keep running without one.',
+      description:
+        'The profiles of this type are deleted with it. Sources that used the type keep running without one.',
       params: idParams,
       response: { 200: successOnly, ...errorResponses(401, 404) },
     },
     handler: async (request) => {
       await types.remove(principalOf(request).userId, request.params.id);
-      return { success: true as const, message: 'Profile type deleted' };
+      return done('Profile type deleted');
     },
   });
 };

@@ -14,35 +14,46 @@ export const createProfileTypeBody = z.object({
     .trim()
     .min(1)
     .max(64)
-    .regex(SLUG_PATTERN, 'must be lower-case letters and digits separated by single hyphens or underscores, e.g. software-company')
+    .regex(
+      SLUG_PATTERN,
+      'must be lower-case letters and digits separated by single hyphens or underscores, e.g. software-company',
+    )
     .describe('URL-safe identifier, unique per user; cannot be changed later'),
   description: description.nullable().optional(),
   fields: profileFieldList,
 });
 
 export const updateProfileTypeBody = z
-  .object({ name: name.optional(), description: description.nullable().optional(), fields: profileFieldList.optional() })
+  .object({
+    name: name.optional(),
+    description: description.nullable().optional(),
+    fields: profileFieldList.optional(),
+  })
   .describe(
     'Replaces the given attributes (an empty body changes nothing). `fields` replaces the whole list; stored profile data is not rewritten ' +
       '(values of removed fields stay in `data` but are no longer exported, counted or editable).',
   );
 
-export const profileTypeView = z.object({
-  id: z.string(),
-  name: z.string(),
-  slug: z.string(),
-  description: z.string().nullable(),
-  fields: z.array(profileFieldView),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
+export const profileTypeView = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    slug: z.string(),
+    description: z.string().nullable(),
+    fields: z.array(profileFieldView),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'ProfileType' });
 
-export const profileTypeTemplateView = z.object({
-  slug: z.string(),
-  name: z.string(),
-  description: z.string(),
-  fields: z.array(profileFieldView),
-});
+export const profileTypeTemplateView = z
+  .object({
+    slug: z.string(),
+    name: z.string(),
+    description: z.string(),
+    fields: z.array(profileFieldView),
+  })
+  .meta({ id: 'ProfileTypeTemplate' });
 
 export const listProfileTypesQuery = paginationQuery;
 

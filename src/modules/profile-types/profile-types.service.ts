@@ -1,9 +1,9 @@
 import type { AppDeps } from '../../deps.ts';
 import { isUniqueViolation } from '../../shared/db-errors.ts';
 import { AppError, notFound } from '../../shared/errors.ts';
-import { isUuid } from '../../shared/ids.ts';
+import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
-import { profileTypeRepository, type ProfileTypeRow } from './profile-types.repository.ts';
+import { type ProfileTypeRow, profileTypeRepository } from './profile-types.repository.ts';
 import type { CreateProfileTypeInput, UpdateProfileTypeInput } from './profile-types.schemas.ts';
 import { profileTypeTemplates } from './profile-types.templates.ts';
 
@@ -29,13 +29,14 @@ export function createProfileTypeService(deps: Pick<AppDeps, 'db' | 'clock'>) {
 
   /** The caller's type, or 404 (unknown, malformed or another user's id). */
   async function get(userId: string, id: string, field?: string): Promise<ProfileTypeRow> {
-    const row = isUuid(id) ? await repo.find(userId, id) : undefined;
-    if (!row) throw notFound('Profile type', field);
-    return row;
+    return findOwned(id, 'Profile type', (key) => repo.find(userId, key), field);
   }
 
   return {
     get,
+
+    /** The type, or undefined when it is gone (the job runner: a source's type may be deleted while it runs). */
+    find: (userId: string, id: string): Promise<ProfileTypeRow | undefined> => repo.find(userId, id),
 
     async list(userId: string, query: { limit: number; cursor?: string }) {
       const rows = await repo.list(userId, query.limit, decodeCursor(query.cursor));
@@ -78,7 +79,7 @@ export function createProfileTypeService(deps: Pick<AppDeps, 'db' | 'clock'>) {
     },
 
     async remove(userId: string, id: string) {
-      if (!isUuid(id) || !(await repo.delete(userId, id))) throw notFound('Profile type');
+      await findOwned(id, 'Profile type', (key) => repo.delete(userId, key));
     },
 
     templates: () => profileTypeTemplates,

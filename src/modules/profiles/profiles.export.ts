@@ -1,11 +1,11 @@
 import { Readable } from 'node:stream';
 import type { AppDeps } from '../../deps.ts';
 import { csvRow } from '../../shared/csv.ts';
-import { createProfileTypeService } from '../profile-types/profile-types.service.ts';
-import type { ProfileTypeRow } from '../profile-types/profile-types.repository.ts';
 import { notFound, validationError } from '../../shared/errors.ts';
 import { matchingRepository } from '../matching/matching.repository.ts';
-import { profileRepository, type ProfileRow } from './profiles.repository.ts';
+import type { ProfileTypeRow } from '../profile-types/profile-types.repository.ts';
+import { createProfileTypeService } from '../profile-types/profile-types.service.ts';
+import { type ProfileRow, profileRepository } from './profiles.repository.ts';
 import type { ExportProfilesQuery } from './profiles.schemas.ts';
 
 export const EXPORT_PAGE_SIZE = 1000;
@@ -70,7 +70,8 @@ export function createProfileExporter(deps: Pick<AppDeps, 'db' | 'clock'>) {
         let count: number;
         if (rule) {
           const rows = await repo.exportPageWithResults(userId, filter, rule, pageSize, before);
-          for (const r of rows) chunk += row(r.profile, [...(rule.includeUnmatched ? [r.matched] : []), r.matchScore, r.aiReasoning]);
+          for (const r of rows)
+            chunk += row(r.profile, [...(rule.includeUnmatched ? [r.matched] : []), r.matchScore, r.aiReasoning]);
           count = rows.length;
           last = rows[rows.length - 1]?.profile.id;
         } else {

@@ -1,6 +1,6 @@
-import { and, desc, eq, lt, sql, type SQL } from 'drizzle-orm';
-import { queryRows, type Db } from '../../db/client.ts';
-import { matchingResults, profileTypes, profiles, type ProfileStatus } from '../../db/schema/index.ts';
+import { and, desc, eq, lt, type SQL, sql } from 'drizzle-orm';
+import { type Db, queryRows } from '../../db/client.ts';
+import { matchingResults, type ProfileStatus, profiles, profileTypes } from '../../db/schema/index.ts';
 
 export type ProfileRow = typeof profiles.$inferSelect;
 export interface ProfileWithType {
@@ -57,15 +57,37 @@ export function profileRepository(db: Db) {
       return db.transaction(async (tx) => {
         const out: ProfileRow[] = [];
         for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-          out.push(...(await tx.insert(profiles).values(rows.slice(i, i + INSERT_CHUNK)).returning()));
+          out.push(
+            ...(await tx
+              .insert(profiles)
+              .values(rows.slice(i, i + INSERT_CHUNK))
+              .returning()),
+          );
         }
         return out;
       });
     },
 
+    /**
+     * Profiles of scraped leads, at most one per (profile type, lead): one a lead already has is
+     * skipped. Chunked under PostgreSQL's parameter limit; run it in the caller's transaction.
+     */
+    async insertForLeads(rows: Array<typeof profiles.$inferInsert>): Promise<number> {
+      let inserted = 0;
+      for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+        const chunk = rows.slice(i, i + INSERT_CHUNK);
+        const stored = await db.insert(profiles).values(chunk).onConflictDoNothing().returning({ id: profiles.id });
+        inserted += stored.length;
+      }
+      return inserted;
+    },
+
     /** Newest first (id DESC); `limit + 1` rows so the caller can tell whether another page exists. */
     list(userId: string, filter: ProfileFilter, limit: number, before?: string): Promise<ProfileWithType[]> {
-      return withType().where(filterWhere(userId, filter, before)).orderBy(desc(profiles.id)).limit(limit + 1);
+      return withType()
+        .where(filterWhere(userId, filter, before))
+        .orderBy(desc(profiles.id))
+        .limit(limit + 1);
     },
 
     async find(userId: string, id: string): Promise<ProfileWithType | undefined> {
@@ -93,26 +115,53 @@ export function profileRepository(db: Db) {
 
     /** One page of an export, keyset on id DESC. */
     exportPage(userId: string, filter: ProfileFilter, limit: number, before?: string): Promise<ProfileRow[]> {
-      return db.select().from(profiles).where(filterWhere(userId, filter, before)).orderBy(desc(profiles.id)).limit(limit);
+      return db
+        .select()
+        .from(profiles)
+        .where(filterWhere(userId, filter, before))
+        .orderBy(desc(profiles.id))
+        .limit(limit);
     },
 
     /**
      * One page of an export through a matching rule's stored results (matched ones only unless
      * `includeUnmatched`), keyset on id DESC; each row carries its result.
      */
-    exportPageWithResults(userId: string, filter: ProfileFilter, rule: { id: string; includeUnmatched: boolean }, limit: number, before?: string) {
+    exportPageWithResults(
+      userId: string,
+      filter: ProfileFilter,
+      rule: { id: string; includeUnmatched: boolean },
+      limit: number,
+      before?: string,
+    ) {
       return db
-        .select({ profile: profiles, matched: matchingResults.matched, matchScore: matchingResults.matchScore, aiReasoning: matchingResults.aiReasoning })
+        .select({
+          profile: profiles,
+          matched: matchingResults.matched,
+          matchScore: matchingResults.matchScore,
+          aiReasoning: matchingResults.aiReasoning,
+        })
         .from(profiles)
-        .innerJoin(matchingResults, and(eq(matchingResults.profileId, profiles.id), eq(matchingResults.ruleId, rule.id)))
-        .where(and(filterWhere(userId, filter, before), rule.includeUnmatched ? undefined : eq(matchingResults.matched, true)))
+        .innerJoin(
+          matchingResults,
+          and(eq(matchingResults.profileId, profiles.id), eq(matchingResults.ruleId, rule.id)),
+        )
+        .where(
+          and(
+            filterWhere(userId, filter, before),
+            rule.includeUnmatched ? undefined : eq(matchingResults.matched, true),
+          ),
+        )
         .orderBy(desc(profiles.id))
         .limit(limit);
     },
 
     async countByStatus(userId: string): Promise<Array<{ status: ProfileStatus; count: number }>> {
-      const rows = await queryRows<{ status: ProfileStatus; count: number }>(db, sql`
-        SELECT status, count(*)::int AS count FROM ${profiles} WHERE user_id = ${userId} GROUP BY status`);
+      const rows = await queryRows<{ status: ProfileStatus; count: number }>(
+        db,
+        sql`
+        SELECT status, count(*)::int AS count FROM ${profiles} WHERE user_id = ${userId} GROUP BY status`,
+      );
       return rows.map((r) => ({ status: r.status, count: Number(r.count) }));
     },
 
@@ -122,7 +171,16 @@ export function profileRepository(db: Db) {
      * profile is read once and its filled keys are counted.
      */
     async completeness(userId: string) {
-      const rows = await queryRows<{ id: string; name: string; slug: string; total: number; field: string | null; filled: number }>(db, sql`
+      const rows = await queryRows<{
+        id: string;
+        name: string;
+        slug: string;
+        total: number;
+        field: string | null;
+        filled: number;
+      }>(
+        db,
+        sql`
         WITH totals AS (
           SELECT profile_type_id, count(*)::int AS total FROM ${profiles} WHERE user_id = ${userId} GROUP BY profile_type_id
         ), filled AS (
@@ -137,7 +195,8 @@ export function profileRepository(db: Db) {
         LEFT JOIN LATERAL jsonb_array_elements(pt.fields) WITH ORDINALITY AS f(def, ord) ON true
         LEFT JOIN filled c ON c.profile_type_id = pt.id AND c.key = f.def ->> 'name'
         WHERE pt.user_id = ${userId}
-        ORDER BY pt.id, f.ord`);
+        ORDER BY pt.id, f.ord`,
+      );
       return rows.map((r) => ({ ...r, total: Number(r.total), filled: Number(r.filled) }));
     },
   };

@@ -24,7 +24,9 @@ export const listProfilesQuery = paginationQuery.extend({
 
 export const exportProfilesQuery = z.object({
   ...profileFilters,
-  ruleId: uuidFilter('Only profiles a matching rule (yours) matched in its latest execution, with matchScore and aiReasoning columns').optional(),
+  ruleId: uuidFilter(
+    'Only profiles a matching rule (yours) matched in its latest execution, with matchScore and aiReasoning columns',
+  ).optional(),
   includeUnmatched: z
     .enum(['true', 'false'])
     .transform((v) => v === 'true')
@@ -47,35 +49,41 @@ export const updateProfileBody = z
 
 const typeRef = z.object({ id: z.string(), name: z.string(), slug: z.string() });
 
-export const profileView = z.object({
-  id: z.string(),
-  profileTypeId: z.string(),
-  profileType: typeRef,
-  status: z.enum(profileStatuses),
-  data: z.record(z.string(), z.unknown()),
-  sourceId: z.string().nullable(),
-  jobId: z.string().nullable(),
-  leadId: z.string().nullable(),
-  sourceUrl: z.string().nullable(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
+export const profileView = z
+  .object({
+    id: z.string(),
+    profileTypeId: z.string(),
+    profileType: typeRef,
+    status: z.enum(profileStatuses),
+    data: z.record(z.string(), z.unknown()),
+    sourceId: z.string().nullable(),
+    jobId: z.string().nullable(),
+    leadId: z.string().nullable(),
+    sourceUrl: z.string().nullable(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'Profile' });
 
-export const profileStatsView = z.object({
-  total: z.number().int(),
-  byStatus: z.record(z.enum(profileStatuses), z.number().int()).describe('Every status, zero included'),
-  byProfileType: z.array(
-    z.object({
-      profileTypeId: z.string(),
-      name: z.string(),
-      slug: z.string(),
-      count: z.number().int(),
-      fieldCompleteness: z
-        .array(z.object({ field: z.string(), filled: z.number().int(), ratio: z.number().min(0).max(1) }))
-        .describe('Per field of the type: profiles with a non-empty value, and their share of `count` (0 when there are none)'),
-    }),
-  ),
-});
+export const profileStatsView = z
+  .object({
+    total: z.number().int(),
+    byStatus: z.record(z.enum(profileStatuses), z.number().int()).describe('Every status, zero included'),
+    byProfileType: z.array(
+      z.object({
+        profileTypeId: z.string(),
+        name: z.string(),
+        slug: z.string(),
+        count: z.number().int(),
+        fieldCompleteness: z
+          .array(z.object({ field: z.string(), filled: z.number().int(), ratio: z.number().min(0).max(1) }))
+          .describe(
+            'Per field of the type: profiles with a non-empty value, and their share of `count` (0 when there are none)',
+          ),
+      }),
+    ),
+  })
+  .meta({ id: 'ProfileStats' });
 
 export type ListProfilesQuery = z.infer<typeof listProfilesQuery>;
 export type ExportProfilesQuery = z.infer<typeof exportProfilesQuery>;

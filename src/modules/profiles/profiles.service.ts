@@ -1,11 +1,11 @@
+import { type ProfileFieldDefinition, type ProfileStatus, profileStatuses } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
-import { profileStatuses, type ProfileFieldDefinition, type ProfileStatus } from '../../db/schema/index.ts';
-import { AppError, notFound, type ErrorDetail } from '../../shared/errors.ts';
-import { isUuid } from '../../shared/ids.ts';
+import { AppError, type ErrorDetail, notFound } from '../../shared/errors.ts';
+import { findOwned, isUuid } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { coerceData, coerceFieldValue, isEmptyValue } from '../profile-types/profile-fields.ts';
 import { createProfileTypeService } from '../profile-types/profile-types.service.ts';
-import { profileRepository, type ProfileRow, type ProfileWithType } from './profiles.repository.ts';
+import { type ProfileRow, type ProfileWithType, profileRepository } from './profiles.repository.ts';
 import type { ListProfilesQuery, UpdateProfileInput } from './profiles.schemas.ts';
 
 export const toProfileView = ({ profile: p, type }: ProfileWithType) => ({
@@ -42,6 +42,19 @@ export interface CreateProfilesResult {
 
 const MAX_SOURCE_URL = 2048;
 
+/** What all profiles of one scrape job share. */
+export interface ScrapedProfileOwner {
+  userId: string;
+  profileTypeId: string;
+  sourceId: string;
+  jobId: string;
+}
+export interface ScrapedLeadProfile {
+  leadId: string;
+  data: Record<string, unknown>;
+  sourceUrl: string;
+}
+
 export type ProfileService = ReturnType<typeof createProfileService>;
 
 export function createProfileService(deps: Pick<AppDeps, 'db' | 'clock'>) {
@@ -49,9 +62,7 @@ export function createProfileService(deps: Pick<AppDeps, 'db' | 'clock'>) {
   const types = createProfileTypeService(deps);
 
   async function get(userId: string, id: string): Promise<ProfileWithType> {
-    const row = isUuid(id) ? await repo.find(userId, id) : undefined;
-    if (!row) throw notFound('Profile');
-    return row;
+    return findOwned(id, 'Profile', (key) => repo.find(userId, key));
   }
 
   return {
@@ -62,18 +73,31 @@ export function createProfileService(deps: Pick<AppDeps, 'db' | 'clock'>) {
      * are dropped; an item is skipped (not the batch) when a required field is left without a value.
      * An unknown type is a 404 naming `profileTypeId`. The stored items go in one transaction.
      */
-    async createProfiles(userId: string, profileTypeId: string, items: readonly ProfileInput[]): Promise<CreateProfilesResult> {
+    async createProfiles(
+      userId: string,
+      profileTypeId: string,
+      items: readonly ProfileInput[],
+    ): Promise<CreateProfilesResult> {
       const type = await types.get(userId, profileTypeId, 'profileTypeId');
       const now = deps.clock.now();
       const result: CreateProfilesResult = { created: [], skipped: [], dropped: [] };
       const rows: Array<{ index: number; values: Parameters<typeof repo.insertMany>[0][number] }> = [];
-      items.forEach((item, index) => {
+      for (const [index, item] of items.entries()) {
         const badId = (['sourceId', 'jobId', 'leadId'] as const).find((k) => item[k] != null && !isUuid(item[k]));
-        if (badId) return void result.skipped.push({ index, reason: `${badId} is not a UUID` });
+        if (badId) {
+          result.skipped.push({ index, reason: `${badId} is not a UUID` });
+          continue;
+        }
         const { data, dropped, missing } = coerceData(type.fields, item.data);
         for (const d of dropped) result.dropped.push({ index, ...d });
-        if (missing.length) return void result.skipped.push({ index, reason: `missing required field(s): ${missing.join(', ')}` });
-        if (!Object.keys(data).length) return void result.skipped.push({ index, reason: 'no value fits a field of the profile type' });
+        if (missing.length) {
+          result.skipped.push({ index, reason: `missing required field(s): ${missing.join(', ')}` });
+          continue;
+        }
+        if (!Object.keys(data).length) {
+          result.skipped.push({ index, reason: 'no value fits a field of the profile type' });
+          continue;
+        }
         let sourceUrl = typeof item.sourceUrl === 'string' ? item.sourceUrl.trim() || null : null;
         if (sourceUrl && sourceUrl.length > MAX_SOURCE_URL) {
           result.dropped.push({ index, field: 'sourceUrl', reason: `longer than ${MAX_SOURCE_URL} characters` });
@@ -93,11 +117,30 @@ export function createProfileService(deps: Pick<AppDeps, 'db' | 'clock'>) {
             updatedAt: now,
           },
         });
-      });
+      }
       const inserted = await repo.insertMany(rows.map((r) => r.values));
       const ref = { id: type.id, name: type.name, slug: type.slug };
       result.created = inserted.map((profile) => toProfileView({ profile, type: ref }));
       return result;
+    },
+
+    /**
+     * Profiles of leads a scrape job has just inserted, `data` already fitted to the type's fields.
+     * Made on a transaction's handle (`createProfileService({ db: tx, clock })`), the profiles
+     * commit with their leads. Answers how many were stored (one per type and lead at most).
+     */
+    async createForScrapedLeads(owner: ScrapedProfileOwner, items: readonly ScrapedLeadProfile[]): Promise<number> {
+      const now = deps.clock.now();
+      return repo.insertForLeads(
+        items.map((item) => ({
+          ...owner,
+          leadId: item.leadId,
+          data: item.data,
+          sourceUrl: item.sourceUrl.slice(0, MAX_SOURCE_URL),
+          createdAt: now,
+          updatedAt: now,
+        })),
+      );
     },
 
     async list(userId: string, query: ListProfilesQuery) {
@@ -143,10 +186,23 @@ export function createProfileService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       const [statusCounts, rows] = await Promise.all([repo.countByStatus(userId), repo.completeness(userId)]);
       const byStatus = Object.fromEntries(profileStatuses.map((s) => [s, 0])) as Record<ProfileStatus, number>;
       for (const r of statusCounts) byStatus[r.status] = r.count;
-      const byType = new Map<string, { profileTypeId: string; name: string; slug: string; count: number; fieldCompleteness: Array<{ field: string; filled: number; ratio: number }> }>();
+      const byType = new Map<
+        string,
+        {
+          profileTypeId: string;
+          name: string;
+          slug: string;
+          count: number;
+          fieldCompleteness: Array<{ field: string; filled: number; ratio: number }>;
+        }
+      >();
       for (const r of rows) {
         let entry = byType.get(r.id);
-        if (!entry) byType.set(r.id, (entry = { profileTypeId: r.id, name: r.name, slug: r.slug, count: r.total, fieldCompleteness: [] }));
+        if (!entry)
+          byType.set(
+            r.id,
+            (entry = { profileTypeId: r.id, name: r.name, slug: r.slug, count: r.total, fieldCompleteness: [] }),
+          );
         if (r.field === null) continue;
         const ratio = r.total ? Math.round((r.filled / r.total) * 10_000) / 10_000 : 0;
         entry.fieldCompleteness.push({ field: r.field, filled: r.filled, ratio });

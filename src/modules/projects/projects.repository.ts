@@ -20,7 +20,11 @@ export function projectRepository(db: Db) {
       const [row] = await db.select().from(projects).where(eq(projects.id, id)).limit(1);
       return row;
     },
-    async update(userId: string, id: string, values: Partial<typeof projects.$inferInsert>): Promise<ProjectRow | undefined> {
+    async update(
+      userId: string,
+      id: string,
+      values: Partial<typeof projects.$inferInsert>,
+    ): Promise<ProjectRow | undefined> {
       const [row] = await db
         .update(projects)
         .set(values)

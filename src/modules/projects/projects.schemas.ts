@@ -29,14 +29,16 @@ export const updateProjectBody = z
   })
   .describe('Every attribute is optional; an empty body changes nothing and answers the project.');
 
-export const projectView = z.object({
-  id: z.string(),
-  name: z.string(),
-  description: z.string().nullable(),
-  color: z.string().nullable(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
+export const projectView = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    color: z.string().nullable(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'Project' });
 
 export const listProjectsQuery = paginationQuery;
 

@@ -1,8 +1,8 @@
 import type { AppDeps } from '../../deps.ts';
 import { AppError, notFound } from '../../shared/errors.ts';
-import { isUuid } from '../../shared/ids.ts';
+import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
-import { projectRepository, type ProjectRow } from './projects.repository.ts';
+import { type ProjectRow, projectRepository } from './projects.repository.ts';
 import type { CreateProjectInput, UpdateProjectInput } from './projects.schemas.ts';
 
 export const toProjectView = (row: ProjectRow) => ({
@@ -22,12 +22,11 @@ export function createProjectService(deps: Pick<AppDeps, 'db' | 'clock'>) {
   const repo = projectRepository(deps.db);
 
   /**
-   * The caller's project for a write. Another user's project is 403 FORBIDDEN (api-spec.md);
+   * The caller's project for a write. Another user's project is 403 FORBIDDEN (README, API conventions);
    * an unknown or malformed id is 404.
    */
   async function ownedForWrite(userId: string, id: string): Promise<ProjectRow> {
-    const row = isUuid(id) ? await repo.findAny(id) : undefined;
-    if (!row) throw notFound('Project');
+    const row = await findOwned(id, 'Project', (key) => repo.findAny(key));
     if (row.userId !== userId) throw forbidden();
     return row;
   }
@@ -41,8 +40,10 @@ export function createProjectService(deps: Pick<AppDeps, 'db' | 'clock'>) {
 
     /** Reads: someone else's project answers 404, as if it did not exist. */
     async get(userId: string, id: string) {
-      const row = isUuid(id) ? await repo.findAny(id) : undefined;
-      if (!row || row.userId !== userId) throw notFound('Project');
+      const row = await findOwned(id, 'Project', async (key) => {
+        const found = await repo.findAny(key);
+        return found?.userId === userId ? found : undefined;
+      });
       return toProjectView(row);
     },
 

@@ -12,11 +12,18 @@
  * Once the crawl's signal aborts, everything is refused: no browser request leaves after a stop.
  */
 import http from 'node:http';
-import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import { ProxyAgent, request as undiciRequest, type Dispatcher } from 'undici';
-import { assertPublicHost, createGuardedDispatcher, guardedLookup, privateAddressReason, SsrfBlockedError, ssrfCause } from '../../shared/ssrf.ts';
+import { type Dispatcher, ProxyAgent, request as undiciRequest } from 'undici';
+import {
+  assertPublicHost,
+  createGuardedDispatcher,
+  guardedLookup,
+  privateAddressReason,
+  SsrfBlockedError,
+  ssrfCause,
+} from '../../shared/ssrf.ts';
 
 export interface GuardProxy {
   /** http://127.0.0.1:<port>, for Chromium's --proxy-server. */
@@ -33,7 +40,17 @@ export interface GuardProxyOptions {
   signal: AbortSignal;
 }
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
 export const SSRF_HEADER = 'x-quarry-ssrf';
 
 function splitHostPort(authority: string, defaultPort: number): { host: string; port: number } {
@@ -58,8 +75,16 @@ function guardedConnect(host: string, port: number, allowPrivate: boolean): Prom
 function upstreamConnect(upstream: URL, host: string, port: number): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { host: `${host}:${port}` };
-    if (upstream.username) headers['proxy-authorization'] = `Basic ${Buffer.from(`${decodeURIComponent(upstream.username)}:${decodeURIComponent(upstream.password)}`).toString('base64')}`;
-    const req = http.request({ host: upstream.hostname, port: Number(upstream.port || 80), method: 'CONNECT', path: `${host}:${port}`, headers });
+    if (upstream.username)
+      headers['proxy-authorization'] =
+        `Basic ${Buffer.from(`${decodeURIComponent(upstream.username)}:${decodeURIComponent(upstream.password)}`).toString('base64')}`;
+    const req = http.request({
+      host: upstream.hostname,
+      port: Number(upstream.port || 80),
+      method: 'CONNECT',
+      path: `${host}:${port}`,
+      headers,
+    });
     req.once('connect', (res, socket) => {
       if (res.statusCode === 200) return resolve(socket);
       socket.destroy();
@@ -73,7 +98,9 @@ function upstreamConnect(upstream: URL, host: string, port: number): Promise<net
 export async function startGuardProxy(options: GuardProxyOptions): Promise<GuardProxy> {
   const { allowPrivateNetwork, signal } = options;
   const upstream = options.upstreamProxyUrl ? new URL(options.upstreamProxyUrl) : undefined;
-  const dispatcher: Dispatcher = upstream ? new ProxyAgent({ uri: upstream.href }) : createGuardedDispatcher({ allowPrivate: allowPrivateNetwork });
+  const dispatcher: Dispatcher = upstream
+    ? new ProxyAgent({ uri: upstream.href })
+    : createGuardedDispatcher({ allowPrivate: allowPrivateNetwork });
   const refusals = new Map<string, SsrfBlockedError>();
   const sockets = new Set<Duplex>();
   const track = (s: Duplex) => {
@@ -81,7 +108,8 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
     s.once('close', () => sockets.delete(s));
   };
   // Through an upstream proxy the connection goes to the proxy: check the target host first.
-  const checkTarget = (host: string, url: string) => (upstream ? assertPublicHost(host, allowPrivateNetwork, url) : Promise.resolve());
+  const checkTarget = (host: string, url: string) =>
+    upstream ? assertPublicHost(host, allowPrivateNetwork, url) : Promise.resolve();
 
   const server = http.createServer(async (req, res) => {
     if (signal.aborted) return void res.writeHead(503).end();
@@ -96,9 +124,16 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
     for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) headers[k] = v;
     try {
       await checkTarget(target.hostname, target.href);
-      const upstreamRes = await undiciRequest(target, { method: req.method as Dispatcher.HttpMethod, headers, body: req.method === 'GET' || req.method === 'HEAD' ? undefined : req, dispatcher, signal });
+      const upstreamRes = await undiciRequest(target, {
+        method: req.method as Dispatcher.HttpMethod,
+        headers,
+        body: req.method === 'GET' || req.method === 'HEAD' ? undefined : req,
+        dispatcher,
+        signal,
+      });
       const outHeaders: Record<string, string | string[]> = {};
-      for (const [k, v] of Object.entries(upstreamRes.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) outHeaders[k] = v;
+      for (const [k, v] of Object.entries(upstreamRes.headers))
+        if (v !== undefined && !HOP_BY_HOP.has(k)) outHeaders[k] = v;
       res.writeHead(upstreamRes.statusCode, outHeaders);
       upstreamRes.body.pipe(res);
       upstreamRes.body.once('error', () => res.destroy());
@@ -110,9 +145,15 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
       const blocked = ssrfCause(error);
       if (blocked) {
         refusals.set(`${target.hostname}:${target.port || 80}`, blocked);
-        return void res.writeHead(403, { [SSRF_HEADER]: blocked.message.replace(/[^\x20-\x7e]/g, '?'), 'content-type': 'text/plain' }).end(blocked.message);
+        return void res
+          .writeHead(403, {
+            [SSRF_HEADER]: blocked.message.replace(/[^\x20-\x7e]/g, '?'),
+            'content-type': 'text/plain',
+          })
+          .end(blocked.message);
       }
-      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' }).end(`Bad gateway: ${(error as Error).message}`);
+      if (!res.headersSent)
+        res.writeHead(502, { 'content-type': 'text/plain' }).end(`Bad gateway: ${(error as Error).message}`);
       else res.destroy();
     }
   });
@@ -124,7 +165,9 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
     const { host, port } = splitHostPort(req.url ?? '', 443);
     try {
       await checkTarget(host, `https://${req.url}`);
-      const remote = upstream ? await upstreamConnect(upstream, host, port) : await guardedConnect(host, port, allowPrivateNetwork);
+      const remote = upstream
+        ? await upstreamConnect(upstream, host, port)
+        : await guardedConnect(host, port, allowPrivateNetwork);
       track(remote);
       if (signal.aborted || client.destroyed) return void remote.destroy();
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');

@@ -6,15 +6,22 @@
  */
 import { PlaywrightCrawler, type PlaywrightCrawlingContext } from '@crawlee/playwright';
 import { chromium, type Page, type Request as PwRequest, type Route } from 'playwright-core';
-import { SsrfBlockedError, assertPublicHost } from '../../shared/ssrf.ts';
-import { SSRF_HEADER, startGuardProxy, type GuardProxy } from './browser-guard-proxy.ts';
-import { CrawlAbortedError, ssrfCrawlError, type CrawlSession } from './crawl-session.ts';
-import { extractionError } from './crawl-static.ts';
+import { assertPublicHost, SsrfBlockedError } from '../../shared/ssrf.ts';
+import { type GuardProxy, SSRF_HEADER, startGuardProxy } from './browser-guard-proxy.ts';
+import { pageHandler } from './crawl-handler.ts';
+import { CrawlAbortedError, type CrawlSession, ssrfCrawlError } from './crawl-session.ts';
 import { extractInPage, waitForSelector } from './extract-browser.ts';
 import { statusError } from './http-client.ts';
 import { CrawlError } from './scraping.types.ts';
 
-export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'];
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-quic',
+  '--no-first-run',
+];
 const BLOCKED_RESOURCES = new Set(['image', 'font', 'media']);
 
 /** Per page: its politeness slot, the hosts its main-frame navigation went through, a refusal seen by route. */
@@ -46,11 +53,14 @@ class QuarryPlaywrightCrawler extends PlaywrightCrawler {
 export async function runDynamicCrawl(session: CrawlSession): Promise<void> {
   const { settings, parsed } = session;
   const concurrency = Math.max(1, settings.maxConcurrency);
-  const collectText = !!settings.collectPageText;
   const timeoutMs = settings.requestTimeoutSecs * 1000;
   const states = new Map<string, PageState>();
   const hostChecks = new Map<string, Promise<SsrfBlockedError | undefined>>();
-  const proxy: GuardProxy = await startGuardProxy({ allowPrivateNetwork: settings.allowPrivateNetwork, upstreamProxyUrl: settings.proxyUrl, signal: session.signal });
+  const proxy: GuardProxy = await startGuardProxy({
+    allowPrivateNetwork: settings.allowPrivateNetwork,
+    upstreamProxyUrl: settings.proxyUrl,
+    signal: session.signal,
+  });
 
   const stateOf = (id: string): PageState => {
     let s = states.get(id);
@@ -115,7 +125,12 @@ export async function runDynamicCrawl(session: CrawlSession): Promise<void> {
         const refused = navigationRefusal(state);
         if (refused) session.fail(ssrfCrawlError(refused, ctx.request.url));
         if (/browserType\.launch|Failed to launch|Executable doesn't exist/i.test(error.message)) {
-          session.fail(new CrawlError('browser_unavailable', `Chromium at ${settings.chromiumPath} failed to start: ${error.message.split('\n')[0]}`));
+          session.fail(
+            new CrawlError(
+              'browser_unavailable',
+              `Chromium at ${settings.chromiumPath} failed to start: ${error.message.split('\n')[0]}`,
+            ),
+          );
         }
         await session.errorHandler(ctx, error);
       },
@@ -135,7 +150,12 @@ export async function runDynamicCrawl(session: CrawlSession): Promise<void> {
         useChrome: false,
         useIncognitoPages: false,
         userAgent: settings.userAgent,
-        launchOptions: { executablePath: settings.chromiumPath, headless: true, args: CHROMIUM_ARGS, proxy: { server: proxy.url } },
+        launchOptions: {
+          executablePath: settings.chromiumPath,
+          headless: true,
+          args: CHROMIUM_ARGS,
+          proxy: { server: proxy.url },
+        },
       },
       // No fingerprint injection; relaunching Chromium every 100 pages (the default) costs more than it saves.
       browserPoolOptions: { useFingerprints: false, retireBrowserAfterPageCount: 500 },
@@ -152,36 +172,31 @@ export async function runDynamicCrawl(session: CrawlSession): Promise<void> {
           states.get(idOf(ctx))?.release?.();
         },
       ],
-      requestHandler: (ctx) =>
-        session.track(
-          (async () => {
-            if (session.stopped) throw new CrawlAbortedError();
-            const { page, response, request } = ctx;
-            const url = page.url() || request.url;
-            const refusal = response?.headers()[SSRF_HEADER];
-            if (refusal) {
-              const refused = navigationRefusal(states.get(idOf(ctx)));
-              session.fail(refused ? ssrfCrawlError(refused, request.url) : new CrawlError('ssrf', `${refusal} (while fetching ${request.url})`));
-              throw new CrawlAbortedError();
-            }
-            const status = response?.status() ?? 200;
-            if (status >= 400) throw statusError('GET', url, status, response?.headers() ?? {});
-            if (parsed.waitFor && !(await waitForSelector(page, parsed.waitFor, timeoutMs))) {
-              throw new Error(`the waitFor selector ${parsed.waitFor.raw} did not appear within ${settings.requestTimeoutSecs} s`);
-            }
-            let extracted;
-            try {
-              extracted = await extractInPage(page, parsed, url, { collectText });
-            } catch (error) {
-              if (session.stopped) throw new CrawlAbortedError();
-              const e = extractionError(error, url);
-              if (e instanceof CrawlError) session.fail(e);
-              throw e;
-            }
-            await session.enqueue(extracted.nextPageUrls, url);
-            await session.deliver({ url, items: extracted.items, ...(collectText ? { text: extracted.text } : {}) });
-          })(),
-        ),
+      requestHandler: pageHandler(session, {
+        urlOf: ({ page, request }: PlaywrightCrawlingContext) => page.url() || request.url,
+        load: async (ctx, url) => {
+          const { page, response, request } = ctx;
+          const refusal = response?.headers()[SSRF_HEADER];
+          if (refusal) {
+            const refused = navigationRefusal(states.get(idOf(ctx)));
+            session.fail(
+              refused
+                ? ssrfCrawlError(refused, request.url)
+                : new CrawlError('ssrf', `${refusal} (while fetching ${request.url})`),
+            );
+            throw new CrawlAbortedError();
+          }
+          const status = response?.status() ?? 200;
+          if (status >= 400) throw statusError('GET', url, status, response?.headers() ?? {});
+          if (parsed.waitFor && !(await waitForSelector(page, parsed.waitFor, timeoutMs))) {
+            throw new Error(
+              `the waitFor selector ${parsed.waitFor.raw} did not appear within ${settings.requestTimeoutSecs} s`,
+            );
+          }
+          return page;
+        },
+        extract: (page, url, opts) => extractInPage(page, parsed, url, opts),
+      }),
     },
     session.config,
   );

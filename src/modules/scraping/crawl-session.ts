@@ -2,15 +2,22 @@
  * The state one crawl shares across its Crawlee crawler, whichever the scrape type: its own memory-only
  * Configuration and request queue, counters, the page budget (`maxPages`), robots.txt, retries with
  * backoff, failure messages, the SSRF stop, and abort. Engines (crawl-static/api/dynamic) only fetch
- * and extract; they hand pages to `deliver` and next-page URLs to `enqueue`.
+ * and read pages; their shared handler (crawl-handler.ts) hands pages to `deliver` and next-page URLs
+ * to `enqueue`.
  */
-import { Configuration, Log, LogLevel, log as crawleeLog, type Request } from '@crawlee/core';
-import { SsrfBlockedError, ssrfCause } from '../../shared/ssrf.ts';
+import { Configuration, log as crawleeLog, Log, LogLevel, type Request } from '@crawlee/core';
+import { type SsrfBlockedError, ssrfCause } from '../../shared/ssrf.ts';
 import { FetchError, PageFetcher } from './http-client.ts';
-import { HostLimiter, abortableSleep } from './politeness.ts';
+import { abortableSleep, HostLimiter } from './politeness.ts';
 import { InMemoryRequestQueue } from './request-queue.ts';
 import { RobotsCache } from './robots.ts';
-import { CrawlError, type CrawledPage, type CrawlHooks, type CrawlResult, type CrawlSettings } from './scraping.types.ts';
+import {
+  CrawlError,
+  type CrawledPage,
+  type CrawlHooks,
+  type CrawlResult,
+  type CrawlSettings,
+} from './scraping.types.ts';
 import type { ParsedSelectors } from './selectors.ts';
 
 // Crawlee's own chatter (per-request retries, statistics) stays off stdout; failures reach the job instead.
@@ -59,9 +66,18 @@ const SESSION_PREFIX = /^Detected a session error, rotating session\.\.\.\s*/;
 
 /** The message a failed page leaves: what went wrong, and after how many attempts. */
 function failureMessage(url: string, error: unknown, attempts: number): string {
-  const base = error instanceof FetchError || error instanceof PageError ? error.message : `GET ${url} failed: ${String((error as Error)?.message ?? error).replace(SESSION_PREFIX, '').split('\n')[0]}`;
+  const base =
+    error instanceof FetchError || error instanceof PageError
+      ? error.message
+      : `GET ${url} failed: ${
+          String((error as Error)?.message ?? error)
+            .replace(SESSION_PREFIX, '')
+            .split('\n')[0]
+        }`;
   if (attempts <= 1) return base;
-  return error instanceof FetchError && error.status ? `${base} after ${attempts} attempts` : `${base} (${attempts} attempts)`;
+  return error instanceof FetchError && error.status
+    ? `${base} after ${attempts} attempts`
+    : `${base} (${attempts} attempts)`;
 }
 
 const normalizeUrl = (raw: string, base: string): string | undefined => {
@@ -125,9 +141,13 @@ export class CrawlSession {
       connections: Math.max(1, Math.min(settings.maxConcurrency, settings.domainConcurrency)),
     });
     if (settings.respectRobotsTxt) {
-      this.robots = new RobotsCache((url) => this.fetcher.text(url), settings.userAgent, (origin, rules) => {
-        if (rules.crawlDelayMs) this.limiter.raiseDelay(new URL(origin).host, rules.crawlDelayMs);
-      });
+      this.robots = new RobotsCache(
+        (url) => this.fetcher.text(url),
+        settings.userAgent,
+        (origin, rules) => {
+          if (rules.crawlDelayMs) this.limiter.raiseDelay(new URL(origin).host, rules.crawlDelayMs);
+        },
+      );
     }
     if (hooks.signal.aborted) this.#onUserAbort();
     else hooks.signal.addEventListener('abort', this.#onUserAbort, { once: true });
@@ -280,8 +300,12 @@ export class CrawlSession {
     if (this.#fatal) throw this.#fatal;
     const result = { pagesVisited: this.visited, pagesFailed: this.failed, aborted: this.#userAborted };
     if (this.#userAborted) return result;
-    if (runError) throw runError instanceof CrawlError ? runError : new CrawlError('other', `The crawl failed: ${(runError as Error)?.message ?? runError}`);
-    if (this.visited === 0 && this.failed > 0) throw new CrawlError('all_failed', this.#firstFailure ?? 'Every page failed');
+    if (runError)
+      throw runError instanceof CrawlError
+        ? runError
+        : new CrawlError('other', `The crawl failed: ${(runError as Error)?.message ?? runError}`);
+    if (this.visited === 0 && this.failed > 0)
+      throw new CrawlError('all_failed', this.#firstFailure ?? 'Every page failed');
     return result;
   }
 }

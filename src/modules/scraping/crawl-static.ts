@@ -5,11 +5,11 @@
 import type { IncomingMessage } from 'node:http';
 import { text } from 'node:stream/consumers';
 import { CheerioCrawler, type CheerioCrawlingContext } from '@crawlee/cheerio';
-import { load, type CheerioAPI } from 'cheerio';
-import { CrawleeHttpClient } from './http-client.ts';
+import { type CheerioAPI, load } from 'cheerio';
+import { backstopSecs, pageHandler } from './crawl-handler.ts';
+import { type CrawlSession, PageError } from './crawl-session.ts';
 import { extractFromCheerio } from './extract-html.ts';
-import { CrawlAbortedError, PageError, type CrawlSession } from './crawl-session.ts';
-import { CrawlError } from './scraping.types.ts';
+import { CrawleeHttpClient } from './http-client.ts';
 
 /**
  * CheerioCrawler parses every page twice (htmlparser2 for `dom`, then cheerio.load for `$`); we only
@@ -31,51 +31,22 @@ export class SingleParseCheerioCrawler extends CheerioCrawler {
   }
 }
 
-/**
- * Extraction errors: a selector that cannot work is the crawl's failure (every page would fail
- * alike); anything else fails just this page.
- */
-export function extractionError(error: unknown, url: string): Error {
-  if (error instanceof CrawlError || error instanceof CrawlAbortedError) return error;
-  return new PageError(`Extracting ${url} failed: ${(error as Error)?.message ?? error}`);
-}
-
-/** Crawlee's backstop timeouts: ours (per request, in the client) fire first; waiting for politeness does not count. */
-export function backstopSecs(session: CrawlSession, concurrency: number): { navigationTimeoutSecs: number; requestHandlerTimeoutSecs: number } {
-  const politenessWaitSecs = Math.ceil((session.settings.domainDelayMs * concurrency) / 1000);
-  return {
-    navigationTimeoutSecs: session.settings.requestTimeoutSecs + politenessWaitSecs + 30,
-    // Includes storing the page (onPage back-pressure): a slow database must not fail pages.
-    requestHandlerTimeoutSecs: Math.max(300, session.settings.requestTimeoutSecs * 4),
-  };
-}
-
 export async function runStaticCrawl(session: CrawlSession): Promise<void> {
   const concurrency = Math.max(1, session.settings.maxConcurrency);
-  const collectText = !!session.settings.collectPageText;
   const crawler = new SingleParseCheerioCrawler(
     {
       ...session.crawlerOptions(concurrency),
       ...backstopSecs(session, concurrency),
       httpClient: new CrawleeHttpClient(session.fetcher),
-      requestHandler: (ctx) =>
-        session.track(
-          (async () => {
-            if (session.stopped) throw new CrawlAbortedError();
-            const url = ctx.request.loadedUrl ?? ctx.request.url;
-            if (!ctx.$) throw new PageError(`GET ${url} answered ${ctx.contentType?.type ?? 'a non-HTML document'}, not HTML`);
-            let extracted;
-            try {
-              extracted = extractFromCheerio(ctx.$ as unknown as CheerioAPI, session.parsed, url, { collectText });
-            } catch (error) {
-              const e = extractionError(error, url);
-              if (e instanceof CrawlError) session.fail(e);
-              throw e;
-            }
-            await session.enqueue(extracted.nextPageUrls, url);
-            await session.deliver({ url, items: extracted.items, ...(collectText ? { text: extracted.text } : {}) });
-          })(),
-        ),
+      requestHandler: pageHandler(session, {
+        urlOf: (ctx: CheerioCrawlingContext) => ctx.request.loadedUrl ?? ctx.request.url,
+        load: (ctx, url) => {
+          if (!ctx.$)
+            throw new PageError(`GET ${url} answered ${ctx.contentType?.type ?? 'a non-HTML document'}, not HTML`);
+          return ctx.$ as unknown as CheerioAPI;
+        },
+        extract: ($, url, opts) => extractFromCheerio($, session.parsed, url, opts),
+      }),
     },
     session.config,
   );

@@ -19,7 +19,10 @@ export async function assertChromium(chromiumPath: string): Promise<void> {
   try {
     await fs.access(chromiumPath, fs.constants.X_OK);
   } catch {
-    throw new CrawlError('browser_unavailable', `Chromium not found at ${chromiumPath}: install it (apt-get install chromium) or set CHROMIUM_PATH`);
+    throw new CrawlError(
+      'browser_unavailable',
+      `Chromium not found at ${chromiumPath}: install it (apt-get install chromium) or set CHROMIUM_PATH`,
+    );
   }
 }
 
@@ -30,14 +33,16 @@ function startUrl(raw: string): URL {
   } catch {
     throw new CrawlError('other', `Not a valid URL: ${raw}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CrawlError('other', `Only http and https URLs can be crawled, not ${url.protocol} (${raw})`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new CrawlError('other', `Only http and https URLs can be crawled, not ${url.protocol} (${raw})`);
   return url;
 }
 
 export const runCrawl: RunCrawl = async (settings, hooks): Promise<CrawlResult> => {
   const url = startUrl(settings.url);
   const problems = validateSelectors(settings.selectors, settings.scrapeType);
-  if (problems.length) throw new CrawlError('invalid_selector', problems.map((p) => `${p.field}: ${p.message}`).join('; '));
+  if (problems.length)
+    throw new CrawlError('invalid_selector', problems.map((p) => `${p.field}: ${p.message}`).join('; '));
   const parsed = parseSelectors(settings.selectors, settings.scrapeType);
   if (hooks.signal.aborted) return { pagesVisited: 0, pagesFailed: 0, aborted: true };
 
@@ -50,11 +55,19 @@ export const runCrawl: RunCrawl = async (settings, hooks): Promise<CrawlResult> 
   }
   if (settings.scrapeType === 'DYNAMIC') await assertChromium(settings.chromiumPath);
 
-  const session = new CrawlSession({ ...settings, url: url.href }, hooks, parsed, settings.scrapeType === 'API' ? JSON_ACCEPT : HTML_ACCEPT);
+  const session = new CrawlSession(
+    { ...settings, url: url.href },
+    hooks,
+    parsed,
+    settings.scrapeType === 'API' ? JSON_ACCEPT : HTML_ACCEPT,
+  );
   let runError: unknown;
   try {
     if (session.robots && !session.stopped && !(await session.robots.isAllowed(url.href))) {
-      throw new CrawlError('robots', `${url.href} is disallowed by robots.txt for ${robotsToken(settings.userAgent)} (turn off respecting robots.txt for this source to crawl it anyway)`);
+      throw new CrawlError(
+        'robots',
+        `${url.href} is disallowed by robots.txt for ${robotsToken(settings.userAgent)} (turn off respecting robots.txt for this source to crawl it anyway)`,
+      );
     }
     await session.open();
     if (!session.stopped) {

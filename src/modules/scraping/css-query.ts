@@ -21,7 +21,8 @@ export function compileCss(css: string): Query {
 }
 
 /** Descendants of `context` matching `css`, in document order. */
-export const cssSelectAll = (css: string, context: AnyNode): Element[] => selectAll<AnyNode, Element>(compileCss(css), context, { xmlMode: false });
+export const cssSelectAll = (css: string, context: AnyNode): Element[] =>
+  selectAll<AnyNode, Element>(compileCss(css), context, { xmlMode: false });
 
 /**
  * The first descendant of `context` matching `css`. selectOne recurses once per level of nesting;

@@ -9,9 +9,9 @@
  * `textOf` in extract-html.ts (same skipped and block tags).
  */
 import { errors, type Page } from 'playwright-core';
-import { postprocess, type ExtractOptions, type ExtractResult, type RawExtraction } from './postprocess.ts';
-import { parseSelector, type ParsedSelectors, type Sel } from './selectors.ts';
+import { type ExtractOptions, type ExtractResult, postprocess, type RawExtraction } from './postprocess.ts';
 import { CrawlError } from './scraping.types.ts';
+import { type ParsedSelectors, parseSelector, type Sel } from './selectors.ts';
 
 export type { ExtractOptions, ExtractResult } from './postprocess.ts';
 
@@ -44,7 +44,13 @@ interface PDocument extends PNode {
   body: PElement | null;
   documentElement: PElement;
   querySelectorAll(css: string): ArrayLike<PElement>;
-  evaluate(expr: string, context: PNode, ns: null, type: number, result: null): {
+  evaluate(
+    expr: string,
+    context: PNode,
+    ns: null,
+    type: number,
+    result: null,
+  ): {
     snapshotLength: number;
     snapshotItem(i: number): PNode | null;
     stringValue: string;
@@ -66,9 +72,46 @@ function extractInPageFunction(args: InPageArgs): InPageResult {
   const doc = win.document;
   const SKIP_TEXT = new Set(['script', 'style', 'noscript', 'template']);
   const BLOCK_TAGS = new Set([
-    'address', 'article', 'aside', 'blockquote', 'br', 'caption', 'dd', 'div', 'dl', 'dt', 'fieldset', 'figcaption',
-    'figure', 'footer', 'form', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'header', 'hr', 'li', 'main', 'nav', 'ol', 'option',
-    'p', 'pre', 'section', 'table', 'tbody', 'td', 'tfoot', 'th', 'thead', 'title', 'tr', 'ul',
+    'address',
+    'article',
+    'aside',
+    'blockquote',
+    'br',
+    'caption',
+    'dd',
+    'div',
+    'dl',
+    'dt',
+    'fieldset',
+    'figcaption',
+    'figure',
+    'footer',
+    'form',
+    'h1',
+    'h2',
+    'h3',
+    'h4',
+    'h5',
+    'h6',
+    'header',
+    'hr',
+    'li',
+    'main',
+    'nav',
+    'ol',
+    'option',
+    'p',
+    'pre',
+    'section',
+    'table',
+    'tbody',
+    'td',
+    'tfoot',
+    'th',
+    'thead',
+    'title',
+    'tr',
+    'ul',
   ]);
   const LINK_TAGS = new Set(['a', 'area', 'link']);
 
@@ -98,25 +141,34 @@ function extractInPageFunction(args: InPageArgs): InPageResult {
   };
 
   const isVisible = (el: PElement): boolean => {
-    for (let n: PElement | null = el; n; n = n.parentElement) if (n.getAttribute('aria-hidden') === 'true') return false;
-    if (typeof el.checkVisibility === 'function') return el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true });
+    for (let n: PElement | null = el; n; n = n.parentElement)
+      if (n.getAttribute('aria-hidden') === 'true') return false;
+    if (typeof el.checkVisibility === 'function')
+      return el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true });
     for (let n: PElement | null = el; n; n = n.parentElement) {
       const cs = win.getComputedStyle(n);
-      if (cs.display === 'none' || cs.visibility === 'hidden' || cs.visibility === 'collapse' || parseFloat(cs.opacity) === 0) return false;
+      if (
+        cs.display === 'none' ||
+        cs.visibility === 'hidden' ||
+        cs.visibility === 'collapse' ||
+        parseFloat(cs.opacity) === 0
+      )
+        return false;
     }
     return true;
   };
 
   const elementValue = (el: PElement, attr: string | undefined, preferHref: boolean): PHit => {
     if (attr) return { value: el.getAttribute(attr) ?? '', attr, element: el };
-    if (preferHref && LINK_TAGS.has(el.localName.toLowerCase()) && el.hasAttribute('href')) return { value: el.getAttribute('href') ?? '', attr: 'href', element: el };
+    if (preferHref && LINK_TAGS.has(el.localName.toLowerCase()) && el.hasAttribute('href'))
+      return { value: el.getAttribute('href') ?? '', attr: 'href', element: el };
     return { value: textOf(el), element: el };
   };
 
   const select = (sel: Sel, context: PNode, preferHref: boolean): PHit[] => {
     const hits: PHit[] = [];
     if (sel.kind === 'xpath') {
-      let snapshot;
+      let snapshot: ReturnType<PDocument['evaluate']>;
       try {
         snapshot = doc.evaluate(sel.expr, context, null, 7 /* ORDERED_NODE_SNAPSHOT_TYPE */, null);
       } catch (err) {
@@ -131,8 +183,10 @@ function extractInPageFunction(args: InPageArgs): InPageResult {
         else if (node.nodeType === 2) {
           const a = node as PAttr;
           hits.push({ value: a.value, attr: a.name, ...(a.ownerElement ? { element: a.ownerElement } : {}) });
-        } else if (node.nodeType === 3 || node.nodeType === 4) hits.push({ value: node.nodeValue ?? '', ...(node.parentElement ? { element: node.parentElement } : {}) });
-        else if (node.nodeType === 9) hits.push(elementValue((node as PDocument).documentElement, sel.attr, preferHref));
+        } else if (node.nodeType === 3 || node.nodeType === 4)
+          hits.push({ value: node.nodeValue ?? '', ...(node.parentElement ? { element: node.parentElement } : {}) });
+        else if (node.nodeType === 9)
+          hits.push(elementValue((node as PDocument).documentElement, sel.attr, preferHref));
       }
       return hits;
     }
@@ -145,7 +199,9 @@ function extractInPageFunction(args: InPageArgs): InPageResult {
   const { parsed, collectText } = args;
   let key = 'item';
   try {
-    const containers: PNode[] = parsed.item ? [...new Set(select(parsed.item, doc, false).flatMap((h) => (h.element ? [h.element] : [])))] : [doc];
+    const containers: PNode[] = parsed.item
+      ? [...new Set(select(parsed.item, doc, false).flatMap((h) => (h.element ? [h.element] : [])))]
+      : [doc];
     const body = doc.body ?? doc.documentElement;
     const items: RawExtraction['items'] = [];
     for (const container of containers) {
@@ -164,7 +220,9 @@ function extractInPageFunction(args: InPageArgs): InPageResult {
       items.push(item);
     }
     key = 'nextPage';
-    const nextPage = parsed.nextPage ? select(parsed.nextPage, doc, true).map((h) => (h.attr ? { value: h.value, attr: h.attr } : { value: h.value })) : [];
+    const nextPage = parsed.nextPage
+      ? select(parsed.nextPage, doc, true).map((h) => (h.attr ? { value: h.value, attr: h.attr } : { value: h.value }))
+      : [];
     const raw: RawExtraction = { items, nextPage };
     if (collectText) raw.text = textOf(body);
     return raw;
@@ -177,7 +235,12 @@ function extractInPageFunction(args: InPageArgs): InPageResult {
  * Extracts from the page as rendered now (the crawler waits for `waitFor` first). Throws
  * CrawlError('invalid_selector') naming the key when the browser rejects a selector.
  */
-export async function extractInPage(page: Page, parsed: ParsedSelectors, pageUrl: string, opts: ExtractOptions = {}): Promise<ExtractResult> {
+export async function extractInPage(
+  page: Page,
+  parsed: ParsedSelectors,
+  pageUrl: string,
+  opts: ExtractOptions = {},
+): Promise<ExtractResult> {
   const raw = await page.evaluate(extractInPageFunction, { parsed, collectText: !!opts.collectText });
   if ('error' in raw) throw new CrawlError('invalid_selector', raw.error);
   return postprocess(raw, parsed, pageUrl);
@@ -191,7 +254,10 @@ export async function waitForSelector(page: Page, sel: Sel | string, timeoutMs: 
   const s = typeof sel === 'string' ? parseSelector(sel, 'DYNAMIC') : sel;
   if (!s.expr) return true;
   try {
-    await page.waitForSelector(s.kind === 'xpath' ? `xpath=${s.expr}` : s.expr, { state: 'attached', timeout: timeoutMs });
+    await page.waitForSelector(s.kind === 'xpath' ? `xpath=${s.expr}` : s.expr, {
+      state: 'attached',
+      timeout: timeoutMs,
+    });
     return true;
   } catch (err) {
     if (err instanceof errors.TimeoutError) return false;

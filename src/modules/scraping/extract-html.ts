@@ -1,15 +1,23 @@
 /**
  * STATIC extraction: the selector convention over the DOM cheerio parsed (CSS through css-select,
- * the engine under cheerio, with compiled selectors cached; XPath through `xpath-domhandler.ts` over the same nodes). Raw values go through the
- * shared `postprocess`, as DYNAMIC's do, so both give the same items for the same page.
+ * the engine under cheerio, with compiled selectors cached; XPath through `xpath-domhandler.ts` over the same
+ * nodes). Raw values go through the shared `postprocess`, as DYNAMIC's do, so both give the same items for the
+ * same page.
  *
  * Visibility here sees only what the markup says (the `hidden` attribute, `aria-hidden="true"`,
  * inline `display:none`, `visibility:hidden|collapse`, `opacity:0` on the element or an ancestor);
  * stylesheet rules are invisible to it. DYNAMIC uses the browser's computed style.
  */
-import { load, type AnyNode, type CheerioAPI, type Element } from 'cheerio';
-import { postprocess, type ExtractOptions, type ExtractResult, type RawExtraction, type RawItem, type RawValue } from './postprocess.ts';
+import { type AnyNode, type CheerioAPI, type Element, load } from 'cheerio';
 import { cssSelectAll, cssSelectOne } from './css-query.ts';
+import {
+  type ExtractOptions,
+  type ExtractResult,
+  postprocess,
+  type RawExtraction,
+  type RawItem,
+  type RawValue,
+} from './postprocess.ts';
 import { CrawlError } from './scraping.types.ts';
 import type { ParsedSelectors, Sel } from './selectors.ts';
 import { evaluateXPath } from './xpath-domhandler.ts';
@@ -35,9 +43,46 @@ const isElement = (n: AnyNode): n is Element => {
 const SKIP_TEXT = new Set(['script', 'style', 'noscript', 'template']);
 /** Elements whose boundaries separate words (`<p>a</p><p>b</p>` is "a b", not "ab"). */
 export const BLOCK_TAGS = new Set([
-  'address', 'article', 'aside', 'blockquote', 'br', 'caption', 'dd', 'div', 'dl', 'dt', 'fieldset', 'figcaption',
-  'figure', 'footer', 'form', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'header', 'hr', 'li', 'main', 'nav', 'ol', 'option',
-  'p', 'pre', 'section', 'table', 'tbody', 'td', 'tfoot', 'th', 'thead', 'title', 'tr', 'ul',
+  'address',
+  'article',
+  'aside',
+  'blockquote',
+  'br',
+  'caption',
+  'dd',
+  'div',
+  'dl',
+  'dt',
+  'fieldset',
+  'figcaption',
+  'figure',
+  'footer',
+  'form',
+  'h1',
+  'h2',
+  'h3',
+  'h4',
+  'h5',
+  'h6',
+  'header',
+  'hr',
+  'li',
+  'main',
+  'nav',
+  'ol',
+  'option',
+  'p',
+  'pre',
+  'section',
+  'table',
+  'tbody',
+  'td',
+  'tfoot',
+  'th',
+  'thead',
+  'title',
+  'tr',
+  'ul',
 ]);
 
 /**
@@ -76,7 +121,10 @@ function inlineStyleHides(style: string): boolean {
     const colon = decl.indexOf(':');
     if (colon < 0) continue;
     const prop = decl.slice(0, colon).trim();
-    const value = decl.slice(colon + 1).replace('!important', '').trim();
+    const value = decl
+      .slice(colon + 1)
+      .replace('!important', '')
+      .trim();
     if (prop === 'display' && value === 'none') return true;
     if (prop === 'visibility' && (value === 'hidden' || value === 'collapse')) return true;
     if (prop === 'opacity' && parseFloat(value) === 0) return true;
@@ -100,7 +148,8 @@ const LINK_TAGS = new Set(['a', 'area', 'link']);
 
 function elementValue(el: Element, attr: string | undefined, preferHref: boolean): RawValue {
   if (attr) return { value: el.attribs[attr.toLowerCase()] ?? '', attr };
-  if (preferHref && LINK_TAGS.has(el.name) && el.attribs.href !== undefined) return { value: el.attribs.href, attr: 'href' };
+  if (preferHref && LINK_TAGS.has(el.name) && el.attribs.href !== undefined)
+    return { value: el.attribs.href, attr: 'href' };
   return { value: textOf(el) };
 }
 
@@ -114,7 +163,8 @@ function select(sel: Sel, context: AnyNode, preferHref = false): Hit[] {
     });
   }
   // A bare `@attr` reads the item element itself.
-  if (sel.expr === '') return isElement(context) ? [{ ...elementValue(context, sel.attr, preferHref), element: context }] : [];
+  if (sel.expr === '')
+    return isElement(context) ? [{ ...elementValue(context, sel.attr, preferHref), element: context }] : [];
   return cssSelectAll(sel.expr, context).map((el) => ({ ...elementValue(el, sel.attr, preferHref), element: el }));
 }
 
@@ -137,12 +187,22 @@ const bodyOf = (root: AnyNode): AnyNode => cssSelectOne('body', root) ?? root;
  * Extraction over a document cheerio already parsed (the crawler's `$`): no second parse. Throws
  * CrawlError('invalid_selector') naming the key when a selector does not compile.
  */
-export function extractFromCheerio($: CheerioAPI, parsed: ParsedSelectors, pageUrl: string, opts: ExtractOptions = {}): ExtractResult {
+export function extractFromCheerio(
+  $: CheerioAPI,
+  parsed: ParsedSelectors,
+  pageUrl: string,
+  opts: ExtractOptions = {},
+): ExtractResult {
   return extractFromDom($.root()[0], parsed, pageUrl, opts);
 }
 
 /** The same over a domhandler document (htmlparser2's `parseDocument`, Crawlee's `dom`), without cheerio. */
-export function extractFromDom(root: AnyNode, parsed: ParsedSelectors, pageUrl: string, opts: ExtractOptions = {}): ExtractResult {
+export function extractFromDom(
+  root: AnyNode,
+  parsed: ParsedSelectors,
+  pageUrl: string,
+  opts: ExtractOptions = {},
+): ExtractResult {
   let key = 'item';
   try {
     return extract(root, parsed, pageUrl, opts, (k) => (key = k));
@@ -153,8 +213,16 @@ export function extractFromDom(root: AnyNode, parsed: ParsedSelectors, pageUrl: 
   }
 }
 
-function extract(root: AnyNode, parsed: ParsedSelectors, pageUrl: string, opts: ExtractOptions, at: (key: string) => void): ExtractResult {
-  const containers: AnyNode[] = parsed.item ? select(parsed.item, root).flatMap((h) => (h.element ? [h.element] : [])) : [root];
+function extract(
+  root: AnyNode,
+  parsed: ParsedSelectors,
+  pageUrl: string,
+  opts: ExtractOptions,
+  at: (key: string) => void,
+): ExtractResult {
+  const containers: AnyNode[] = parsed.item
+    ? select(parsed.item, root).flatMap((h) => (h.element ? [h.element] : []))
+    : [root];
   const items: RawItem[] = [];
   let seen: Set<AnyNode> | undefined;
   for (const container of containers) {
@@ -188,7 +256,12 @@ function extract(root: AnyNode, parsed: ParsedSelectors, pageUrl: string, opts: 
  * Parses `html` with htmlparser2 (as Crawlee's CheerioCrawler does, ~3.5x faster than parse5)
  * and extracts from it.
  */
-export function extractFromHtml(html: string, parsed: ParsedSelectors, pageUrl: string, opts: ExtractOptions = {}): ExtractResult {
+export function extractFromHtml(
+  html: string,
+  parsed: ParsedSelectors,
+  pageUrl: string,
+  opts: ExtractOptions = {},
+): ExtractResult {
   const $ = load(html, { _useHtmlParser2: true } as Parameters<typeof load>[1]);
   return extractFromCheerio($, parsed, pageUrl, opts);
 }

@@ -5,7 +5,7 @@
  * ", ", objects skipped. JSON has no visibility: every item is visible.
  */
 import { JSONPath } from 'jsonpath-plus';
-import { postprocess, type ExtractResult, type RawItem, type RawValue } from './postprocess.ts';
+import { type ExtractResult, postprocess, type RawItem, type RawValue } from './postprocess.ts';
 import type { ParsedSelectors, Sel } from './selectors.ts';
 
 export type { ExtractResult } from './postprocess.ts';
@@ -26,9 +26,11 @@ function dottedPath(expr: string, json: unknown): unknown[] {
   return cur === undefined ? [] : [cur];
 }
 
-const evaluate = (sel: Sel, json: unknown): unknown[] => (sel.kind === 'jsonpath' ? jsonPath(sel.expr, json) : dottedPath(sel.expr, json));
+const evaluate = (sel: Sel, json: unknown): unknown[] =>
+  sel.kind === 'jsonpath' ? jsonPath(sel.expr, json) : dottedPath(sel.expr, json);
 
-const isScalar = (v: unknown): v is string | number | boolean => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+const isScalar = (v: unknown): v is string | number | boolean =>
+  typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
 
 /** A scalar as text; an array of scalars joined; objects, nulls and mixed arrays give nothing. */
 function textOf(value: unknown): string | undefined {
@@ -62,7 +64,13 @@ export function extractFromJson(body: unknown, parsed: ParsedSelectors, pageUrl:
     items.push({ fields, visible: true });
   }
   const nextPage = parsed.nextPage
-    ? evaluate(parsed.nextPage, body).flatMap((v) => (typeof v === 'string' ? [{ value: v }] : Array.isArray(v) ? v.filter((u): u is string => typeof u === 'string').map((value) => ({ value })) : []))
+    ? evaluate(parsed.nextPage, body).flatMap((v) =>
+        typeof v === 'string'
+          ? [{ value: v }]
+          : Array.isArray(v)
+            ? v.filter((u): u is string => typeof u === 'string').map((value) => ({ value }))
+            : [],
+      )
     : [];
   return postprocess({ items, nextPage }, parsed, pageUrl);
 }

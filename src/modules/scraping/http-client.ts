@@ -5,10 +5,10 @@
  * request (once it aborts, nothing more leaves). `CrawleeHttpClient` adapts it to Crawlee's
  * `BaseHttpClient` (got-scraping, Crawlee's default, is the main cost of a CheerioCrawler).
  */
-import { type Readable, Transform, pipeline } from 'node:stream';
+import { pipeline, type Readable, Transform } from 'node:stream';
 import zlib from 'node:zlib';
 import type { BaseHttpClient, HttpRequest, HttpResponse, ResponseTypes, StreamingHttpResponse } from '@crawlee/core';
-import { ProxyAgent, request as undiciRequest, type Dispatcher } from 'undici';
+import { type Dispatcher, ProxyAgent, request as undiciRequest } from 'undici';
 import { assertPublicHost, createGuardedDispatcher, ssrfCause } from '../../shared/ssrf.ts';
 import type { HostLimiter } from './politeness.ts';
 
@@ -75,11 +75,18 @@ const NETWORK_REASONS: Record<string, string> = {
 
 /** A human reason for a network error (never Node's bare codes: Crawlee reads those as proxy failures). */
 function networkReason(error: unknown): string {
-  for (let e = error as { code?: string; cause?: unknown; message?: string } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) {
+  for (
+    let e = error as { code?: string; cause?: unknown; message?: string } | undefined, i = 0;
+    e && i < 5;
+    e = e.cause as typeof e, i++
+  ) {
     if (e.code && NETWORK_REASONS[e.code]) return NETWORK_REASONS[e.code]!;
   }
   const message = (error as Error)?.message ?? String(error);
-  return message.replace(/\b(ECONNRESET|ECONNREFUSED|ERR_PROXY_CONNECTION_FAILED|ERR_TUNNEL_CONNECTION_FAILED)\b/g, 'network error');
+  return message.replace(
+    /\b(ECONNRESET|ECONNREFUSED|ERR_PROXY_CONNECTION_FAILED|ERR_TUNNEL_CONNECTION_FAILED)\b/g,
+    'network error',
+  );
 }
 
 function retryAfterMs(value: string | string[] | undefined): number | undefined {
@@ -118,7 +125,12 @@ function sizeLimit(url: string): Transform {
   return new Transform({
     transform(chunk: Buffer, _enc, callback) {
       seen += chunk.length;
-      if (seen > MAX_BODY_BYTES) return callback(new FetchError(`GET ${url}: the page is larger than ${MAX_BODY_BYTES / 1024 / 1024} MB`, { retryable: false }));
+      if (seen > MAX_BODY_BYTES)
+        return callback(
+          new FetchError(`GET ${url}: the page is larger than ${MAX_BODY_BYTES / 1024 / 1024} MB`, {
+            retryable: false,
+          }),
+        );
       callback(null, chunk);
     },
   });
@@ -133,7 +145,8 @@ export class PageFetcher {
     this.#options = options;
     this.#dispatcher = options.proxyUrl
       ? new ProxyAgent({ uri: options.proxyUrl, connections: options.connections, keepAliveTimeout: 10_000 })
-      : (options.dispatcher ?? createGuardedDispatcher({ allowPrivate: options.allowPrivateNetwork, connections: options.connections }));
+      : (options.dispatcher ??
+        createGuardedDispatcher({ allowPrivate: options.allowPrivateNetwork, connections: options.connections }));
   }
 
   /**
@@ -150,7 +163,10 @@ export class PageFetcher {
     return check;
   }
 
-  /** GET `url` following redirects; the status is not judged here. Throws FetchError / SsrfBlockedError / the abort reason. */
+  /**
+   * GET `url` following redirects; the status is not judged here. Throws FetchError / SsrfBlockedError / the abort
+   * reason.
+   */
   async open(url: string, init: { method?: string; headers?: Record<string, string> } = {}): Promise<FetchedResponse> {
     const { signal: crawlSignal, limiter, timeoutMs } = this.#options;
     const method = (init.method ?? 'GET').toUpperCase();
@@ -180,16 +196,24 @@ export class PageFetcher {
     try {
       for (let hop = 0; ; hop++) {
         if (current.protocol !== 'http:' && current.protocol !== 'https:') {
-          throw new FetchError(`${method} ${url}: redirected to unsupported protocol ${current.protocol}`, { retryable: false });
+          throw new FetchError(`${method} ${url}: redirected to unsupported protocol ${current.protocol}`, {
+            retryable: false,
+          });
         }
         await this.#checkTarget(current);
         if (signal.aborted) throw signal.reason;
-        const response = await undiciRequest(current, { method: method as Dispatcher.HttpMethod, headers, signal, dispatcher: this.#dispatcher });
+        const response = await undiciRequest(current, {
+          method: method as Dispatcher.HttpMethod,
+          headers,
+          signal,
+          dispatcher: this.#dispatcher,
+        });
         const location = response.headers.location;
         if (response.statusCode >= 300 && response.statusCode < 400 && location) {
           // Read the (small) redirect body to the end so the connection can be reused.
           await response.body.dump({ limit: 64 * 1024 }).catch(() => {});
-          if (hop >= MAX_REDIRECTS) throw new FetchError(`${method} ${url}: more than ${MAX_REDIRECTS} redirects`, { retryable: false });
+          if (hop >= MAX_REDIRECTS)
+            throw new FetchError(`${method} ${url}: more than ${MAX_REDIRECTS} redirects`, { retryable: false });
           current = new URL(String(location), current);
           redirectUrls.push(current);
           continue;
@@ -205,7 +229,10 @@ export class PageFetcher {
         const declaredLength = Number(responseHeaders['content-length'] ?? NaN);
         if (declaredLength > MAX_BODY_BYTES) {
           discard(response.body);
-          throw new FetchError(`${method} ${current.href}: the page is larger than ${MAX_BODY_BYTES / 1024 / 1024} MB`, { retryable: false });
+          throw new FetchError(
+            `${method} ${current.href}: the page is larger than ${MAX_BODY_BYTES / 1024 / 1024} MB`,
+            { retryable: false },
+          );
         }
         // A declared, acceptable length needs no counting (stream.pipeline costs an AbortController per page).
         if (decoder) body = pipeline(body, decoder, sizeLimit(current.href), () => {});
@@ -256,9 +283,18 @@ export class PageFetcher {
 }
 
 /** A status error for an answered request: 4xx other than 408/429 is final, the rest may be retried. */
-export function statusError(method: string, url: string, status: number, headers: FetchedResponse['headers']): FetchError {
+export function statusError(
+  method: string,
+  url: string,
+  status: number,
+  headers: FetchedResponse['headers'],
+): FetchError {
   const retryable = status >= 500 || status === 408 || status === 429;
-  return new FetchError(`${method} ${url} answered ${status}`, { status, retryable, retryAfterMs: retryable ? retryAfterMs(headers['retry-after']) : undefined });
+  return new FetchError(`${method} ${url} answered ${status}`, {
+    status,
+    retryable,
+    retryAfterMs: retryable ? retryAfterMs(headers['retry-after']) : undefined,
+  });
 }
 
 /** Crawlee's `httpClient`: every request through `PageFetcher`; HTTP error statuses throw `FetchError`. */
@@ -271,7 +307,8 @@ export class CrawleeHttpClient implements BaseHttpClient {
 
   async #open(request: HttpRequest<keyof ResponseTypes>): Promise<FetchedResponse> {
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(request.headers ?? {})) if (v !== undefined) headers[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
+    for (const [k, v] of Object.entries(request.headers ?? {}))
+      if (v !== undefined) headers[k.toLowerCase()] = Array.isArray(v) ? v.join(', ') : v;
     const method = request.method ?? 'GET';
     const url = String(request.url);
     const response = await this.#fetcher.open(url, { method, headers });
@@ -304,7 +341,12 @@ export class CrawleeHttpClient implements BaseHttpClient {
     for await (const chunk of r.body as AsyncIterable<Buffer>) chunks.push(chunk);
     const buffer = Buffer.concat(chunks);
     const type = request.responseType ?? 'text';
-    const body = type === 'buffer' ? buffer : type === 'json' ? JSON.parse(buffer.toString('utf8')) : buffer.toString((request.encoding as BufferEncoding) ?? 'utf8');
+    const body =
+      type === 'buffer'
+        ? buffer
+        : type === 'json'
+          ? JSON.parse(buffer.toString('utf8'))
+          : buffer.toString((request.encoding as BufferEncoding) ?? 'utf8');
     return {
       body: body as ResponseTypes[T],
       request,

@@ -80,7 +80,8 @@ function cleanValue(raw: RawValue, pageUrl: string, isCustom: boolean): string {
   if (!collapsed) return '';
   const { value, stripped } = stripContactScheme(collapsed);
   let out = value;
-  if (!stripped && isCustom && raw.attr && URL_ATTRS.has(raw.attr.toLowerCase())) out = resolveHttpUrl(value, pageUrl) ?? value;
+  if (!stripped && isCustom && raw.attr && URL_ATTRS.has(raw.attr.toLowerCase()))
+    out = resolveHttpUrl(value, pageUrl) ?? value;
   if (out.length > MAX_VALUE_LENGTH) out = out.slice(0, MAX_VALUE_LENGTH).trimEnd();
   return out;
 }

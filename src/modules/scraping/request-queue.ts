@@ -6,7 +6,17 @@
  * and one queue, so none of that locking is needed: FIFO order, dedup by Crawlee's uniqueKey (its
  * URL normalisation), nothing written anywhere. Handled requests are dropped, only their keys are kept.
  */
-import { Request, type AddRequestsBatchedOptions, type AddRequestsBatchedResult, type IRequestManager, type RequestOptions, type RequestQueueOperationInfo, type RequestQueueOperationOptions, type RequestsLike, type Source } from '@crawlee/core';
+import {
+  type AddRequestsBatchedOptions,
+  type AddRequestsBatchedResult,
+  type IRequestManager,
+  Request,
+  type RequestOptions,
+  type RequestQueueOperationInfo,
+  type RequestQueueOperationOptions,
+  type RequestsLike,
+  type Source,
+} from '@crawlee/core';
 
 export class InMemoryRequestQueue implements IRequestManager {
   readonly #pending: Request[] = [];
@@ -60,7 +70,13 @@ export class InMemoryRequestQueue implements IRequestManager {
   }
 
   #info(request: Request, wasAlreadyPresent: boolean, wasAlreadyHandled = false): RequestQueueOperationInfo {
-    return { requestId: request.id ?? request.uniqueKey, uniqueKey: request.uniqueKey, wasAlreadyPresent, wasAlreadyHandled, forefront: false };
+    return {
+      requestId: request.id ?? request.uniqueKey,
+      uniqueKey: request.uniqueKey,
+      wasAlreadyPresent,
+      wasAlreadyHandled,
+      forefront: false,
+    };
   }
 
   async markRequestHandled(request: Request): Promise<RequestQueueOperationInfo> {
@@ -78,7 +94,10 @@ export class InMemoryRequestQueue implements IRequestManager {
   }
 
   async addRequest(requestLike: Source, options?: RequestQueueOperationOptions): Promise<RequestQueueOperationInfo> {
-    const request = requestLike instanceof Request ? requestLike : new Request(typeof requestLike === 'string' ? { url: requestLike } : (requestLike as RequestOptions));
+    const request =
+      requestLike instanceof Request
+        ? requestLike
+        : new Request(typeof requestLike === 'string' ? { url: requestLike } : (requestLike as RequestOptions));
     request.id ??= request.uniqueKey;
     if (this.#seen.has(request.uniqueKey)) return this.#info(request, true);
     this.#seen.add(request.uniqueKey);
@@ -87,9 +106,16 @@ export class InMemoryRequestQueue implements IRequestManager {
     return this.#info(request, false);
   }
 
-  async addRequestsBatched(requests: RequestsLike, _options?: AddRequestsBatchedOptions): Promise<AddRequestsBatchedResult> {
+  async addRequestsBatched(
+    requests: RequestsLike,
+    _options?: AddRequestsBatchedOptions,
+  ): Promise<AddRequestsBatchedResult> {
     const processedRequests: RequestQueueOperationInfo[] = [];
-    for await (const r of requests as AsyncIterable<Source | string> | Iterable<Source | string>) processedRequests.push(await this.addRequest(r as Source));
-    return { addedRequests: processedRequests, waitForAllRequestsToBeAdded: Promise.resolve([]) } as unknown as AddRequestsBatchedResult;
+    for await (const r of requests as AsyncIterable<Source | string> | Iterable<Source | string>)
+      processedRequests.push(await this.addRequest(r as Source));
+    return {
+      addedRequests: processedRequests,
+      waitForAllRequestsToBeAdded: Promise.resolve([]),
+    } as unknown as AddRequestsBatchedResult;
   }
 }

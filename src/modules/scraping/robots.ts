@@ -14,7 +14,18 @@ const robotsParser = createRequire(import.meta.url)('robots-parser') as (url: st
 
 /** Crawl-delay honoured at most (a hostile robots.txt must not park a crawl for a day). */
 const MAX_CRAWL_DELAY_MS = 60_000;
-const GENERIC_TOKENS = new Set(['mozilla', 'applewebkit', 'chrome', 'safari', 'gecko', 'firefox', 'edg', 'opr', 'version', 'mobile']);
+const GENERIC_TOKENS = new Set([
+  'mozilla',
+  'applewebkit',
+  'chrome',
+  'safari',
+  'gecko',
+  'firefox',
+  'edg',
+  'opr',
+  'version',
+  'mobile',
+]);
 
 /**
  * The product token robots.txt groups are matched against: the first token that looks like a bot
@@ -42,7 +53,11 @@ export class RobotsCache {
   readonly #onRules?: (origin: string, rules: RobotsRules) => void;
 
   /** `onRules` sees each origin's rules once, before any page of it is allowed (Crawl-delay). */
-  constructor(fetchText: (url: string) => Promise<{ status: number; body: string }>, userAgent: string, onRules?: (origin: string, rules: RobotsRules) => void) {
+  constructor(
+    fetchText: (url: string) => Promise<{ status: number; body: string }>,
+    userAgent: string,
+    onRules?: (origin: string, rules: RobotsRules) => void,
+  ) {
     this.#fetchText = fetchText;
     this.#token = robotsToken(userAgent);
     this.#onRules = onRules;
@@ -68,7 +83,10 @@ export class RobotsCache {
         rules = {
           // undefined: the URL is not covered by this file (another origin): allowed.
           isAllowed: (url) => file.isAllowed(url, this.#token) !== false,
-          crawlDelayMs: delay !== undefined && Number.isFinite(delay) ? Math.min(MAX_CRAWL_DELAY_MS, Math.max(0, delay * 1000)) : undefined,
+          crawlDelayMs:
+            delay !== undefined && Number.isFinite(delay)
+              ? Math.min(MAX_CRAWL_DELAY_MS, Math.max(0, delay * 1000))
+              : undefined,
         };
       }
     } catch (error) {

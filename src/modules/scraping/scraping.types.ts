@@ -9,7 +9,7 @@ export interface CrawlSettings {
   /** Start URL. */
   url: string;
   scrapeType: ScrapeType;
-  /** decisions.md selector convention: item, lead fields, custom fields, nextPage, waitFor. */
+  /** The selector convention (docs/selectors.md): item, lead fields, custom fields, nextPage, waitFor. */
   selectors: Record<string, string>;
   /** Pages fetched at most (start page included). */
   maxPages: number;
@@ -40,7 +40,10 @@ export interface ExtractedItem {
   fields: Record<string, string>;
   /** For each field key, the selector string that produced the value. */
   matchedSelectors: Record<string, string>;
-  /** False when the element holding the email (or, without email, the item) was hidden (display:none, visibility:hidden, hidden attribute, aria-hidden). */
+  /**
+   * False when the element holding the email (or, without email, the item) was hidden (display:none, visibility:hidden,
+   * hidden attribute, aria-hidden).
+   */
   visible: boolean;
   /** The item's text, when `collectPageText` is set (for AI profile fields). */
   text?: string;

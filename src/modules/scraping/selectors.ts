@@ -1,5 +1,5 @@
 /**
- * The selector convention of decisions.md ("Sources and selectors"): parsing a source's `selectors`
+ * The selector convention of docs/selectors.md: parsing a source's `selectors`
  * map into typed selectors, and validating it for the sources API (400 VALIDATION_ERROR naming
  * `selectors.<key>`).
  *
@@ -51,11 +51,30 @@ const KEY_PATTERN = /^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/;
 const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 const ATTR_NAME = /^[A-Za-z_:][-A-Za-z0-9_.:]*$/;
 
-export const isLeadFieldKey = (key: string): key is LeadFieldKey => (LEAD_FIELD_KEYS as readonly string[]).includes(key);
-export const isXPathSelector = (s: string): boolean => s.startsWith('/') || s.startsWith('./') || s.startsWith('../') || s.startsWith('(');
+export const isLeadFieldKey = (key: string): key is LeadFieldKey =>
+  (LEAD_FIELD_KEYS as readonly string[]).includes(key);
+export const isXPathSelector = (s: string): boolean =>
+  s.startsWith('/') || s.startsWith('./') || s.startsWith('../') || s.startsWith('(');
 
 type Role = 'item' | 'field' | 'nextPage' | 'waitFor';
 const roleOf = (key: string): Role => (key === 'item' || key === 'nextPage' || key === 'waitFor' ? key : 'field');
+
+/**
+ * Calls `visit` with each character of `s` outside quoted strings ('…' or "…", backslash escapes
+ * inside); false when a quote is left open.
+ */
+function scanUnquoted(s: string, visit: (c: string, i: number) => void): boolean {
+  let quote = '';
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (quote) {
+      if (c === '\\') i++;
+      else if (c === quote) quote = '';
+    } else if (c === '"' || c === "'") quote = c;
+    else visit(c, i);
+  }
+  return !quote;
+}
 
 /**
  * The index of the `@` that starts an attribute suffix, or -1: the last `@` outside brackets,
@@ -63,18 +82,12 @@ const roleOf = (key: string): Role => (key === 'item' || key === 'nextPage' || k
  */
 function attrSuffixIndex(s: string): number {
   let depth = 0;
-  let quote = '';
   let at = -1;
-  for (let i = 0; i < s.length; i++) {
-    const c = s[i];
-    if (quote) {
-      if (c === '\\') i++;
-      else if (c === quote) quote = '';
-    } else if (c === '"' || c === "'") quote = c;
-    else if (c === '[' || c === '(') depth++;
+  scanUnquoted(s, (c, i) => {
+    if (c === '[' || c === '(') depth++;
     else if (c === ']' || c === ')') depth = Math.max(0, depth - 1);
     else if (c === '@' && depth === 0) at = i;
-  }
+  });
   return at >= 0 && ATTR_NAME.test(s.slice(at + 1)) ? at : -1;
 }
 
@@ -132,8 +145,22 @@ const xpathModule = createRequire(import.meta.url)('xpath') as XPathModule;
 
 /** css-select extensions that Chromium's querySelectorAll rejects (DYNAMIC runs in the browser). */
 const NON_BROWSER_PSEUDOS = [
-  'contains', 'icontains', 'header', 'button', 'input', 'text', 'checkbox', 'file', 'password', 'reset', 'radio',
-  'submit', 'image', 'parent', 'selected', 'matches',
+  'contains',
+  'icontains',
+  'header',
+  'button',
+  'input',
+  'text',
+  'checkbox',
+  'file',
+  'password',
+  'reset',
+  'radio',
+  'submit',
+  'image',
+  'parent',
+  'selected',
+  'matches',
 ];
 const NON_BROWSER_PSEUDO = new RegExp(`:(${NON_BROWSER_PSEUDOS.join('|')})(?![-\\w])`, 'i');
 
@@ -142,7 +169,8 @@ const withoutQuoted = (s: string) => s.replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.
 
 function cssProblem(expr: string, scrapeType: ScrapeType): string | undefined {
   if (/[>+~,]\s*$/.test(expr)) return 'invalid CSS selector: it ends with a combinator or comma';
-  if (/^\s*[>+~]/.test(expr)) return 'invalid CSS selector: it starts with a combinator (for direct children of the item use :scope > …)';
+  if (/^\s*[>+~]/.test(expr))
+    return 'invalid CSS selector: it starts with a combinator (for direct children of the item use :scope > …)';
   try {
     compileCss(expr); // the extractor's engine
   } catch (err) {
@@ -155,9 +183,37 @@ function cssProblem(expr: string, scrapeType: ScrapeType): string | undefined {
 
 /** XPath 1.0's functions and node-type tests: what both engines (xpath package, browsers) know. */
 const XPATH_CALLABLE = new Set([
-  'last', 'position', 'count', 'id', 'local-name', 'namespace-uri', 'name', 'string', 'concat', 'starts-with', 'contains',
-  'substring-before', 'substring-after', 'substring', 'string-length', 'normalize-space', 'translate', 'boolean', 'not',
-  'true', 'false', 'lang', 'number', 'sum', 'floor', 'ceiling', 'round', 'text', 'node', 'comment', 'processing-instruction',
+  'last',
+  'position',
+  'count',
+  'id',
+  'local-name',
+  'namespace-uri',
+  'name',
+  'string',
+  'concat',
+  'starts-with',
+  'contains',
+  'substring-before',
+  'substring-after',
+  'substring',
+  'string-length',
+  'normalize-space',
+  'translate',
+  'boolean',
+  'not',
+  'true',
+  'false',
+  'lang',
+  'number',
+  'sum',
+  'floor',
+  'ceiling',
+  'round',
+  'text',
+  'node',
+  'comment',
+  'processing-instruction',
 ]);
 const XPATH_OPERATORS = new Set(['and', 'or', 'div', 'mod']);
 
@@ -173,26 +229,20 @@ function xpathProblem(expr: string): string | undefined {
     if (!XPATH_CALLABLE.has(name) && !XPATH_OPERATORS.has(name)) return `${name}() is not an XPath 1.0 function`;
   }
   if (code.includes('$')) return 'XPath variables are not supported';
-  if (/[A-Za-z_][\w.-]*:[A-Za-z_*]/.test(code.replaceAll('::', '  '))) return 'XPath namespace prefixes are not supported (HTML elements have none)';
+  if (/[A-Za-z_][\w.-]*:[A-Za-z_*]/.test(code.replaceAll('::', '  ')))
+    return 'XPath namespace prefixes are not supported (HTML elements have none)';
   return undefined;
 }
 
 /** Brackets, parentheses and quotes balanced (jsonpath-plus silently accepts `$.a[`). */
 function balanced(s: string): boolean {
   const stack: string[] = [];
-  let quote = '';
-  for (let i = 0; i < s.length; i++) {
-    const c = s[i];
-    if (quote) {
-      if (c === '\\') i++;
-      else if (c === quote) quote = '';
-    } else if (c === '"' || c === "'") quote = c;
-    else if (c === '[' || c === '(') stack.push(c === '[' ? ']' : ')');
-    else if (c === ']' || c === ')') {
-      if (stack.pop() !== c) return false;
-    }
-  }
-  return !quote && stack.length === 0;
+  let mismatched = false;
+  const closed = scanUnquoted(s, (c) => {
+    if (c === '[' || c === '(') stack.push(c === '[' ? ']' : ')');
+    else if ((c === ']' || c === ')') && stack.pop() !== c) mismatched = true;
+  });
+  return closed && !mismatched && stack.length === 0;
 }
 
 interface SafeScriptClass {
@@ -218,7 +268,9 @@ function jsonPathProblem(expr: string): string | undefined {
 
 function dottedPathProblem(expr: string): string | undefined {
   const segments = expr.replace(/\[(\d+)\]/g, '.$1').split('.');
-  return segments.some((s) => s.trim() === '') ? 'invalid path: use dotted names like name.first or emails.0, or a JSONPath starting with $' : undefined;
+  return segments.some((s) => s.trim() === '')
+    ? 'invalid path: use dotted names like name.first or emails.0, or a JSONPath starting with $'
+    : undefined;
 }
 
 function selectorProblem(key: string, raw: string, scrapeType: ScrapeType, hasItem: boolean): string | undefined {
@@ -243,15 +295,18 @@ function selectorProblem(key: string, raw: string, scrapeType: ScrapeType, hasIt
  */
 export function validateSelectors(map: unknown, scrapeType: ScrapeType): SelectorProblem[] {
   if (map === undefined || map === null) return [];
-  if (typeof map !== 'object' || Array.isArray(map)) return [{ field: 'selectors', message: 'must be an object whose values are selector strings' }];
+  if (typeof map !== 'object' || Array.isArray(map))
+    return [{ field: 'selectors', message: 'must be an object whose values are selector strings' }];
   const entries = Object.entries(map as Record<string, unknown>);
   const problems: SelectorProblem[] = [];
-  if (entries.length > MAX_SELECTOR_KEYS) problems.push({ field: 'selectors', message: `at most ${MAX_SELECTOR_KEYS} selectors` });
+  if (entries.length > MAX_SELECTOR_KEYS)
+    problems.push({ field: 'selectors', message: `at most ${MAX_SELECTOR_KEYS} selectors` });
   const hasItem = typeof (map as Record<string, unknown>).item === 'string';
   for (const [key, raw] of entries) {
     const field = `selectors.${key}`;
     let message: string | undefined;
-    if (!KEY_PATTERN.test(key)) message = 'invalid key: start with a letter or _, then letters, digits, _, . or - (at most 64 characters)';
+    if (!KEY_PATTERN.test(key))
+      message = 'invalid key: start with a letter or _, then letters, digits, _, . or - (at most 64 characters)';
     else if (RESERVED_KEYS.has(key)) message = `"${key}" is a reserved name`;
     else if (typeof raw !== 'string') message = 'must be a selector string';
     else if (raw.trim() === '') message = 'must not be empty';

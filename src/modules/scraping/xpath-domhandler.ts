@@ -29,7 +29,10 @@ interface XPathInternals {
   XPathContext: { prototype: { extend(props: object): object } };
   XNodeSet: new () => { addArray(nodes: unknown[]): void };
   PathExpr: {
-    prototype: { evaluate(c: object): unknown; applyFilter(c: object, xpc: object): { nodes?: unknown[]; nonNodes?: unknown } };
+    prototype: {
+      evaluate(c: object): unknown;
+      applyFilter(c: object, xpc: object): { nodes?: unknown[]; nonNodes?: unknown };
+    };
     applyLocationPath(locationPath: unknown, xpc: object, nodes: unknown[] | undefined): unknown[];
   };
 }
@@ -49,7 +52,10 @@ contextProto.extend = function extend(this: object, props: object) {
   return copyContext(this, props);
 };
 const { PathExpr, XNodeSet } = xpath;
-PathExpr.prototype.evaluate = function evaluate(this: { locationPath: unknown; applyFilter: XPathInternals['PathExpr']['prototype']['applyFilter'] }, c: object) {
+PathExpr.prototype.evaluate = function evaluate(
+  this: { locationPath: unknown; applyFilter: XPathInternals['PathExpr']['prototype']['applyFilter'] },
+  c: object,
+) {
   const xpc = copyContext(c);
   const filterResult = this.applyFilter(c, xpc);
   if ('nonNodes' in filterResult) return filterResult.nonNodes;
@@ -61,7 +67,16 @@ PathExpr.prototype.evaluate = function evaluate(this: { locationPath: unknown; a
 type DomNode = AnyNode & { type: string; parent: AnyNode | null; prev: AnyNode | null; next: AnyNode | null };
 type Parent = DomNode & { children: AnyNode[] };
 
-const NODE_TYPES: Record<string, number> = { tag: 1, script: 1, style: 1, text: 3, cdata: 4, directive: 10, comment: 8, root: 9 };
+const NODE_TYPES: Record<string, number> = {
+  tag: 1,
+  script: 1,
+  style: 1,
+  text: 3,
+  cdata: 4,
+  directive: 10,
+  comment: 8,
+  root: 9,
+};
 /*
  * The view and the document-order index of a node live on the node under symbols: a WeakMap
  * per node made garbage collection 40% of the time of an XPath page.
@@ -194,7 +209,8 @@ class NodeView {
   }
   /** Only the bits the engine reads: 2 (other precedes) and 4 (other follows); attributes follow their element. */
   compareDocumentPosition(other: NodeView | AttrView): number {
-    if (other instanceof AttrView) return other.ownerElement === this || orderOf(other.ownerElement.raw) > orderOf(this.raw) ? 4 : 2;
+    if (other instanceof AttrView)
+      return other.ownerElement === this || orderOf(other.ownerElement.raw) > orderOf(this.raw) ? 4 : 2;
     return orderOf(other.raw) < orderOf(this.raw) ? 2 : 4;
   }
   getAttribute(name: string): string | null {
@@ -237,15 +253,23 @@ export function evaluateXPath(expr: string, context: AnyNode): XPathHit[] {
   const hits: XPathHit[] = [];
   for (const node of result.toArray()) {
     if (node instanceof AttrView) {
-      hits.push({ kind: 'attr', element: node.ownerElement.raw as unknown as Element, name: node.name, value: node.value });
+      hits.push({
+        kind: 'attr',
+        element: node.ownerElement.raw as unknown as Element,
+        name: node.name,
+        value: node.value,
+      });
     } else if (node instanceof NodeView) {
       if (node.nodeType === 1) hits.push({ kind: 'element', element: node.raw as unknown as Element });
       else if (node.nodeType === 3 || node.nodeType === 4) {
         const parent = node.raw.parent;
         const element = parent && NODE_TYPES[(parent as DomNode).type] === 1 ? (parent as Element) : undefined;
-        hits.push({ kind: 'text', value: (node.raw as unknown as { data: string }).data, ...(element ? { element } : {}) });
-      }
-      else if (node.nodeType === 9) {
+        hits.push({
+          kind: 'text',
+          value: (node.raw as unknown as { data: string }).data,
+          ...(element ? { element } : {}),
+        });
+      } else if (node.nodeType === 9) {
         const root = node.documentElement;
         if (root) hits.push({ kind: 'element', element: root.raw as unknown as Element });
       }

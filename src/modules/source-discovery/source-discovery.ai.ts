@@ -1,8 +1,13 @@
+import type { Logger } from 'pino';
 import type { AiService } from '../../shared/ai/ai.service.ts';
 import type { SearchProvider, SearchResult } from '../../shared/ai/search.ts';
 import { AppError } from '../../shared/errors.ts';
-import type { Logger } from 'pino';
-import { modelProposals, modelSearchPicks, type DiscoveredSource, type DiscoveryMethod } from './source-discovery.schemas.ts';
+import {
+  type DiscoveredSource,
+  type DiscoveryMethod,
+  modelProposals,
+  modelSearchPicks,
+} from './source-discovery.schemas.ts';
 
 /**
  * Source proposals by the AI layer. With web search configured the model only chooses among real
@@ -13,15 +18,18 @@ import { modelProposals, modelSearchPicks, type DiscoveredSource, type Discovery
 
 const SYSTEM = [
   'You help a lead-generation tool find public web pages that list many businesses or people matching a brief:',
-  'directories, association or chamber member lists, government business registries, trade-show exhibitor lists, review and map listings, startup databases.',
+  'directories, association or chamber member lists, government business registries, trade-show exhibitor lists, ' +
+    'review and map listings, startup databases.',
   'Prefer pages listing many entries over single-company websites.',
-  'scrapeType: STATIC when the list is in the server-rendered HTML, DYNAMIC when it needs JavaScript, API when the URL answers JSON.',
+  'scrapeType: STATIC when the list is in the server-rendered HTML, DYNAMIC when it needs JavaScript, API when the ' +
+    'URL answers JSON.',
   'estimatedLeads: your rough estimate of how many entries the page (with its pagination) lists.',
   'reasoning: one or two honest sentences on why the page fits the brief.',
 ].join(' ');
 
 const SEARCH_RULES =
-  'Choose only among the numbered search results below and answer each choice with its number in `result`. Never invent URLs. Skip results that are not lists of businesses or people.';
+  'Choose only among the numbered search results below and answer each choice with its number in `result`. Never ' +
+  'invent URLs. Skip results that are not lists of businesses or people.';
 
 export interface ProposalRequest {
   userId: string;

@@ -1,4 +1,4 @@
-import { catalogue, type CatalogueEntry } from './source-discovery.catalogue.ts';
+import { type CatalogueEntry, catalogue } from './source-discovery.catalogue.ts';
 
 /**
  * Rule-based matching of a query against the built-in catalogue: words are lower-cased, stripped of
@@ -9,14 +9,20 @@ import { catalogue, type CatalogueEntry } from './source-discovery.catalogue.ts'
  */
 
 const STOPWORDS = new Set(
-  ('a an and are as at be by for from has have in into is it its of on or our that the their them they this to we with who what where which ' +
+  (
+    'a an and are as at be by for from has have in into is it its of on or our that the their them they this to we with who what where which ' +
     'find list lists get want need looking look leads lead source sources contact contacts data people like such other all any some more most ' +
-    'you your my me can will would should could about also than then there these those very just only over under').split(' '),
+    'you your my me can will would should could about also than then there these those very just only over under'
+  ).split(' '),
 );
 
 /** Lower-case, accent-free, singular form of a word ("Dentists" → "dentist", "companies" → "company"). */
 export function stem(word: string): string {
-  let w = word.toLowerCase().normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/'s$/, '');
+  let w = word
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .replace(/'s$/, '');
   if (w.length > 4 && w.endsWith('ies')) w = `${w.slice(0, -3)}y`;
   else if (w.length > 4 && /(ss|x|ch|sh)es$/.test(w)) w = w.slice(0, -2);
   else if (w.length > 3 && w.endsWith('s') && !/(ss|us|is)$/.test(w)) w = w.slice(0, -1);
@@ -37,7 +43,11 @@ export function tokenize(text: string): Token[] {
     .map((word) => ({ word, stem: stem(word) }));
 }
 
-const phraseStems = (phrase: string) => phrase.split(/[^\p{L}\p{N}]+/u).filter(Boolean).map(stem);
+const phraseStems = (phrase: string) =>
+  phrase
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter(Boolean)
+    .map(stem);
 
 /** Index in `tokens` where `phrase` starts (its words consecutive), or -1. */
 function findPhrase(tokens: readonly Token[], phrase: string): number {
@@ -68,12 +78,19 @@ export interface RankInput {
   urlQuery?: string;
 }
 
-const RULE_BASED = "Rule-based suggestion from Quarry's built-in catalogue of public directories (no AI provider is configured).";
+const RULE_BASED =
+  "Rule-based suggestion from Quarry's built-in catalogue of public directories (no AI provider is configured).";
 const quoteList = (words: string[]) => words.map((w) => `"${w}"`).join(', ');
 
 /** Fills a catalogue URL template (see the catalogue's placeholders). */
 export function fillTemplate(template: string, query: string, term: string): string {
-  const slug = query.toLowerCase().normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '') || 'companies';
+  const slug =
+    query
+      .toLowerCase()
+      .normalize('NFKD')
+      .replace(/[\u0300-\u036f]/g, '')
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '') || 'companies';
   return template
     .replaceAll('{query}', encodeURIComponent(query.trim()))
     .replaceAll('{term}', encodeURIComponent(term.trim()))
@@ -90,7 +107,10 @@ function matchEntry(entry: CatalogueEntry, tokens: readonly Token[], urlQuery: s
     const length = phraseStems(phrase).length;
     if (at < 0 || Array.from({ length }, (_, k) => at + k).some((i) => used.has(i))) return undefined;
     for (let k = 0; k < length; k++) used.add(at + k);
-    return tokens.slice(at, at + length).map((t) => t.word).join(' ');
+    return tokens
+      .slice(at, at + length)
+      .map((t) => t.word)
+      .join(' ');
   };
   let score = 0;
   for (const keyword of entry.keywords) {
@@ -109,19 +129,32 @@ function matchEntry(entry: CatalogueEntry, tokens: readonly Token[], urlQuery: s
   let why: string;
   if (score > 0) {
     const parts = [];
-    if (matchedKeywords.length) parts.push(`the query's ${quoteList(matchedKeywords)} matched keywords of this ${entry.category}`);
-    if (matchedIndustries.length) parts.push(`it serves the industry the query names (${quoteList(matchedIndustries)})`);
+    if (matchedKeywords.length)
+      parts.push(`the query's ${quoteList(matchedKeywords)} matched keywords of this ${entry.category}`);
+    if (matchedIndustries.length)
+      parts.push(`it serves the industry the query names (${quoteList(matchedIndustries)})`);
     why = `${RULE_BASED} Why it matched: ${parts.join('; ')}.`;
   } else if (entry.general) {
     why = `${RULE_BASED} No word of the query matched a more specific directory kind; this ${entry.category} lists businesses of every field.`;
   } else {
     why = `${RULE_BASED} No word of the query matched this entry; it is listed only to reach the requested count.`;
   }
-  return { entry, score, matchedKeywords, matchedIndustries, url: fillTemplate(entry.urlTemplate, urlQuery, term), reasoning: why };
+  return {
+    entry,
+    score,
+    matchedKeywords,
+    matchedIndustries,
+    url: fillTemplate(entry.urlTemplate, urlQuery, term),
+    reasoning: why,
+  };
 }
 
 /** The `count` best catalogue entries for the input (always `count` of them while the catalogue has enough). */
-export function rankCatalogue(input: RankInput, count: number, entries: readonly CatalogueEntry[] = catalogue): CatalogueMatch[] {
+export function rankCatalogue(
+  input: RankInput,
+  count: number,
+  entries: readonly CatalogueEntry[] = catalogue,
+): CatalogueMatch[] {
   const tokens = tokenize(input.matchText);
   const urlQuery = (input.urlQuery ?? input.matchText).trim();
   const matches = entries.map((entry, order) => ({ order, match: matchEntry(entry, tokens, urlQuery) }));

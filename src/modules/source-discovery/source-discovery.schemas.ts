@@ -1,21 +1,38 @@
 import { z } from 'zod';
 import { scrapeTypes } from '../../db/schema/index.ts';
 
-/** Request bodies (api-spec.md "Sources": discover, generate, analyze). */
+/** Request bodies of the Sources section: discover, generate, analyze (documented in OpenAPI). */
 
 export const discoverBody = z.object({
-  query: z.string().trim().min(3).max(500).describe('What to find, e.g. "dentists in Austin, Texas" (at least 3 characters)'),
+  query: z
+    .string()
+    .trim()
+    .min(3)
+    .max(500)
+    .describe('What to find, e.g. "dentists in Austin, Texas" (at least 3 characters)'),
   count: z.number().int().min(1).max(10).default(5).describe('Suggestions wanted, 1–10 (default 5)'),
 });
 
 export const generateBody = z.object({
-  projectDescription: z.string().trim().min(10).max(5000).describe('What the project sells and to whom (at least 10 characters)'),
+  projectDescription: z
+    .string()
+    .trim()
+    .min(10)
+    .max(5000)
+    .describe('What the project sells and to whom (at least 10 characters)'),
   targetAudience: z.string().trim().max(500).nullable().optional(),
   industry: z.string().trim().max(500).nullable().optional(),
   location: z.string().trim().max(500).nullable().optional(),
   count: z.number().int().min(1).max(5).default(3).describe('Sources wanted, 1–5 (default 3)'),
-  autoSave: z.boolean().default(false).describe('Save the generated sources as DRAFT sources (into `projectId` when given)'),
-  projectId: z.string().max(200).optional().describe('One of your projects; unknown or not yours: 404 naming projectId'),
+  autoSave: z
+    .boolean()
+    .default(false)
+    .describe('Save the generated sources as DRAFT sources (into `projectId` when given)'),
+  projectId: z
+    .string()
+    .max(200)
+    .optional()
+    .describe('One of your projects; unknown or not yours: 404 naming projectId'),
 });
 
 /**
@@ -33,28 +50,38 @@ export const analyzeBody = z
 
 export const discoveryMethod = z
   .enum(['ai+search', 'ai', 'catalogue'])
-  .describe('`ai+search`: the model chose among web-search results; `ai`: the model proposed the URLs; `catalogue`: rule-based, from the built-in catalogue (no AI provider configured)');
+  .describe(
+    '`ai+search`: the model chose among web-search results; `ai`: the model proposed the URLs; `catalogue`: ' +
+      'rule-based, from the built-in catalogue (no AI provider configured)',
+  );
 
-export const discoveredSourceView = z.object({
-  name: z.string(),
-  url: z.string(),
-  category: z.string(),
-  estimatedLeads: z.number().int().describe('Rough order of magnitude of the leads the source may yield'),
-  scrapeType: z.enum(scrapeTypes),
-  description: z.string(),
-  reasoning: z.string(),
-});
+export const discoveredSourceView = z
+  .object({
+    name: z.string(),
+    url: z.string(),
+    category: z.string(),
+    estimatedLeads: z.number().int().describe('Rough order of magnitude of the leads the source may yield'),
+    scrapeType: z.enum(scrapeTypes),
+    description: z.string(),
+    reasoning: z.string(),
+  })
+  .meta({ id: 'DiscoveredSource' });
 
-export const generatedSourceView = z.object({
-  name: z.string(),
-  url: z.string(),
-  description: z.string(),
-  scrapeType: z.enum(scrapeTypes),
-  reasoning: z.string(),
-  selectors: z.record(z.string(), z.string()).optional().describe('Ready-made selectors, for API sources of the catalogue'),
-  id: z.string().optional().describe('With autoSave: the saved source'),
-  status: z.string().optional().describe('With autoSave: DRAFT'),
-});
+export const generatedSourceView = z
+  .object({
+    name: z.string(),
+    url: z.string(),
+    description: z.string(),
+    scrapeType: z.enum(scrapeTypes),
+    reasoning: z.string(),
+    selectors: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe('Ready-made selectors, for API sources of the catalogue'),
+    id: z.string().optional().describe('With autoSave: the saved source'),
+    status: z.string().optional().describe('With autoSave: DRAFT'),
+  })
+  .meta({ id: 'GeneratedSource' });
 
 export const discoverView = z.object({ sources: z.array(discoveredSourceView), method: discoveryMethod });
 export const generateView = z.object({ sources: z.array(generatedSourceView), method: discoveryMethod });
@@ -66,7 +93,9 @@ export const analyzeView = z.object({
     suggestedSources: z.array(discoveredSourceView),
     reasoning: z.string().describe('How the requirements were found (the AI, or which keyword rule)'),
   }),
-  method: z.enum(['ai+search', 'ai', 'heuristic']).describe('`heuristic`: keyword rules and the built-in catalogue (no AI provider configured)'),
+  method: z
+    .enum(['ai+search', 'ai', 'heuristic'])
+    .describe('`heuristic`: keyword rules and the built-in catalogue (no AI provider configured)'),
 });
 
 /**

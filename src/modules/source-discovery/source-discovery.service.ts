@@ -1,18 +1,17 @@
 import type { AppDeps } from '../../deps.ts';
-import { notFound } from '../../shared/errors.ts';
-import { isUuid } from '../../shared/ids.ts';
-import { createSourceService } from '../sources/sources.service.ts';
+import { findOwned } from '../../shared/ids.ts';
 import { sourceRepository } from '../sources/sources.repository.ts';
+import { createSourceService } from '../sources/sources.service.ts';
 import { createProposer } from './source-discovery.ai.ts';
 import { extractRequirements } from './source-discovery.heuristics.ts';
-import { rankCatalogue, tokenize, type CatalogueMatch } from './source-discovery.matching.ts';
+import { type CatalogueMatch, rankCatalogue, tokenize } from './source-discovery.matching.ts';
 import {
-  modelRequirements,
   type DiscoveredSource,
   type DiscoverInput,
   type DiscoveryMethod,
   type GeneratedSource,
   type GenerateInput,
+  modelRequirements,
 } from './source-discovery.schemas.ts';
 
 /**
@@ -55,17 +54,27 @@ export function createSourceDiscoveryService(deps: AppDeps) {
   const sources = createSourceService(deps);
   const sourceRepo = sourceRepository(deps.db);
 
-  /** A body `projectId` must name one of the caller's projects: 404 naming it otherwise (checked before any AI call). */
+  /**
+   * A body `projectId` must name one of the caller's projects: 404 naming it otherwise (checked before any AI call).
+   */
   async function checkProject(userId: string, projectId: string | undefined): Promise<string | undefined> {
     if (projectId === undefined) return undefined;
     const id = projectId.toLowerCase();
-    if (!isUuid(id) || !(await sourceRepo.projectExists(userId, id))) throw notFound('Project', 'projectId');
+    await findOwned(id, 'Project', (key) => sourceRepo.projectExists(userId, key), 'projectId');
     return id;
   }
 
   return {
-    async discover(userId: string, input: DiscoverInput, signal?: AbortSignal): Promise<{ sources: DiscoveredSource[]; method: DiscoveryMethod }> {
-      if (!ai.configured) return { sources: rankCatalogue({ matchText: input.query }, input.count).map(fromCatalogue), method: 'catalogue' };
+    async discover(
+      userId: string,
+      input: DiscoverInput,
+      signal?: AbortSignal,
+    ): Promise<{ sources: DiscoveredSource[]; method: DiscoveryMethod }> {
+      if (!ai.configured)
+        return {
+          sources: rankCatalogue({ matchText: input.query }, input.count).map(fromCatalogue),
+          method: 'catalogue',
+        };
       return proposer.propose({
         userId,
         feature: 'sources.discover',
@@ -76,7 +85,11 @@ export function createSourceDiscoveryService(deps: AppDeps) {
       });
     },
 
-    async generate(userId: string, input: GenerateInput, signal?: AbortSignal): Promise<{ sources: GeneratedSource[]; method: DiscoveryMethod }> {
+    async generate(
+      userId: string,
+      input: GenerateInput,
+      signal?: AbortSignal,
+    ): Promise<{ sources: GeneratedSource[]; method: DiscoveryMethod }> {
       const projectId = await checkProject(userId, input.projectId);
       let method: DiscoveryMethod;
       let generated: GeneratedSource[];
@@ -84,7 +97,9 @@ export function createSourceDiscoveryService(deps: AppDeps) {
         const focus = [input.targetAudience ?? input.industry, input.location].filter(Boolean).join(' ');
         const matches = rankCatalogue(
           {
-            matchText: [input.industry, input.targetAudience, input.location, input.projectDescription].filter(Boolean).join(' '),
+            matchText: [input.industry, input.targetAudience, input.location, input.projectDescription]
+              .filter(Boolean)
+              .join(' '),
             urlQuery: focus || conciseQuery(input.projectDescription),
           },
           input.count,
@@ -105,15 +120,37 @@ export function createSourceDiscoveryService(deps: AppDeps) {
           ['Industry', input.industry],
           ['Location', input.location],
         ]);
-        const focus = [input.targetAudience, input.industry, input.location].filter(Boolean).join(' ') || conciseQuery(input.projectDescription, 8);
-        const proposed = await proposer.propose({ userId, feature: 'sources.generate', brief, searchQuery: `${focus} directory list`, count: input.count, signal });
+        const focus =
+          [input.targetAudience, input.industry, input.location].filter(Boolean).join(' ') ||
+          conciseQuery(input.projectDescription, 8);
+        const proposed = await proposer.propose({
+          userId,
+          feature: 'sources.generate',
+          brief,
+          searchQuery: `${focus} directory list`,
+          count: input.count,
+          signal,
+        });
         method = proposed.method;
-        generated = proposed.sources.map(({ name, url, description, scrapeType, reasoning }) => ({ name, url, description, scrapeType, reasoning }));
+        generated = proposed.sources.map(({ name, url, description, scrapeType, reasoning }) => ({
+          name,
+          url,
+          description,
+          scrapeType,
+          reasoning,
+        }));
       }
       if (input.autoSave && generated.length) {
         const saved = await sources.createMany(
           userId,
-          generated.map((g) => ({ name: g.name, url: g.url, scrapeType: g.scrapeType, description: g.description, reasoning: g.reasoning, selectors: g.selectors ?? {} })),
+          generated.map((g) => ({
+            name: g.name,
+            url: g.url,
+            scrapeType: g.scrapeType,
+            description: g.description,
+            reasoning: g.reasoning,
+            selectors: g.selectors ?? {},
+          })),
           projectId,
         );
         generated = generated.map((g, i) => ({ ...g, id: saved[i]!.id, status: saved[i]!.status }));
@@ -126,7 +163,10 @@ export function createSourceDiscoveryService(deps: AppDeps) {
       if (!ai.configured) {
         const found = extractRequirements(text);
         const focus = [found.targetAudience ?? found.industry, found.location].filter(Boolean).join(' ');
-        const matches = rankCatalogue({ matchText: found.keyTerms.join(' '), urlQuery: focus || found.keyTerms.slice(0, 3).join(' ') }, ANALYZE_SUGGESTIONS);
+        const matches = rankCatalogue(
+          { matchText: found.keyTerms.join(' '), urlQuery: focus || found.keyTerms.slice(0, 3).join(' ') },
+          ANALYZE_SUGGESTIONS,
+        );
         return {
           requirements: {
             targetAudience: found.targetAudience,
@@ -145,8 +185,9 @@ export function createSourceDiscoveryService(deps: AppDeps) {
         schema: modelRequirements,
         schemaName: 'lead_requirements',
         system:
-          'You read a document (a brief, a product page, a pitch deck) and state who its leads would be: the target audience, the industry, the location. ' +
-          'Answer null for what the document does not say; never guess. searchQuery: a short web-search query that would find directories listing such leads.',
+          'You read a document (a brief, a product page, a pitch deck) and state who its leads would be: the target ' +
+          'audience, the industry, the location. Answer null for what the document does not say; never guess. ' +
+          'searchQuery: a short web-search query that would find directories listing such leads.',
         prompt: `Document:\n${document}`,
         signal,
       });
@@ -159,7 +200,9 @@ export function createSourceDiscoveryService(deps: AppDeps) {
         userId,
         feature: 'sources.analyze',
         brief: brief || 'Leads described by the analysed document.',
-        searchQuery: req.searchQuery.trim() || `${[req.targetAudience, req.industry, req.location].filter(Boolean).join(' ')} directory`,
+        searchQuery:
+          req.searchQuery.trim() ||
+          `${[req.targetAudience, req.industry, req.location].filter(Boolean).join(' ')} directory`,
         count: ANALYZE_SUGGESTIONS,
         signal,
       });

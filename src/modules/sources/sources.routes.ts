@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import type { RouteModule } from '../../app.ts';
+import type { RouteModule } from '../../route-module.ts';
 import { principalOf } from '../../shared/auth.ts';
-import { envelope, errorResponses, idParams, ok, successOnly } from '../../shared/http.ts';
+import { done, envelope, errorResponses, idParams, ok, successOnly } from '../../shared/http.ts';
+import { nextCursor } from '../../shared/pagination.ts';
 import {
   batchResultView,
   batchSourcesBody,
@@ -27,7 +28,7 @@ export const sourceRoutes: RouteModule = (app, deps) => {
       summary: 'List sources, newest first',
       description: 'Filters: `status`, `projectId`. Cursor pagination (`limit`, `cursor` → `nextCursor`).',
       querystring: listSourcesQuery,
-      response: { 200: envelope(z.object({ sources: z.array(sourceView), nextCursor: z.string().nullable() })), ...errorResponses(400, 401) },
+      response: { 200: envelope(z.object({ sources: z.array(sourceView), nextCursor })), ...errorResponses(400, 401) },
     },
     handler: async (request) => ok(await sources.list(principalOf(request).userId, request.query)),
   });
@@ -59,7 +60,11 @@ export const sourceRoutes: RouteModule = (app, deps) => {
       response: { 201: envelope(batchResultView), ...errorResponses(400, 401, 404) },
     },
     handler: async (request, reply) => {
-      const created = await sources.createMany(principalOf(request).userId, request.body.sources, request.body.projectId);
+      const created = await sources.createMany(
+        principalOf(request).userId,
+        request.body.sources,
+        request.body.projectId,
+      );
       reply.code(201);
       return ok({ sources: created.map(({ id, name, status }) => ({ id, name, status })), count: created.length });
     },
@@ -82,7 +87,8 @@ export const sourceRoutes: RouteModule = (app, deps) => {
       body: updateSourceBody,
       response: { 200: source, ...errorResponses(400, 401, 404) },
     },
-    handler: async (request) => ok({ source: await sources.update(principalOf(request).userId, request.params.id, request.body) }),
+    handler: async (request) =>
+      ok({ source: await sources.update(principalOf(request).userId, request.params.id, request.body) }),
   });
 
   app.delete('/api/sources/:id', {
@@ -96,7 +102,7 @@ export const sourceRoutes: RouteModule = (app, deps) => {
     },
     handler: async (request) => {
       await sources.remove(principalOf(request).userId, request.params.id);
-      return { success: true as const, message: 'Source deleted' };
+      return done('Source deleted');
     },
   });
 
@@ -105,7 +111,8 @@ export const sourceRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'Activate a source',
-      description: 'DRAFT or ARCHIVED → ACTIVE. Scheduled sources (HOURLY, DAILY, WEEKLY) get `nextRunAt` one period from now. Already active: 400 ALREADY_ACTIVE.',
+      description:
+        'DRAFT or ARCHIVED → ACTIVE. Scheduled sources (HOURLY, DAILY, WEEKLY) get `nextRunAt` one period from now. Already active: 400 ALREADY_ACTIVE.',
       params: idParams,
       response: { 200: source, ...errorResponses(400, 401, 404) },
     },

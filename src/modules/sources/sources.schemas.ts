@@ -12,11 +12,11 @@ const url = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max
 const description = z.string().trim().max(5000);
 const reasoning = z.string().trim().max(5000);
 
-/** decisions.md "Sources and selectors": a flat object of selector strings; checked in depth by the service. */
+/** docs/selectors.md: a flat object of selector strings; checked in depth by the service. */
 export const selectorsSchema = z
   .record(z.string(), z.string())
   .describe(
-    'Selector strings by key. `item` (each lead\'s container), lead fields `firstName` `lastName` `fullName` `email` `phone` ' +
+    "Selector strings by key. `item` (each lead's container), lead fields `firstName` `lastName` `fullName` `email` `phone` " +
       '`company` `jobTitle`, `nextPage`, `waitFor` (DYNAMIC); any other key is a custom field. CSS, or XPath when it starts with ' +
       '`/`, `./`, `../` or `(`; a final `@name` takes an attribute. API sources: JSONPath for `item`/`nextPage`, dotted paths for fields.',
   );
@@ -24,8 +24,20 @@ export const selectorsSchema = z
 /** Crawl settings a source may narrow (the operator's SCRAPER_* settings are the defaults and ceilings). */
 export const crawlOptionsSchema = z
   .object({
-    userAgent: z.string().trim().min(1).max(500).optional().describe('User-Agent for this source (default SCRAPER_USER_AGENT)'),
-    domainDelayMs: z.number().int().min(0).max(60_000).optional().describe('Pause between two requests to the same host'),
+    userAgent: z
+      .string()
+      .trim()
+      .min(1)
+      .max(500)
+      .optional()
+      .describe('User-Agent for this source (default SCRAPER_USER_AGENT)'),
+    domainDelayMs: z
+      .number()
+      .int()
+      .min(0)
+      .max(60_000)
+      .optional()
+      .describe('Pause between two requests to the same host'),
     domainConcurrency: z.number().int().min(1).max(64).optional().describe('Parallel requests to one host'),
     requestTimeoutSecs: z.number().int().min(1).max(300).optional(),
     maxRetries: z.number().int().min(0).max(10).optional(),
@@ -41,7 +53,14 @@ const sourceSettings = {
     .nullable()
     .optional()
     .describe('One of your profile types: each scraped item then also yields a profile of that type'),
-  maxPages: z.number().int().min(1).max(MAX_PAGES_LIMIT).nullable().optional().describe('Pages per run at most (default SCRAPER_MAX_PAGES)'),
+  maxPages: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_PAGES_LIMIT)
+    .nullable()
+    .optional()
+    .describe('Pages per run at most (default SCRAPER_MAX_PAGES)'),
   respectRobotsTxt: z.boolean().optional().describe('Default true: pages robots.txt disallows are skipped'),
   options: crawlOptionsSchema.optional(),
 };
@@ -76,7 +95,10 @@ export const updateSourceBody = z
     url: url.optional(),
     scrapeType: z.enum(scrapeTypes).optional(),
     selectors: selectorsSchema.optional(),
-    status: z.enum(['DRAFT', 'ARCHIVED']).optional().describe('Deactivate (DRAFT) or archive; `POST …/activate` makes a source ACTIVE'),
+    status: z
+      .enum(['DRAFT', 'ARCHIVED'])
+      .optional()
+      .describe('Deactivate (DRAFT) or archive; `POST …/activate` makes a source ACTIVE'),
     ...sourceSettings,
   })
   .describe('Every attribute is optional; an empty body changes nothing.');
@@ -86,26 +108,31 @@ export const listSourcesQuery = paginationQuery.extend({
   projectId: uuidString.optional(),
 });
 
-export const sourceView = z.object({
-  id: z.string(),
-  name: z.string(),
-  url: z.string(),
-  scrapeType: z.enum(scrapeTypes),
-  status: z.enum(sourceStatuses),
-  description: z.string().nullable(),
-  selectors: z.record(z.string(), z.string()),
-  scheduleType: z.enum(scheduleTypes),
-  reasoning: z.string().nullable(),
-  projectId: z.string().nullable(),
-  profileTypeId: z.string().nullable(),
-  maxPages: z.number().int().nullable(),
-  respectRobotsTxt: z.boolean(),
-  options: crawlOptionsSchema,
-  lastRunAt: z.string().nullable(),
-  nextRunAt: z.string().nullable().describe('When the schedule starts the next job; null for MANUAL or inactive sources'),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
+export const sourceView = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    url: z.string(),
+    scrapeType: z.enum(scrapeTypes),
+    status: z.enum(sourceStatuses),
+    description: z.string().nullable(),
+    selectors: z.record(z.string(), z.string()),
+    scheduleType: z.enum(scheduleTypes),
+    reasoning: z.string().nullable(),
+    projectId: z.string().nullable(),
+    profileTypeId: z.string().nullable(),
+    maxPages: z.number().int().nullable(),
+    respectRobotsTxt: z.boolean(),
+    options: crawlOptionsSchema,
+    lastRunAt: z.string().nullable(),
+    nextRunAt: z
+      .string()
+      .nullable()
+      .describe('When the schedule starts the next job; null for MANUAL or inactive sources'),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'Source' });
 
 export const batchResultView = z.object({
   sources: z.array(z.object({ id: z.string(), name: z.string(), status: z.enum(sourceStatuses) })),

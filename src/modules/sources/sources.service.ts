@@ -1,11 +1,18 @@
 import type { AppDeps } from '../../deps.ts';
-import { AppError, notFound, type ErrorDetail } from '../../shared/errors.ts';
-import { isUuid } from '../../shared/ids.ts';
+import { AppError, type ErrorDetail, notFound } from '../../shared/errors.ts';
+import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { validateSelectors } from '../scraping/selectors.ts';
-import { sourceRepository, type NewSource, type SourceRow } from './sources.repository.ts';
+import { type NewSource, type SourceRow, sourceRepository } from './sources.repository.ts';
 import { nextRunAt } from './sources.schedule.ts';
-import type { BatchSourceInput, CreateSourceInput, CrawlOptions, ListSourcesQuery, SourceView, UpdateSourceInput } from './sources.schemas.ts';
+import type {
+  BatchSourceInput,
+  CrawlOptions,
+  CreateSourceInput,
+  ListSourcesQuery,
+  SourceView,
+  UpdateSourceInput,
+} from './sources.schemas.ts';
 
 export const toSourceView = (r: SourceRow): SourceView => ({
   id: r.id,
@@ -29,11 +36,16 @@ export const toSourceView = (r: SourceRow): SourceView => ({
 });
 
 /** Selector problems of one source, with fields prefixed for batch items (`sources.2.selectors.email`). */
-function selectorErrors(selectors: Record<string, string>, scrapeType: SourceRow['scrapeType'], prefix = ''): ErrorDetail[] {
+function selectorErrors(
+  selectors: Record<string, string>,
+  scrapeType: SourceRow['scrapeType'],
+  prefix = '',
+): ErrorDetail[] {
   return validateSelectors(selectors, scrapeType).map((d) => ({ field: `${prefix}${d.field}`, message: d.message }));
 }
 
-const invalid = (details: ErrorDetail[]) => new AppError('VALIDATION_ERROR', details.map((d) => `${d.field}: ${d.message}`).join('; '), { details });
+const invalid = (details: ErrorDetail[]) =>
+  new AppError('VALIDATION_ERROR', details.map((d) => `${d.field}: ${d.message}`).join('; '), { details });
 
 export type SourceService = ReturnType<typeof createSourceService>;
 
@@ -41,10 +53,14 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
   const repo = sourceRepository(deps.db);
 
   async function checkProject(userId: string, projectId: string | null | undefined): Promise<void> {
-    if (projectId && !(await repo.projectExists(userId, projectId.toLowerCase()))) throw notFound('Project', 'projectId');
+    if (projectId && !(await repo.projectExists(userId, projectId.toLowerCase())))
+      throw notFound('Project', 'projectId');
   }
 
-  async function checkProfileTypes(userId: string, ids: Array<{ id: string | null | undefined; field: string }>): Promise<void> {
+  async function checkProfileTypes(
+    userId: string,
+    ids: Array<{ id: string | null | undefined; field: string }>,
+  ): Promise<void> {
     const wanted = ids.filter((i): i is { id: string; field: string } => !!i.id);
     const owned = await repo.profileTypesOwned(userId, [...new Set(wanted.map((w) => w.id.toLowerCase()))]);
     const missing = wanted.find((w) => !owned.has(w.id.toLowerCase()));
@@ -52,13 +68,16 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
   }
 
   async function owned(userId: string, id: string): Promise<SourceRow> {
-    const row = isUuid(id) ? await repo.find(userId, id.toLowerCase()) : undefined;
-    if (!row) throw notFound('Source');
-    return row;
+    return findOwned(id, 'Source', (key) => repo.find(userId, key));
   }
 
   /** Rows for new DRAFT sources; every check happens before anything is written (no partial batches). */
-  function newRow(userId: string, input: BatchSourceInput & Partial<CreateSourceInput>, projectId: string | null, now: Date): NewSource {
+  function newRow(
+    userId: string,
+    input: BatchSourceInput & Partial<CreateSourceInput>,
+    projectId: string | null,
+    now: Date,
+  ): NewSource {
     return {
       userId,
       projectId,
@@ -81,7 +100,12 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
 
   return {
     async list(userId: string, query: ListSourcesQuery) {
-      const rows = await repo.list(userId, { status: query.status, projectId: query.projectId?.toLowerCase() }, query.limit, decodeCursor(query.cursor));
+      const rows = await repo.list(
+        userId,
+        { status: query.status, projectId: query.projectId?.toLowerCase() },
+        query.limit,
+        decodeCursor(query.cursor),
+      );
       const { items, nextCursor } = pageOf(rows, query.limit);
       return { sources: items.map(toSourceView), nextCursor };
     },
@@ -93,23 +117,40 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
     /** The row itself, for the job runner and the scheduler. */
     owned,
 
+    /** The source a job runs, or undefined once it is deleted (the job runner). */
+    findForJob: (userId: string, id: string): Promise<SourceRow | undefined> => repo.find(userId, id),
+
+    /** Records the start of a run (the job runner). */
+    async markRun(userId: string, id: string, at: Date): Promise<void> {
+      await repo.update(userId, id, { lastRunAt: at });
+    },
+
     async create(userId: string, input: CreateSourceInput): Promise<SourceView> {
       const errors = selectorErrors(input.selectors, input.scrapeType);
       if (errors.length) throw invalid(errors);
       await checkProject(userId, input.projectId);
       await checkProfileTypes(userId, [{ id: input.profileTypeId, field: 'profileTypeId' }]);
-      const [row] = await repo.insertMany([newRow(userId, input, input.projectId?.toLowerCase() ?? null, deps.clock.now())]);
+      const [row] = await repo.insertMany([
+        newRow(userId, input, input.projectId?.toLowerCase() ?? null, deps.clock.now()),
+      ]);
       return toSourceView(row!);
     },
 
     /** Several DRAFT sources at once (default scrapeType DYNAMIC), all or none. Also used by `generate` with autoSave. */
     async createMany(userId: string, items: BatchSourceInput[], projectId?: string | null): Promise<SourceView[]> {
-      const errors = items.flatMap((item, i) => selectorErrors(item.selectors ?? {}, item.scrapeType ?? 'DYNAMIC', `sources.${i}.`));
+      const errors = items.flatMap((item, i) =>
+        selectorErrors(item.selectors ?? {}, item.scrapeType ?? 'DYNAMIC', `sources.${i}.`),
+      );
       if (errors.length) throw invalid(errors);
       await checkProject(userId, projectId);
-      await checkProfileTypes(userId, items.map((item, i) => ({ id: item.profileTypeId, field: `sources.${i}.profileTypeId` })));
+      await checkProfileTypes(
+        userId,
+        items.map((item, i) => ({ id: item.profileTypeId, field: `sources.${i}.profileTypeId` })),
+      );
       const now = deps.clock.now();
-      const rows = await repo.insertMany(items.map((item) => newRow(userId, item, projectId?.toLowerCase() ?? null, now)));
+      const rows = await repo.insertMany(
+        items.map((item) => newRow(userId, item, projectId?.toLowerCase() ?? null, now)),
+      );
       return rows.map(toSourceView);
     },
 
@@ -127,7 +168,17 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       const scheduleType = input.scheduleType ?? current.scheduleType;
       const scheduleChanged = status !== current.status || scheduleType !== current.scheduleType;
       const values: Partial<NewSource> = {};
-      for (const key of ['name', 'url', 'scrapeType', 'selectors', 'status', 'scheduleType', 'maxPages', 'respectRobotsTxt', 'options'] as const) {
+      for (const key of [
+        'name',
+        'url',
+        'scrapeType',
+        'selectors',
+        'status',
+        'scheduleType',
+        'maxPages',
+        'respectRobotsTxt',
+        'options',
+      ] as const) {
         if (input[key] !== undefined) (values as Record<string, unknown>)[key] = input[key];
       }
       if (input.description !== undefined) values.description = input.description || null;
@@ -142,10 +193,10 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
     },
 
     async remove(userId: string, id: string): Promise<void> {
-      if (!isUuid(id) || !(await repo.deleteWithData(userId, id.toLowerCase()))) throw notFound('Source');
+      await findOwned(id, 'Source', (key) => repo.deleteWithData(userId, key));
     },
 
-    /** DRAFT or ARCHIVED → ACTIVE; an ACTIVE source is 400 ALREADY_ACTIVE (api-spec.md). Starts its schedule. */
+    /** DRAFT or ARCHIVED → ACTIVE; an ACTIVE source is 400 ALREADY_ACTIVE (README, Errors). Starts its schedule. */
     async activate(userId: string, id: string): Promise<SourceView> {
       const current = await owned(userId, id);
       if (current.status === 'ACTIVE') throw new AppError('ALREADY_ACTIVE', 'Source is already active');

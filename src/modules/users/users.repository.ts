@@ -1,5 +1,5 @@
 import { eq, sql } from 'drizzle-orm';
-import { queryRows, type Db } from '../../db/client.ts';
+import { type Db, queryRows } from '../../db/client.ts';
 import { jobs, leads, sources, users } from '../../db/schema/index.ts';
 
 export type UserRow = typeof users.$inferSelect;
@@ -15,10 +15,13 @@ export function userRepository(db: Db) {
       return row;
     },
     async stats(userId: string): Promise<{ sources: number; jobs: number; leads: number }> {
-      const rows = await queryRows<{ sources: number; jobs: number; leads: number }>(db, sql`
+      const rows = await queryRows<{ sources: number; jobs: number; leads: number }>(
+        db,
+        sql`
         SELECT (SELECT count(*) FROM ${sources} WHERE user_id = ${userId})::int AS sources,
                (SELECT count(*) FROM ${jobs} WHERE user_id = ${userId})::int AS jobs,
-               (SELECT count(*) FROM ${leads} WHERE user_id = ${userId})::int AS leads`);
+               (SELECT count(*) FROM ${leads} WHERE user_id = ${userId})::int AS leads`,
+      );
       const r = rows[0]!;
       return { sources: Number(r.sources), jobs: Number(r.jobs), leads: Number(r.leads) };
     },

@@ -1,9 +1,9 @@
-import type { RouteModule } from '../../app.ts';
+import { z } from 'zod';
+import type { RouteModule } from '../../route-module.ts';
 import { principalOf } from '../../shared/auth.ts';
-import { envelope, errorResponses, successOnly } from '../../shared/http.ts';
+import { done, envelope, errorResponses, ok, successOnly } from '../../shared/http.ts';
 import { changePasswordBody, userStats, userView } from './users.schemas.ts';
 import { createUserService } from './users.service.ts';
-import { z } from 'zod';
 
 export const userRoutes: RouteModule = (app, deps) => {
   const users = createUserService(deps);
@@ -15,7 +15,7 @@ export const userRoutes: RouteModule = (app, deps) => {
       summary: 'The current user with counts of their sources, jobs and leads',
       response: { 200: envelope(z.object({ user: userView, stats: userStats })), ...errorResponses(401) },
     },
-    handler: async (request) => ({ success: true as const, data: await users.profile(principalOf(request).userId) }),
+    handler: async (request) => ok(await users.profile(principalOf(request).userId)),
   });
 
   app.patch('/api/users/password', {
@@ -29,7 +29,7 @@ export const userRoutes: RouteModule = (app, deps) => {
     },
     handler: async (request) => {
       await users.changePassword(principalOf(request).userId, request.body.currentPassword, request.body.newPassword);
-      return { success: true as const, message: 'Password changed' };
+      return done('Password changed');
     },
   });
 };

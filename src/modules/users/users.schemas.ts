@@ -7,14 +7,18 @@ export const emailInput = z
 
 export const password = z.string().min(8, 'must be at least 8 characters').max(1024);
 
-export const userView = z.object({
-  id: z.string(),
-  email: z.string(),
-  name: z.string().nullable(),
-  createdAt: z.string(),
-});
+export const userView = z
+  .object({
+    id: z.string(),
+    email: z.string(),
+    name: z.string().nullable(),
+    createdAt: z.string(),
+  })
+  .meta({ id: 'User' });
 
-export const userStats = z.object({ sources: z.number().int(), jobs: z.number().int(), leads: z.number().int() });
+export const userStats = z
+  .object({ sources: z.number().int(), jobs: z.number().int(), leads: z.number().int() })
+  .meta({ id: 'UserStats' });
 
 export const changePasswordBody = z.object({ currentPassword: z.string().min(1).max(1024), newPassword: password });
 

@@ -1,8 +1,8 @@
 import type { AppDeps } from '../../deps.ts';
 import { hashPassword, verifyPassword } from '../../shared/crypto.ts';
 import { AppError } from '../../shared/errors.ts';
-import { toUserView } from './users.schemas.ts';
 import { userRepository } from './users.repository.ts';
+import { toUserView } from './users.schemas.ts';
 
 export function createUserService(deps: Pick<AppDeps, 'db' | 'clock'>) {
   const repo = userRepository(deps.db);

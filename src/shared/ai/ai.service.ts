@@ -1,11 +1,18 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { APICallError, generateText, NoObjectGeneratedError, Output, type LanguageModel, type LanguageModelUsage } from 'ai';
+import {
+  APICallError,
+  generateText,
+  type LanguageModel,
+  type LanguageModelUsage,
+  NoObjectGeneratedError,
+  Output,
+} from 'ai';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../db/client.ts';
 import { aiUsage } from '../../db/schema/index.ts';
-import { systemClock, type Clock } from '../clock.ts';
+import { type Clock, systemClock } from '../clock.ts';
 import { AppError } from '../errors.ts';
 import { createLimiter } from './limiter.ts';
 import { withRetries } from './retry.ts';
@@ -21,7 +28,10 @@ export interface GenerateObjectRequest<T> {
   userId: string;
   /** What asked, recorded with the usage: `sources.discover`, `matching.ai`… */
   feature: string;
-  /** The answer must parse and validate against this schema (keep it strict-mode friendly: no optional keys, use nullable). */
+  /**
+   * The answer must parse and validate against this schema (keep it strict-mode friendly: no optional keys, use
+   * nullable).
+   */
   schema: z.ZodType<T>;
   /** json_schema name shown to the model (letters, digits, `_`, `-`). */
   schemaName?: string;
@@ -35,7 +45,10 @@ export interface AiService {
   /** AI_BASE_URL and AI_MODEL are set, or a model was injected. */
   readonly configured: boolean;
   readonly modelId: string | undefined;
-  /** Structured output validated by `schema` (then NUL stripped from its strings), inside the concurrency bound, with timeout, retries and usage recording. */
+  /**
+   * Structured output validated by `schema` (then NUL stripped from its strings), inside the concurrency bound, with
+   * timeout, retries and usage recording.
+   */
   generateObject<T>(request: GenerateObjectRequest<T>): Promise<T>;
   /** The model itself, for callers that drive the SDK directly (tool calling, streaming chat). */
   model(): AiModel;
@@ -63,7 +76,10 @@ export interface AiServiceOverrides {
 class AttemptTimeout extends Error {}
 
 const notConfigured = () =>
-  new AppError('AI_NOT_CONFIGURED', 'No AI provider is configured: set AI_BASE_URL and AI_MODEL (and AI_API_KEY if the endpoint needs one)');
+  new AppError(
+    'AI_NOT_CONFIGURED',
+    'No AI provider is configured: set AI_BASE_URL and AI_MODEL (and AI_API_KEY if the endpoint needs one)',
+  );
 
 const isRetryable = (error: unknown) => APICallError.isInstance(error) && error.isRetryable;
 
@@ -102,7 +118,12 @@ export function createAiService(deps: AiServiceDeps, overrides: AiServiceOverrid
   // Provider messages may quote what they were sent; the key never reaches a log line.
   const redact = (text: string) => (secret ? text.split(secret).join('[redacted]') : text);
 
-  async function recordUsage(userId: string, feature: string, usage: AiUsage | undefined, usedModel?: string): Promise<void> {
+  async function recordUsage(
+    userId: string,
+    feature: string,
+    usage: AiUsage | undefined,
+    usedModel?: string,
+  ): Promise<void> {
     if (!usage) return;
     const inputTokens = usage.inputTokens ?? 0;
     const outputTokens = usage.outputTokens ?? 0;
@@ -124,8 +145,10 @@ export function createAiService(deps: AiServiceDeps, overrides: AiServiceOverrid
   function toAppError(error: unknown, attempts: number): AppError {
     if (error instanceof AppError) return error;
     const after = attempts > 1 ? ` after ${attempts} attempts` : '';
-    if (error instanceof AttemptTimeout) return new AppError('AI_PROVIDER_ERROR', `The AI provider did not answer within ${config.AI_TIMEOUT_MS} ms`);
-    if (NoObjectGeneratedError.isInstance(error)) return new AppError('AI_PROVIDER_ERROR', "The AI provider's answer did not match the expected structure");
+    if (error instanceof AttemptTimeout)
+      return new AppError('AI_PROVIDER_ERROR', `The AI provider did not answer within ${config.AI_TIMEOUT_MS} ms`);
+    if (NoObjectGeneratedError.isInstance(error))
+      return new AppError('AI_PROVIDER_ERROR', "The AI provider's answer did not match the expected structure");
     if (APICallError.isInstance(error)) {
       const what = error.statusCode ? `answered HTTP ${error.statusCode}` : 'could not be reached';
       return new AppError('AI_PROVIDER_ERROR', `The AI provider ${what}${after}`);
@@ -145,21 +168,30 @@ export function createAiService(deps: AiServiceDeps, overrides: AiServiceOverrid
         return await withRetries(
           async () => {
             // The slot is held per attempt (not across the backoff), and the timeout starts once the slot is ours.
-            const result = await limiter.run(async () => {
-              attempts++;
-              const timeout = AbortSignal.timeout(config.AI_TIMEOUT_MS);
-              const abortSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
-              try {
-                return await generateText({ model, system, prompt, output: Output.object({ schema, name: schemaName }), maxRetries: 0, abortSignal });
-              } catch (error) {
-                if (timeout.aborted && !signal?.aborted) throw new AttemptTimeout();
+            const result = await limiter
+              .run(async () => {
+                attempts++;
+                const timeout = AbortSignal.timeout(config.AI_TIMEOUT_MS);
+                const abortSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
+                try {
+                  return await generateText({
+                    model,
+                    system,
+                    prompt,
+                    output: Output.object({ schema, name: schemaName }),
+                    maxRetries: 0,
+                    abortSignal,
+                  });
+                } catch (error) {
+                  if (timeout.aborted && !signal?.aborted) throw new AttemptTimeout();
+                  throw error;
+                }
+              }, signal)
+              .catch(async (error: unknown) => {
+                // A malformed answer still cost tokens.
+                if (NoObjectGeneratedError.isInstance(error)) await recordUsage(userId, feature, error.usage);
                 throw error;
-              }
-            }, signal).catch(async (error: unknown) => {
-              // A malformed answer still cost tokens.
-              if (NoObjectGeneratedError.isInstance(error)) await recordUsage(userId, feature, error.usage);
-              throw error;
-            });
+              });
             await recordUsage(userId, feature, result.totalUsage);
             return withoutNul(result.output as T);
           },
@@ -170,14 +202,23 @@ export function createAiService(deps: AiServiceDeps, overrides: AiServiceOverrid
             shouldRetry: isRetryable,
             signal,
             onRetry: (error, attempt, delayMs) =>
-              logger.warn({ feature, attempt, delayMs, status: APICallError.isInstance(error) ? error.statusCode : undefined }, 'AI call failed, retrying'),
+              logger.warn(
+                { feature, attempt, delayMs, status: APICallError.isInstance(error) ? error.statusCode : undefined },
+                'AI call failed, retrying',
+              ),
           },
         );
       } catch (error) {
         if (signal?.aborted) throw signal.reason;
         const mapped = toAppError(error, attempts);
         logger.warn(
-          { feature, attempts, code: mapped.code, status: APICallError.isInstance(error) ? error.statusCode : undefined, cause: redact(String((error as Error)?.message ?? error)) },
+          {
+            feature,
+            attempts,
+            code: mapped.code,
+            status: APICallError.isInstance(error) ? error.statusCode : undefined,
+            cause: redact(String((error as Error)?.message ?? error)),
+          },
           'AI call failed',
         );
         throw mapped;

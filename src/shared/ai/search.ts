@@ -32,7 +32,10 @@ const SEARCH_TIMEOUT_MS = 15_000;
 const plain = (html: string) =>
   html
     .replace(/<[^>]*>/g, '')
-    .replace(/&(amp|lt|gt|quot|#39|#x27);/g, (_, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", '#x27': "'" })[e]!)
+    .replace(
+      /&(amp|lt|gt|quot|#39|#x27);/g,
+      (_, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", '#x27': "'" })[e]!,
+    )
     .replace(/\s+/g, ' ')
     .trim();
 
@@ -62,7 +65,7 @@ export function createSearchProvider(config: Pick<Config, 'SEARCH_API_URL' | 'SE
       let response: Response;
       try {
         response = await fetch(url, { headers: { Accept: 'application/json', 'X-Subscription-Token': key }, signal });
-      } catch (error) {
+      } catch {
         if (options.signal?.aborted) throw options.signal.reason;
         const why = timeout.aborted ? `did not answer within ${SEARCH_TIMEOUT_MS} ms` : 'could not be reached';
         throw new AppError('SEARCH_PROVIDER_ERROR', `The search provider ${why}`);

@@ -51,7 +51,10 @@ async function lookupMailDomain(resolver: Resolver, domain: string): Promise<Mai
     // RFC 7505 §3: a domain with a null MX must publish no other MX; if it does, the real ones count.
     return hosts.length ? 'ok' : 'null_mx';
   }
-  const [a, aaaa] = await Promise.all([attempt(() => resolver.resolve4(domain)), attempt(() => resolver.resolve6(domain))]);
+  const [a, aaaa] = await Promise.all([
+    attempt(() => resolver.resolve4(domain)),
+    attempt(() => resolver.resolve6(domain)),
+  ]);
   if (a.kind === 'records' || aaaa.kind === 'records') return 'ok';
   if (a.kind === 'error' || aaaa.kind === 'error') return 'unknown';
   if (a.kind === 'nxdomain' && aaaa.kind === 'nxdomain') return 'not_found';
@@ -73,7 +76,9 @@ export function createMailDomainResolver(options: MailDomainResolverOptions = {}
   try {
     if (servers.length) resolver.setServers(servers);
   } catch (err) {
-    throw new Error(`Invalid configuration: DNS_SERVERS=${JSON.stringify(servers.join(','))}: ${(err as Error).message} (expected "ip" or "ip:port" entries)`);
+    throw new Error(
+      `Invalid configuration: DNS_SERVERS=${JSON.stringify(servers.join(','))}: ${(err as Error).message} (expected "ip" or "ip:port" entries)`,
+    );
   }
   const cacheKey = `${servers.join(',')}|${timeout}|${tries}`;
   let cache = caches.get(cacheKey);

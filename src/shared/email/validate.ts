@@ -1,17 +1,35 @@
 import { createRequire } from 'node:module';
-import { and, eq, inArray, or, sql } from 'drizzle-orm';
 import { disposableEmailBlocklistSet } from 'disposable-email-domains-js';
+import { and, eq, inArray, or, sql } from 'drizzle-orm';
 import emailMisspelled, { top100 } from 'email-misspelled';
 import type { Db } from '../../db/client.ts';
 import { suppressions } from '../../db/schema/index.ts';
 import { createMailDomainResolver, type MailDomainResolver, type MailDomainResolverOptions } from './dns.ts';
 import { checkEmailSyntax } from './syntax.ts';
 
-/** Vocabulary of endpoints.md "Validation vocabulary" [Reacher, ZeroBounce]. */
+/**
+ * The validation vocabulary documented in OpenAPI (`POST /api/leads/{id}/validate-email`), after Reacher and
+ * ZeroBounce.
+ */
 export type ValidationStatus = 'valid' | 'risky' | 'invalid' | 'unknown';
 export type ValidationTier = 'syntax' | 'domain' | 'mailbox';
-export type ValidationError = 'syntax_invalid' | 'domain_not_found' | 'no_mx' | 'null_mx' | 'mailbox_not_found' | 'hard_bounced' | 'suppressed' | 'spamtrap';
-export type ValidationFlag = 'disposable' | 'role_account' | 'catch_all' | 'free_provider' | 'possible_typo' | 'possible_trap' | 'smtp_unverified';
+export type ValidationError =
+  | 'syntax_invalid'
+  | 'domain_not_found'
+  | 'no_mx'
+  | 'null_mx'
+  | 'mailbox_not_found'
+  | 'hard_bounced'
+  | 'suppressed'
+  | 'spamtrap';
+export type ValidationFlag =
+  | 'disposable'
+  | 'role_account'
+  | 'catch_all'
+  | 'free_provider'
+  | 'possible_typo'
+  | 'possible_trap'
+  | 'smtp_unverified';
 
 export interface EmailValidation {
   status: ValidationStatus;
@@ -25,7 +43,15 @@ export interface EmailValidation {
 const require = createRequire(import.meta.url);
 
 /** The domain lists, loaded on first use (a process that never validates does not hold them). */
-let lists: { free: Set<string>; common: Set<string>; disposable: Set<string>; roles: Set<string>; typo: (email: string) => Array<{ suggest: string; misspelledCount: number }> } | undefined;
+let lists:
+  | {
+      free: Set<string>;
+      common: Set<string>;
+      disposable: Set<string>;
+      roles: Set<string>;
+      typo: (email: string) => Array<{ suggest: string; misspelledCount: number }>;
+    }
+  | undefined;
 function domainLists() {
   return (lists ??= {
     free: new Set<string>(require('email-providers/all.json') as string[]),
@@ -68,7 +94,8 @@ export function addressFlags(local: string, domain: string): { flags: Validation
   return { flags, suggestion };
 }
 
-export interface EmailValidatorOptions extends Pick<MailDomainResolverOptions, 'timeoutMs' | 'tries' | 'ttlMs' | 'unknownTtlMs'> {
+export interface EmailValidatorOptions
+  extends Pick<MailDomainResolverOptions, 'timeoutMs' | 'tries' | 'ttlMs' | 'unknownTtlMs'> {
   servers?: string[];
 }
 
@@ -82,8 +109,14 @@ const RISKY_FLAGS: ValidationFlag[] = ['disposable', 'possible_typo', 'role_acco
  * Validates addresses down to the domain tier: syntax, the user's suppression list, DNS (MX, null
  * MX, implicit MX) and the flags above. SMTP probing is off, so a checked domain adds `smtp_unverified`.
  */
-export function createEmailValidator(deps: { db: Db; config: { DNS_SERVERS?: string[] } }, options: EmailValidatorOptions = {}): EmailValidator {
-  const resolver: MailDomainResolver = createMailDomainResolver({ ...options, servers: options.servers ?? deps.config.DNS_SERVERS });
+export function createEmailValidator(
+  deps: { db: Db; config: { DNS_SERVERS?: string[] } },
+  options: EmailValidatorOptions = {},
+): EmailValidator {
+  const resolver: MailDomainResolver = createMailDomainResolver({
+    ...options,
+    servers: options.servers ?? deps.config.DNS_SERVERS,
+  });
 
   async function isSuppressed(userId: string, address: string, domain: string): Promise<boolean> {
     const rows = await deps.db

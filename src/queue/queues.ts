@@ -1,4 +1,4 @@
-import { PgBoss, fromPglite } from 'pg-boss';
+import { fromPglite, PgBoss } from 'pg-boss';
 import type { Database } from '../db/client.ts';
 
 /** Every background queue of the service. */
@@ -13,7 +13,10 @@ export const QUEUES = {
 } as const;
 
 /** pg-boss on the service's own database: PGlite in-process, or PostgreSQL shared by any number of processes. */
-export async function startBoss(database: Database, options: { databaseUrl?: string; poolSize?: number; schedule?: boolean }): Promise<PgBoss> {
+export async function startBoss(
+  database: Database,
+  options: { databaseUrl?: string; poolSize?: number; schedule?: boolean },
+): Promise<PgBoss> {
   const common = {
     schema: 'pgboss',
     schedule: options.schedule ?? true,
@@ -22,11 +25,27 @@ export async function startBoss(database: Database, options: { databaseUrl?: str
   };
   const boss = database.pglite
     ? new PgBoss({ ...common, db: fromPglite(database.pglite), backend: 'pglite' })
-    : new PgBoss({ ...common, connectionString: options.databaseUrl!, max: Math.max(2, Math.min(options.poolSize ?? 4, 10)) });
+    : new PgBoss({
+        ...common,
+        connectionString: options.databaseUrl!,
+        max: Math.max(2, Math.min(options.poolSize ?? 4, 10)),
+      });
   await boss.start();
   await Promise.all([
-    boss.createQueue(QUEUES.dataExport, { retryLimit: 2, retryDelay: 10, retryBackoff: true, expireInSeconds: 900, notify: true }),
-    boss.createQueue(QUEUES.emailValidation, { retryLimit: 2, retryDelay: 5, retryBackoff: true, expireInSeconds: 300, notify: true }),
+    boss.createQueue(QUEUES.dataExport, {
+      retryLimit: 2,
+      retryDelay: 10,
+      retryBackoff: true,
+      expireInSeconds: 900,
+      notify: true,
+    }),
+    boss.createQueue(QUEUES.emailValidation, {
+      retryLimit: 2,
+      retryDelay: 5,
+      retryBackoff: true,
+      expireInSeconds: 300,
+      notify: true,
+    }),
     boss.createQueue(QUEUES.accountPurge, { retryLimit: 3, retryDelay: 60, expireInSeconds: 900 }),
     boss.createQueue(QUEUES.maintenance, { retryLimit: 1, expireInSeconds: 600 }),
     // A crawl's own retries are per request; a crashed worker's job is recovered from the jobs
@@ -36,7 +55,13 @@ export async function startBoss(database: Database, options: { databaseUrl?: str
     // A rule execution resumes from its stored results when a message is delivered again; a run's
     // lease (not the message's expiry) decides who executes it, and the recovery sweep resends runs
     // of dead workers, so a long AI run is never cut off and picked up twice by expiry.
-    boss.createQueue(QUEUES.matching, { retryLimit: 2, retryDelay: 5, retryBackoff: true, expireInSeconds: 86_400, notify: true }),
+    boss.createQueue(QUEUES.matching, {
+      retryLimit: 2,
+      retryDelay: 5,
+      retryBackoff: true,
+      expireInSeconds: 86_400,
+      notify: true,
+    }),
   ]);
   return boss;
 }

@@ -3,15 +3,17 @@ import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { extractInPage, waitForSelector } from './extract-browser.ts';
-import { extractFromHtml } from './extract-html.ts';
-import { BOARD_SELECTORS, PEOPLE_PAGE, PEOPLE_SELECTORS } from './extract.fixtures.ts';
-import { CrawlError } from './scraping.types.ts';
-import { parseSelectors } from './selectors.ts';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { extractInPage, waitForSelector } from '../../src/modules/scraping/extract-browser.ts';
+import { extractFromHtml } from '../../src/modules/scraping/extract-html.ts';
+import { CrawlError } from '../../src/modules/scraping/scraping.types.ts';
+import { parseSelectors } from '../../src/modules/scraping/selectors.ts';
+import { BOARD_SELECTORS, PEOPLE_PAGE, PEOPLE_SELECTORS } from '../fixtures/extract-pages.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
-const skip = existsSync(CHROMIUM) ? false : `DYNAMIC tests skipped: Chromium not found at ${CHROMIUM} (apt-get install chromium)`;
+const skip = existsSync(CHROMIUM)
+  ? false
+  : `DYNAMIC tests skipped: Chromium not found at ${CHROMIUM} (apt-get install chromium)`;
 
 /** Content that appears 200 ms after load, as on a JS-rendered listing. */
 const RENDERED_PAGE = `<!doctype html><html><body><div id="app">Loading…</div><script>
@@ -42,9 +44,20 @@ describe('extractInPage: DYNAMIC in real Chromium', { skip }, () => {
   before(async () => {
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
+      args: [
+        '--no-sandbox',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--disable-quic',
+        '--no-first-run',
+      ],
     });
-    const pages: Record<string, string> = { '/members': PEOPLE_PAGE, '/rendered': RENDERED_PAGE, '/styled': STYLED_PAGE };
+    const pages: Record<string, string> = {
+      '/members': PEOPLE_PAGE,
+      '/rendered': RENDERED_PAGE,
+      '/styled': STYLED_PAGE,
+    };
     server = createServer((req, res) => {
       const body = pages[new URL(req.url ?? '/', 'http://x').pathname];
       res.writeHead(body ? 200 : 404, { 'content-type': 'text/html; charset=utf-8' });
@@ -93,26 +106,33 @@ describe('extractInPage: DYNAMIC in real Chromium', { skip }, () => {
     assert.deepEqual(dynamic, stat);
   });
 
-  test('stylesheet-hidden emails (class rules, nested, opacity, visibility) and aria-hidden are not visible', async () => {
-    await page.goto(`${base}/styled`);
-    const r = await extractInPage(page, parseSelectors({ item: 'div.p', email: 'a.m@href' }, 'DYNAMIC'), page.url());
-    assert.deepEqual(
-      r.items.map((i) => [i.fields.email, i.visible]),
-      [
-        ['visible@x.test', true],
-        ['gone@x.test', false],
-        ['ghost@x.test', false],
-        ['clear@x.test', false],
-        ['nested@x.test', false],
-        ['aria@x.test', false],
-      ],
-    );
-  });
+  test(
+    'stylesheet-hidden emails (class rules, nested, opacity, visibility) and aria-hidden are not ' + 'visible',
+    async () => {
+      await page.goto(`${base}/styled`);
+      const r = await extractInPage(page, parseSelectors({ item: 'div.p', email: 'a.m@href' }, 'DYNAMIC'), page.url());
+      assert.deepEqual(
+        r.items.map((i) => [i.fields.email, i.visible]),
+        [
+          ['visible@x.test', true],
+          ['gone@x.test', false],
+          ['ghost@x.test', false],
+          ['clear@x.test', false],
+          ['nested@x.test', false],
+          ['aria@x.test', false],
+        ],
+      );
+    },
+  );
 
   test('waitForSelector waits for JS-rendered content (CSS and XPath), false when it never comes', async () => {
     await page.goto(`${base}/rendered`);
     assert.equal(await waitForSelector(page, 'ul.people li', 10_000), true);
-    const r = await extractInPage(page, parseSelectors({ item: '//ul[@class="people"]/li', fullName: 'b', email: './/a/@href' }, 'DYNAMIC'), page.url());
+    const r = await extractInPage(
+      page,
+      parseSelectors({ item: '//ul[@class="people"]/li', fullName: 'b', email: './/a/@href' }, 'DYNAMIC'),
+      page.url(),
+    );
     assert.deepEqual(
       r.items.map((i) => i.fields),
       [
@@ -120,18 +140,40 @@ describe('extractInPage: DYNAMIC in real Chromium', { skip }, () => {
         { firstName: 'Charles', lastName: 'Babbage', email: 'charles@engine.test' },
       ],
     );
-    assert.equal(await waitForSelector(page, parseSelectors({ waitFor: '//ul/li[2]/a/@href' }, 'DYNAMIC').waitFor!, 10_000), true);
+    assert.equal(
+      await waitForSelector(page, parseSelectors({ waitFor: '//ul/li[2]/a/@href' }, 'DYNAMIC').waitFor!, 10_000),
+      true,
+    );
     assert.equal(await waitForSelector(page, '.never-there', 300), false);
   });
 
   test('small pages: the same values as STATIC', async () => {
     const cases: Array<[string, Record<string, string>]> = [
-      [`<a class="m" href="mailto:j%2Bdoe@x.test?subject=Hi">m</a><a class="t" href="TEL:+49 30 1234">t</a>`, { email: 'a.m@href', phone: 'a.t@href' }],
-      [`<div class="c"><p>Jane&nbsp;Doe<br>CEO</p><p>Acme &amp; Co</p><span>in</span><span>line</span></div>`, { card: 'div.c' }],
-      [`<ul><li>One</li><li>Two <b>bold</b></li><li data-k="v3">Three</li></ul>`, { second: '(//li)[2]/text()', third: '//LI[3]', attr: '//li/@data-k', count: '(count(//li))' }],
-      [`<div class="p"><b>Mary Ann de la Cruz</b><i>Maria</i></div><div class="p"><u>x</u></div>`, { item: 'div.p', fullName: 'b', firstName: 'i' }],
-      [`<a class="n" href="p2">2</a><span class="n">https://other.example/p3</span><a class="w" href="../team/ann">Ann</a>`, { nextPage: '.n', site: 'a.w@href' }],
-      [`<div class="p" id="a"><b>A</b></div><div class="p"><b>B</b></div>`, { item: '//div[@class="p"] | //div[@id="a"]', name: 'b', id: '@id' }],
+      [
+        `<a class="m" href="mailto:j%2Bdoe@x.test?subject=Hi">m</a><a class="t" href="TEL:+49 30 1234">t</a>`,
+        { email: 'a.m@href', phone: 'a.t@href' },
+      ],
+      [
+        `<div class="c"><p>Jane&nbsp;Doe<br>CEO</p><p>Acme &amp; Co</p><span>in</span><span>line</span></div>`,
+        { card: 'div.c' },
+      ],
+      [
+        `<ul><li>One</li><li>Two <b>bold</b></li><li data-k="v3">Three</li></ul>`,
+        { second: '(//li)[2]/text()', third: '//LI[3]', attr: '//li/@data-k', count: '(count(//li))' },
+      ],
+      [
+        `<div class="p"><b>Mary Ann de la Cruz</b><i>Maria</i></div><div class="p"><u>x</u></div>`,
+        { item: 'div.p', fullName: 'b', firstName: 'i' },
+      ],
+      [
+        `<a class="n" href="p2">2</a><span class="n">https://other.example/p3</span><a class="w" ` +
+          `href="../team/ann">Ann</a>`,
+        { nextPage: '.n', site: 'a.w@href' },
+      ],
+      [
+        `<div class="p" id="a"><b>A</b></div><div class="p"><b>B</b></div>`,
+        { item: '//div[@class="p"] | //div[@id="a"]', name: 'b', id: '@id' },
+      ],
     ];
     for (const [html, map] of cases) {
       await page.setContent(html);
@@ -147,7 +189,8 @@ describe('extractInPage: DYNAMIC in real Chromium', { skip }, () => {
     await page.setContent('<p>x</p>');
     await assert.rejects(
       extractInPage(page, parseSelectors({ item: 'p', email: 'a[' }, 'DYNAMIC'), 'https://x.example/'),
-      (err: unknown) => err instanceof CrawlError && err.kind === 'invalid_selector' && err.message.startsWith('selectors.email: '),
+      (err: unknown) =>
+        err instanceof CrawlError && err.kind === 'invalid_selector' && err.message.startsWith('selectors.email: '),
     );
   });
 });

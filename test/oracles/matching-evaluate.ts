@@ -1,34 +1,28 @@
-import type { Condition, ConditionGroup } from './matching.conditions.ts';
-import type { SetRule } from './matching.sql.ts';
-import { dateTextMs, fieldRef, numericText, operandOf, type FieldRef, type Operand } from './matching.values.ts';
+import type {
+  Condition,
+  ConditionGroup,
+  MatchableLead,
+  MatchableProfile,
+} from '../../src/modules/matching/matching.conditions.ts';
+import type { SetRule } from '../../src/modules/matching/matching.sql.ts';
+import {
+  dateTextMs,
+  type FieldRef,
+  fieldRef,
+  numericText,
+  type Operand,
+  operandOf,
+} from '../../src/modules/matching/matching.values.ts';
 
 /**
  * The rule language evaluated row by row in Node, with exactly the semantics the SQL compiler
- * implements (matching.values.ts). Execute never uses it: it exists to prove the SQL (the parity
- * test compares both on random rules and rows) and as the naive baseline of the benchmark.
+ * implements (src/modules/matching/matching.values.ts). The service never uses it: it proves the SQL
+ * (test/matching-semantics.test.ts compares both on random rules and rows) and is the naive
+ * baseline of `npm run bench -- matching`.
  * Known approximations: regex patterns run as ECMAScript RegExp (PostgreSQL's ARE agrees on common
  * syntax; its \y and \Y word boundaries are translated), lower-casing is JS's (PostgreSQL's lower()
  * agrees on ASCII and most letters).
  */
-
-export interface EvalLead {
-  firstName: string | null;
-  lastName: string | null;
-  email: string | null;
-  phone: string | null;
-  company: string | null;
-  jobTitle: string | null;
-  status: string | null;
-  sourceUrl: string | null;
-  tags: string[];
-  createdAt: Date;
-  customFields: Record<string, unknown>;
-}
-
-export interface EvalRow {
-  data: Record<string, unknown>;
-  lead: EvalLead | null;
-}
 
 export interface EvalResult {
   matched: boolean;
@@ -50,7 +44,7 @@ const jsonElement = (v: unknown): Element => {
   return { text: null, num: null };
 };
 
-function leadText(lead: EvalLead, column: string): string | null {
+function leadText(lead: MatchableLead, column: string): string | null {
   switch (column) {
     case 'fullName': {
       const s = [lead.firstName, lead.lastName].filter((x) => x !== null).join(' ');
@@ -63,7 +57,7 @@ function leadText(lead: EvalLead, column: string): string | null {
   }
 }
 
-function elementsOf(row: EvalRow, ref: FieldRef): Element[] {
+function elementsOf(row: MatchableProfile, ref: FieldRef): Element[] {
   if (ref.kind === 'json') {
     const holder = ref.source === 'profile' ? row.data : row.lead?.customFields;
     const v = holder && Object.hasOwn(holder, ref.key) ? holder[ref.key] : undefined;
@@ -75,7 +69,7 @@ function elementsOf(row: EvalRow, ref: FieldRef): Element[] {
   return [];
 }
 
-function exists(row: EvalRow, ref: FieldRef): boolean {
+function exists(row: MatchableProfile, ref: FieldRef): boolean {
   if (ref.kind === 'json') {
     const holder = ref.source === 'profile' ? row.data : row.lead?.customFields;
     const v = holder && Object.hasOwn(holder, ref.key) ? holder[ref.key] : undefined;
@@ -92,7 +86,8 @@ function exists(row: EvalRow, ref: FieldRef): boolean {
 }
 
 /** PostgreSQL's word-boundary escapes \y and \Y in JS syntax (\b and \B; validation rejects those in rules). */
-const jsPattern = (pattern: string) => pattern.replace(/\\(.)/gs, (escape, c: string) => (c === 'y' ? '\\b' : c === 'Y' ? '\\B' : escape));
+const jsPattern = (pattern: string) =>
+  pattern.replace(/\\(.)/gs, (escaped, c: string) => (c === 'y' ? '\\b' : c === 'Y' ? '\\B' : escaped));
 
 const regexCache = new Map<string, RegExp>();
 function regexOf(pattern: string, ci: boolean): RegExp {
@@ -155,29 +150,32 @@ function elementHolds(op: string, operand: Operand, ci: boolean, e: Element): bo
   }
 }
 
-function positive(row: EvalRow, c: Condition, op: string): boolean {
+function positive(row: MatchableProfile, c: Condition, op: string): boolean {
   const ref = fieldRef(c.field);
   if (!ref) throw new Error(`unknown field ${c.field}`);
   if (op === 'exists') return exists(row, ref);
   const operand = operandOf(c);
-  if (ref.kind === 'timestamp') return row.lead !== null && compare(op, row.lead.createdAt.getTime(), (operand as { ms: number }).ms);
+  if (ref.kind === 'timestamp')
+    return row.lead !== null && compare(op, row.lead.createdAt.getTime(), (operand as { ms: number }).ms);
   const ci = !c.caseSensitive;
   return elementsOf(row, ref).some((e) => elementHolds(op, operand, ci, e));
 }
 
-export function evaluateCondition(row: EvalRow, c: Condition): boolean {
+export function evaluateCondition(row: MatchableProfile, c: Condition): boolean {
   return c.operator.startsWith('not_') ? !positive(row, c, c.operator.slice(4)) : positive(row, c, c.operator);
 }
 
 const isGroup = (x: Condition | ConditionGroup): x is ConditionGroup => Array.isArray((x as ConditionGroup).conditions);
 
-export function evaluateNode(row: EvalRow, node: Condition | ConditionGroup): boolean {
+export function evaluateNode(row: MatchableProfile, node: Condition | ConditionGroup): boolean {
   if (!isGroup(node)) return evaluateCondition(row, node);
-  return node.operator === 'AND' ? node.conditions.every((n) => evaluateNode(row, n)) : node.conditions.some((n) => evaluateNode(row, n));
+  return node.operator === 'AND'
+    ? node.conditions.every((n) => evaluateNode(row, n))
+    : node.conditions.some((n) => evaluateNode(row, n));
 }
 
 /** A FILTER or SCORED rule on one row: the same matched, matchScore and details the SQL computes. */
-export function evaluateRule(rule: SetRule, row: EvalRow): EvalResult {
+export function evaluateRule(rule: SetRule, row: MatchableProfile): EvalResult {
   if (rule.type === 'FILTER') {
     const details = rule.conditions.conditions.map((n) => evaluateNode(row, n));
     const matched = rule.conditions.operator === 'AND' ? details.every(Boolean) : details.some(Boolean);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseSelector, parseSelectors, validateSelectors } from './selectors.ts';
+import { parseSelector, parseSelectors, validateSelectors } from '../../src/modules/scraping/selectors.ts';
 
 describe('parseSelector: HTML sources', () => {
   const cases: Array<[string, { kind: string; expr: string; attr?: string }]> = [
@@ -35,7 +35,14 @@ describe('parseSelector: HTML sources', () => {
 
 describe('parseSelectors', () => {
   test('sorts control keys, lead fields and custom fields; waitFor only for DYNAMIC', () => {
-    const map = { item: 'div.p', email: 'a@href', nextPage: 'a.next', waitFor: '#list', linkedin: 'a.li@href', fullName: 'h3' };
+    const map = {
+      item: 'div.p',
+      email: 'a@href',
+      nextPage: 'a.next',
+      waitFor: '#list',
+      linkedin: 'a.li@href',
+      fullName: 'h3',
+    };
     const dynamic = parseSelectors(map, 'DYNAMIC');
     assert.equal(dynamic.item?.expr, 'div.p');
     assert.equal(dynamic.nextPage?.expr, 'a.next');
@@ -52,7 +59,16 @@ describe('parseSelectors', () => {
   });
 
   test('API: item/nextPage JSONPath, fields dotted paths or JSONPath, no @attr', () => {
-    const parsed = parseSelectors({ item: '$.data.people[*]', email: 'contact.email', first: '$.name.first', handle: 'a@b', nextPage: '$.links.next' }, 'API');
+    const parsed = parseSelectors(
+      {
+        item: '$.data.people[*]',
+        email: 'contact.email',
+        first: '$.name.first',
+        handle: 'a@b',
+        nextPage: '$.links.next',
+      },
+      'API',
+    );
     assert.deepEqual(parsed.item, { raw: '$.data.people[*]', kind: 'jsonpath', expr: '$.data.people[*]' });
     assert.deepEqual(parsed.nextPage, { raw: '$.links.next', kind: 'jsonpath', expr: '$.links.next' });
     assert.deepEqual(
@@ -75,18 +91,49 @@ describe('parseSelectors', () => {
 });
 
 describe('validateSelectors', () => {
-  const messages = (map: unknown, type: 'STATIC' | 'DYNAMIC' | 'API') => Object.fromEntries(validateSelectors(map, type).map((p) => [p.field, p.message]));
+  const messages = (map: unknown, type: 'STATIC' | 'DYNAMIC' | 'API') =>
+    Object.fromEntries(validateSelectors(map, type).map((p) => [p.field, p.message]));
 
   test('valid maps answer no problems', () => {
-    assert.deepEqual(validateSelectors({ item: '//div[@class="p"]', email: 'a[href^="mailto:"]@href', phone: './/a/@href', nextPage: 'a.next', waitFor: '#x', memberId: '@data-id' }, 'STATIC'), []);
-    assert.deepEqual(validateSelectors({ item: 'li:has(> a)', name: ':scope > h3', x: 'a:contains(Mail)' }, 'STATIC'), []);
-    assert.deepEqual(validateSelectors({ item: '$.data.people[?(@.active && @.age > 18)]', email: 'contact.emails[0]', first: '$.name.first', nextPage: '$.links.next' }, 'API'), []);
+    assert.deepEqual(
+      validateSelectors(
+        {
+          item: '//div[@class="p"]',
+          email: 'a[href^="mailto:"]@href',
+          phone: './/a/@href',
+          nextPage: 'a.next',
+          waitFor: '#x',
+          memberId: '@data-id',
+        },
+        'STATIC',
+      ),
+      [],
+    );
+    assert.deepEqual(
+      validateSelectors({ item: 'li:has(> a)', name: ':scope > h3', x: 'a:contains(Mail)' }, 'STATIC'),
+      [],
+    );
+    assert.deepEqual(
+      validateSelectors(
+        {
+          item: '$.data.people[?(@.active && @.age > 18)]',
+          email: 'contact.emails[0]',
+          first: '$.name.first',
+          nextPage: '$.links.next',
+        },
+        'API',
+      ),
+      [],
+    );
     assert.deepEqual(validateSelectors(undefined, 'STATIC'), []);
     assert.deepEqual(validateSelectors({}, 'DYNAMIC'), []);
   });
 
   test('CSS and XPath that do not parse name the field', () => {
-    const m = messages({ email: 'a[', phone: 'div >', company: '> span', item: '//div[', jobTitle: '//a]', other: ':nope' }, 'STATIC');
+    const m = messages(
+      { email: 'a[', phone: 'div >', company: '> span', item: '//div[', jobTitle: '//a]', other: ':nope' },
+      'STATIC',
+    );
     assert.match(m['selectors.email'], /^invalid CSS selector/);
     assert.match(m['selectors.phone'], /ends with a combinator/);
     assert.match(m['selectors.company'], /starts with a combinator.*:scope/);
@@ -97,18 +144,30 @@ describe('validateSelectors', () => {
   });
 
   test('XPath that parses but fails on every page: 2.0 functions, variables, namespace prefixes', () => {
-    const m = messages({ a: '//a[matches(@href, "x")]', b: '(lower-case(//h1))', c: '//a[@x=$v]', d: '//svg:svg', e: '(//a)[1]/@href' }, 'STATIC');
+    const m = messages(
+      { a: '//a[matches(@href, "x")]', b: '(lower-case(//h1))', c: '//a[@x=$v]', d: '//svg:svg', e: '(//a)[1]/@href' },
+      'STATIC',
+    );
     assert.equal(m['selectors.a'], 'matches() is not an XPath 1.0 function');
     assert.equal(m['selectors.b'], 'lower-case() is not an XPath 1.0 function');
     assert.match(m['selectors.c'], /variables/);
     assert.match(m['selectors.d'], /namespace prefixes/);
     assert.equal(m['selectors.e'], undefined);
-    const fine = { f: '//div[@a and (@b or @c)]', g: '//li[position() mod 2 = 0]/text()', h: '//a[contains(@title, "x:y(z) $1")]', i: './/ancestor::div[1]', j: '(count(//li))' };
+    const fine = {
+      f: '//div[@a and (@b or @c)]',
+      g: '//li[position() mod 2 = 0]/text()',
+      h: '//a[contains(@title, "x:y(z) $1")]',
+      i: './/ancestor::div[1]',
+      j: '(count(//li))',
+    };
     assert.deepEqual(validateSelectors(fine, 'DYNAMIC'), []);
   });
 
   test('css-select extensions are refused for DYNAMIC only (the browser rejects them)', () => {
-    assert.match(messages({ email: 'a:contains(Mail)' }, 'DYNAMIC')['selectors.email'], /:contains is not supported by browsers/);
+    assert.match(
+      messages({ email: 'a:contains(Mail)' }, 'DYNAMIC')['selectors.email'],
+      /:contains is not supported by browsers/,
+    );
     assert.deepEqual(validateSelectors({ email: 'a[title=":contains(x)"]' }, 'DYNAMIC'), []);
     assert.deepEqual(validateSelectors({ email: 'li:first-child a' }, 'DYNAMIC'), []);
   });
@@ -116,11 +175,17 @@ describe('validateSelectors', () => {
   test('a bare @attribute needs an item, and item/nextPage need an element selector', () => {
     assert.match(messages({ memberId: '@data-id' }, 'STATIC')['selectors.memberId'], /set an item selector/);
     assert.match(messages({ item: '@data-id' }, 'STATIC')['selectors.item'], /needs an element selector/);
-    assert.match(messages({ item: 'li', nextPage: '@href' }, 'DYNAMIC')['selectors.nextPage'], /needs an element selector/);
+    assert.match(
+      messages({ item: 'li', nextPage: '@href' }, 'DYNAMIC')['selectors.nextPage'],
+      /needs an element selector/,
+    );
   });
 
   test('JSONPath and dotted paths for API sources', () => {
-    const m = messages({ item: '$.data[', nextPage: 'links..next', email: '$..[?(@.a >)]', phone: 'data.people', company: '$.x.' }, 'API');
+    const m = messages(
+      { item: '$.data[', nextPage: 'links..next', email: '$..[?(@.a >)]', phone: 'data.people', company: '$.x.' },
+      'API',
+    );
     assert.equal(m['selectors.item'], 'invalid JSONPath expression');
     assert.match(m['selectors.nextPage'], /^invalid path/);
     assert.match(m['selectors.email'], /^invalid JSONPath filter/);
@@ -136,7 +201,15 @@ describe('validateSelectors', () => {
 
   test('shape: keys, types, sizes', () => {
     const map = JSON.parse('{"__proto__": "h1"}') as Record<string, unknown>;
-    Object.assign(map, { 'bad key': 'h1', '1st': 'h1', num: 5, nil: null, blank: '  ', long: 'a'.repeat(1001), ['k'.repeat(65)]: 'h1' });
+    Object.assign(map, {
+      'bad key': 'h1',
+      '1st': 'h1',
+      num: 5,
+      nil: null,
+      blank: '  ',
+      long: 'a'.repeat(1001),
+      ['k'.repeat(65)]: 'h1',
+    });
     const m = messages(map, 'STATIC');
     assert.match(m['selectors.__proto__'], /reserved/);
     assert.match(m['selectors.bad key'], /^invalid key/);

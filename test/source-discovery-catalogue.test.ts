@@ -2,10 +2,15 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { validateSelectors } from '../scraping/selectors.ts';
-import { catalogue } from './source-discovery.catalogue.ts';
-import { extractRequirements } from './source-discovery.heuristics.ts';
-import { fillTemplate, rankCatalogue, stem, tokenize } from './source-discovery.matching.ts';
+import { validateSelectors } from '../src/modules/scraping/selectors.ts';
+import { catalogue } from '../src/modules/source-discovery/source-discovery.catalogue.ts';
+import { extractRequirements } from '../src/modules/source-discovery/source-discovery.heuristics.ts';
+import {
+  fillTemplate,
+  rankCatalogue,
+  stem,
+  tokenize,
+} from '../src/modules/source-discovery/source-discovery.matching.ts';
 
 describe('catalogue', () => {
   test('ids are unique; every template yields an https URL with the query in it', () => {
@@ -29,28 +34,48 @@ describe('catalogue', () => {
   });
 
   test('docs/source-catalogue.md lists every entry with its URL template', () => {
-    const doc = fs.readFileSync(path.join(import.meta.dirname, '../../../docs/source-catalogue.md'), 'utf8');
+    const doc = fs.readFileSync(path.join(import.meta.dirname, '../docs/source-catalogue.md'), 'utf8');
     for (const entry of catalogue) {
       const row = doc.split('\n').find((line) => line.startsWith(`| \`${entry.id}\` |`));
       assert.ok(row, `${entry.id} missing from the docs`);
-      assert.ok(row.includes(`\`${entry.urlTemplate}\``) && row.includes(`| ${entry.scrapeType} | ${entry.estimatedLeads} |`), `${entry.id}: docs row out of date`);
+      assert.ok(
+        row.includes(`\`${entry.urlTemplate}\``) && row.includes(`| ${entry.scrapeType} | ${entry.estimatedLeads} |`),
+        `${entry.id}: docs row out of date`,
+      );
     }
   });
 
   test('fillTemplate encodes the query and slugs it', () => {
-    assert.equal(fillTemplate('https://x.test/s?q={query}', 'a&b=c ?é', ''), 'https://x.test/s?q=a%26b%3Dc%20%3F%C3%A9');
-    assert.equal(fillTemplate('https://x.test/c/{slug}.html', '  Pumps & Valves, Inc. ', ''), 'https://x.test/c/pumps-valves-inc.html');
+    assert.equal(
+      fillTemplate('https://x.test/s?q={query}', 'a&b=c ?é', ''),
+      'https://x.test/s?q=a%26b%3Dc%20%3F%C3%A9',
+    );
+    assert.equal(
+      fillTemplate('https://x.test/c/{slug}.html', '  Pumps & Valves, Inc. ', ''),
+      'https://x.test/c/pumps-valves-inc.html',
+    );
     assert.equal(fillTemplate('https://x.test/t={term}', 'whole query', 'dentists'), 'https://x.test/t=dentists');
   });
 });
 
 describe('matching', () => {
   test('stem makes words singular and lower-case', () => {
-    assert.deepEqual(['Dentists', 'companies', 'businesses', 'clinics', 'US', 'Café', "lawyer's"].map(stem), ['dentist', 'company', 'business', 'clinic', 'us', 'cafe', 'lawyer']);
+    assert.deepEqual(['Dentists', 'companies', 'businesses', 'clinics', 'US', 'Café', "lawyer's"].map(stem), [
+      'dentist',
+      'company',
+      'business',
+      'clinic',
+      'us',
+      'cafe',
+      'lawyer',
+    ]);
   });
 
   test('tokenize drops stopwords and one-letter words', () => {
-    assert.deepEqual(tokenize('Find the dentists in Austin, TX a').map((t) => t.word), ['dentists', 'Austin', 'TX']);
+    assert.deepEqual(
+      tokenize('Find the dentists in Austin, TX a').map((t) => t.word),
+      ['dentists', 'Austin', 'TX'],
+    );
   });
 
   test('ranks by keyword overlap; phrases count more; count is honoured', () => {
@@ -80,7 +105,10 @@ describe('matching', () => {
 
 describe('analyze heuristics', () => {
   test('labelled values win; the reasoning names each rule', () => {
-    const r = extractRequirements('Target audience: HR directors at logistics firms\nRegion: Benelux\nFreight, shipping and warehouse software for logistics.');
+    const r = extractRequirements(
+      'Target audience: HR directors at logistics firms\nRegion: Benelux\nFreight, ' +
+        'shipping and warehouse software for logistics.',
+    );
     assert.equal(r.targetAudience, 'HR directors at logistics firms');
     assert.equal(r.location, 'Benelux');
     assert.equal(r.industry, 'Logistics & transport');
@@ -90,7 +118,10 @@ describe('analyze heuristics', () => {
   });
 
   test('phrases and place names when nothing is labelled', () => {
-    const r = extractRequirements('Our CRM is built for independent insurance brokers. Most customers are in Ohio; a few in Ohio and Texas. Insurance and finance teams love it.');
+    const r = extractRequirements(
+      'Our CRM is built for independent insurance brokers. Most customers are in Ohio; a ' +
+        'few in Ohio and Texas. Insurance and finance teams love it.',
+    );
     assert.equal(r.targetAudience, 'independent insurance brokers');
     assert.equal(r.location, 'Ohio');
     assert.equal(r.industry, 'Financial services');

@@ -1,17 +1,17 @@
 import type { AppDeps } from '../deps.ts';
-import { pruneIdempotencyKeys } from '../shared/idempotency.ts';
-import { pruneRateLimitEvents } from '../shared/rate-limit.ts';
 import { createAccountDeletionService } from '../modules/account-deletion/account-deletion.service.ts';
 import { createDataExportService, type DataExportJob } from '../modules/data-export/data-export.service.ts';
-import { registerEmailValidationWorker } from '../modules/leads/lead-validation.service.ts';
 import { createJobRecovery } from '../modules/jobs/jobs.recovery.ts';
 import { createJobRunner } from '../modules/jobs/jobs.runner.ts';
 import { dispatchDueSources } from '../modules/jobs/jobs.scheduler.ts';
 import { createJobService, type JobMessage } from '../modules/jobs/jobs.service.ts';
+import { createLeadValidationService, type EmailValidationJob } from '../modules/leads/lead-validation.service.ts';
 import { createMatchingRecovery } from '../modules/matching/matching.recovery.ts';
 import { createMatchingRunner } from '../modules/matching/matching.runner.ts';
 import type { MatchingJob } from '../modules/matching/matching.service.ts';
 import type { RunCrawl } from '../modules/scraping/scraping.types.ts';
+import { pruneIdempotencyKeys } from '../shared/idempotency.ts';
+import { pruneRateLimitEvents } from '../shared/rate-limit.ts';
 import { QUEUES } from './queues.ts';
 
 export interface Workers {
@@ -36,7 +36,13 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
   await boss.work(QUEUES.accountPurge, async () => {
     await deletion.purgeDueAccounts();
   });
-  await registerEmailValidationWorker(deps);
+  // Validation jobs are small: take them 25 at a time, each with its own result.
+  const validation = createLeadValidationService(deps);
+  await boss.work<EmailValidationJob>(
+    QUEUES.emailValidation,
+    { batchSize: 25, perJobResults: true, burstWhenBatchFull: true, pollingIntervalSeconds: 1 },
+    (jobs) => validation.runJobs(jobs),
+  );
   // Matching runs: a few at once (each is one SQL statement at a time, or bounded by AI_CONCURRENCY).
   const matchingRunner = createMatchingRunner(deps);
   const matchingWork = { localConcurrency: 2, notifyPollingIntervalSeconds: 2 } as const;

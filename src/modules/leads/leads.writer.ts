@@ -1,0 +1,271 @@
+import { z } from 'zod';
+import type { ProfileFieldDefinition } from '../../db/schema/index.ts';
+import type { AppDeps } from '../../deps.ts';
+import { newId } from '../../shared/ids.ts';
+import { coerceData } from '../profile-types/profile-fields.ts';
+import { createProfileService } from '../profiles/profiles.service.ts';
+import type { CrawledPage, ExtractedItem } from '../scraping/scraping.types.ts';
+import { LEAD_FIELD_KEYS, type LeadFieldKey } from '../scraping/selectors.ts';
+import { leadRepository, type ScrapedLead } from './leads.repository.ts';
+import { LEAD_LIMITS } from './leads.schemas.ts';
+import { initialLeadStatus } from './leads.service.ts';
+
+/** Selector keys that fill lead columns (fullName is split into first/last by extraction); others are custom fields. */
+type LeadColumn = Exclude<LeadFieldKey, 'fullName'>;
+const LEAD_COLUMNS = new Set<string>(LEAD_FIELD_KEYS);
+
+/** Buffered leads are written at least this often, so a running job's leads show up as it goes. */
+const LEAD_FLUSH_MS = 1_000;
+/** A buffer this large is written at once, without waiting for the timer. */
+const BATCH_ROWS = 2_000;
+/**
+ * Pages wait for the database (back-pressure) only once this much is buffered: the crawl goes on
+ * while a batch is written, and a slow write makes the next batch larger, not the crawl slower.
+ */
+const MAX_BUFFERED_ROWS = 5 * BATCH_ROWS;
+/** Writes failing in a row before the writer gives up (the database is gone, not busy): the job then fails. */
+const MAX_FAILED_WRITES = 3;
+
+export interface LeadWriterContext {
+  userId: string;
+  sourceId: string;
+  jobId: string;
+  profileType?: { id: string; fields: ProfileFieldDefinition[] };
+}
+
+export interface LeadWriterOptions {
+  /** Called after each write with the number of leads it inserted (duplicates not counted). */
+  onStored?(inserted: number): void;
+}
+
+interface Pending {
+  lead: ScrapedLead;
+  profile?: Record<string, unknown>;
+}
+
+/**
+ * Text PostgreSQL accepts: NUL characters removed, lone surrogates (a cut emoji) replaced, so one
+ * odd page cannot fail the statement that writes a whole batch.
+ */
+const storable = (text: string) => text.replaceAll('\0', '').toWellFormed();
+
+/** A lead from an extracted item, or undefined when nothing identifies a person or company. */
+function scrapedLead(item: ExtractedItem, pageUrl: string, now: Date): ScrapedLead | undefined {
+  const f = item.fields;
+  const col = (key: LeadColumn) => (f[key] ? storable(f[key].slice(0, LEAD_LIMITS[key])) || null : null);
+  const email = col('email')?.toLowerCase() ?? null;
+  if (!email && !f.firstName && !f.lastName && !f.company && !f.phone) return undefined;
+  const customFields: Record<string, string> = {};
+  for (const [key, value] of Object.entries(f)) {
+    if (!LEAD_COLUMNS.has(key)) customFields[key] = storable(value.slice(0, LEAD_LIMITS.customFieldValue));
+  }
+  const provenanceKey = email ? 'email' : (['firstName', 'lastName', 'company', 'phone'] as const).find((k) => f[k]);
+  return {
+    id: newId(),
+    firstName: col('firstName'),
+    lastName: col('lastName'),
+    email,
+    phone: col('phone'),
+    company: col('company'),
+    jobTitle: col('jobTitle'),
+    sourceUrl: pageUrl.slice(0, LEAD_LIMITS.sourceUrl),
+    status: initialLeadStatus(email),
+    customFields,
+    provenance: {
+      pageUrl,
+      selector: provenanceKey ? item.matchedSelectors[provenanceKey] : undefined,
+      selectors: item.matchedSelectors,
+      visible: item.visible,
+    },
+    createdAt: now,
+  };
+}
+
+/** The zod schema the model fills for a profile type's missing fields. */
+function profileSchema(fields: ProfileFieldDefinition[]) {
+  const shape: Record<string, z.ZodType> = {};
+  for (const field of fields) {
+    const described = (t: z.ZodType) => t.nullable().describe(field.description ?? field.label ?? field.name);
+    if (field.type === 'number' || field.type === 'integer') shape[field.name] = described(z.number());
+    else if (field.type === 'boolean') shape[field.name] = described(z.boolean());
+    else if (field.type === 'array') shape[field.name] = described(z.array(z.string()));
+    else shape[field.name] = described(field.enum ? z.enum(field.enum as [string, ...string[]]) : z.string());
+  }
+  return z.object(shape);
+}
+
+const storableValue = (v: unknown): unknown =>
+  typeof v === 'string' ? storable(v) : Array.isArray(v) ? v.map((e) => (typeof e === 'string' ? storable(e) : e)) : v;
+
+export type LeadWriter = ReturnType<typeof createLeadWriter>;
+
+/**
+ * Stores what a crawl finds: leads de-duplicated per source (email, else name + company, through
+ * the unique indexes) and, for a source with a profile type, one profile per new lead in the same
+ * transaction. Pages are buffered and written together, one statement for many pages, at least
+ * every LEAD_FLUSH_MS and as soon as BATCH_ROWS wait; `close()` writes the rest (the runner calls it
+ * before it records the job's end). Idempotent: a job re-delivered after a crash inserts nothing twice.
+ * A failed write keeps its rows for the next one; after MAX_FAILED_WRITES failures in a row `add()`
+ * refuses pages and `close()` reports the failure (the runner fails the job: it can be retried).
+ */
+export function createLeadWriter(
+  deps: Pick<AppDeps, 'db' | 'clock' | 'ai' | 'logger'>,
+  ctx: LeadWriterContext,
+  options: LeadWriterOptions = {},
+) {
+  const profileFields = ctx.profileType?.fields ?? [];
+  const schema = ctx.profileType && deps.ai.configured ? profileSchema(profileFields) : undefined;
+  const owner = { userId: ctx.userId, sourceId: ctx.sourceId, jobId: ctx.jobId };
+  const leadsRepo = leadRepository(deps.db);
+  let buffer: Pending[] = [];
+  // The write in progress (or the last one), and the one queued after it that takes the buffer when it starts.
+  let current: Promise<void> = Promise.resolve();
+  let queued: Promise<void> | undefined;
+  let closed = false;
+  let failedWrites = 0;
+  let gaveUp: unknown;
+
+  /** Profile data from selectors named after the type's fields, completed by the model from the item's text. */
+  async function profileData(
+    item: ExtractedItem,
+    pageText: string | undefined,
+  ): Promise<Record<string, unknown> | undefined> {
+    const fromSelectors: Record<string, string> = {};
+    for (const field of profileFields) {
+      const value = item.fields[field.name];
+      if (value !== undefined) fromSelectors[field.name] = storable(value);
+    }
+    const missing = profileFields.filter((f) => fromSelectors[f.name] === undefined);
+    let merged: Record<string, unknown> = fromSelectors;
+    const text = item.text ?? pageText;
+    if (schema && missing.length && text) {
+      try {
+        const filled = await deps.ai.generateObject({
+          userId: ctx.userId,
+          feature: 'scraping.profile',
+          schema,
+          system:
+            'You extract structured facts from web page text. ' +
+            'Answer null for anything the text does not state; never guess.',
+          prompt:
+            `Fields wanted: ${missing.map((f) => f.name).join(', ')}.\n` +
+            `Known: ${JSON.stringify(fromSelectors)}\n\nText:\n${text.slice(0, 8000)}`,
+        });
+        const fromModel = Object.fromEntries(
+          Object.entries(filled as Record<string, unknown>)
+            .filter(([k, v]) => v !== null && fromSelectors[k] === undefined)
+            .map(([k, v]) => [k, storableValue(v)]),
+        );
+        merged = { ...fromModel, ...fromSelectors };
+      } catch (error) {
+        // A model failure costs the AI-filled fields of this item, not the crawl.
+        deps.logger.warn({ err: error, jobId: ctx.jobId }, 'AI profile extraction failed');
+      }
+    }
+    // As for profiles stored through the API: a profile missing a required field is not stored.
+    const { data, missing: stillMissing } = coerceData(profileFields, merged);
+    return stillMissing.length || !Object.keys(data).length ? undefined : data;
+  }
+
+  /** Writes `batch`; on failure its rows go back to the front of the buffer for the next write. */
+  async function write(batch: Pending[]): Promise<void> {
+    if (!batch.length) return;
+    const leads = batch.map((p) => p.lead);
+    try {
+      let inserted: number;
+      if (!ctx.profileType) {
+        // One statement, no transaction: nothing else has to commit with it.
+        inserted = (await leadsRepo.insertScraped(owner, leads)).length;
+      } else {
+        const profileType = ctx.profileType;
+        inserted = await deps.db.transaction(async (tx) => {
+          const ids = await leadRepository(tx).insertScraped(owner, leads);
+          const profileOf = new Map(batch.map((p) => [p.lead.id, p]));
+          const items = ids.flatMap((id) => {
+            const p = profileOf.get(id)!;
+            return p.profile ? [{ leadId: id, data: p.profile, sourceUrl: p.lead.sourceUrl }] : [];
+          });
+          if (items.length)
+            await createProfileService({ db: tx, clock: deps.clock }).createForScrapedLeads(
+              { ...owner, profileTypeId: profileType.id },
+              items,
+            );
+          return ids.length;
+        });
+      }
+      failedWrites = 0;
+      if (inserted) options.onStored?.(inserted);
+    } catch (error) {
+      buffer = batch.concat(buffer);
+      if (++failedWrites >= MAX_FAILED_WRITES) gaveUp = error;
+      throw error;
+    }
+  }
+
+  /** Writes what is buffered: one write at a time, and requests made while one runs share the next. */
+  function flush(): Promise<void> {
+    if (!queued) {
+      const next = current.then(() => {
+        queued = undefined;
+        const batch = buffer;
+        buffer = [];
+        return write(batch);
+      });
+      queued = next;
+      current = next.catch(() => {});
+    }
+    return queued;
+  }
+
+  /** A write nobody waits for failed: its rows are buffered again for the next one. */
+  const writeFailed = (err: unknown) =>
+    deps.logger.warn({ err, jobId: ctx.jobId }, 'storing leads failed; retrying with the next batch');
+  const timer = setInterval(() => {
+    if (buffer.length && !queued) flush().catch(writeFailed);
+  }, LEAD_FLUSH_MS);
+  timer.unref();
+
+  return {
+    /**
+     * Buffers one page's leads (and, with a profile type, their profile data: model calls happen
+     * here, outside any transaction). Resolves at once unless MAX_BUFFERED_ROWS wait; then it
+     * waits for the write, so the crawl slows down to what the database takes.
+     */
+    async add(page: CrawledPage): Promise<void> {
+      // Nothing more is buffered once writes keep failing: the page fails, memory stays bounded.
+      if (gaveUp) throw gaveUp;
+      const now = deps.clock.now();
+      const pending: Pending[] = [];
+      for (const item of page.items) {
+        const lead = scrapedLead(item, page.url, now);
+        if (!lead) continue;
+        pending.push({ lead, profile: ctx.profileType ? await profileData(item, page.text) : undefined });
+      }
+      if (!pending.length) return;
+      buffer.push(...pending);
+      if (closed || buffer.length >= MAX_BUFFERED_ROWS) await flush();
+      else if (buffer.length >= BATCH_ROWS && !queued) flush().catch(writeFailed);
+    },
+
+    /** Writes whatever is buffered and waits for it. */
+    flush,
+
+    /**
+     * Stops the timer and writes the rest, trying again after a pause while writes fail fewer than
+     * MAX_FAILED_WRITES times in a row; then rejects. Safe to call again.
+     */
+    async close(): Promise<void> {
+      closed = true;
+      clearInterval(timer);
+      for (;;) {
+        try {
+          await current;
+          return await flush();
+        } catch (error) {
+          if (gaveUp) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 250 * failedWrites));
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,263 @@
+import { STATUS_CODES } from 'node:http';
+import fastifySwagger from '@fastify/swagger';
+import scalar from '@scalar/fastify-api-reference';
+import type { FastifyInstance } from 'fastify';
+import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import type { Config } from '../config.ts';
+
+/**
+ * The OpenAPI document at `/api/openapi.json` (and the `/docs` page reading it), built from the route
+ * schemas. Users generate clients from it, so what a generator keys on is fixed here: an operationId
+ * per route, tags with descriptions, servers, and named components (zod schemas given `.meta({ id })`)
+ * emitted as `$ref`s. `npm run lint:openapi` keeps it clean under Redocly's recommended rules.
+ */
+
+/** One entry per route section, in the order the reference shows them; every route's tag is one of these. */
+export const openApiTags = [
+  { name: 'Infrastructure', description: 'Liveness and readiness of the service and what it depends on.' },
+  { name: 'Authentication', description: 'Sign up and log in; both answer an API key (`Authorization: Bearer …`).' },
+  { name: 'API keys', description: 'Scoped, optionally expiring keys: mint, list, rotate (24-hour overlap), revoke.' },
+  { name: 'Users', description: 'The current user: profile, counts, password.' },
+  { name: 'Consent', description: 'Marketing consent and the audit trail of every consent change.' },
+  { name: 'Data export', description: 'A copy of all your data (GDPR art. 15/20), generated in the background.' },
+  { name: 'Account deletion', description: 'Erasing the account: an emailed token, then a 30-day grace period.' },
+  { name: 'Projects', description: 'Projects group sources, jobs and leads.' },
+  { name: 'Sources', description: 'Where leads come from: a start URL, a scrape type and selectors; found with AI.' },
+  { name: 'Jobs', description: 'Scraping runs of a source, with live progress as Server-Sent Events.' },
+  { name: 'Profile Types & Profiles', description: 'Structured records extracted by scraping, shaped by their type.' },
+  { name: 'Leads', description: 'People found by scraping or added by hand: status, tags, email validation.' },
+  { name: 'Chat', description: 'An assistant working on your data through tool calls; writes wait for approval.' },
+  { name: 'Accounts', description: 'Companies computed from your leads (email domain or company name), with notes.' },
+  { name: 'Deal Campaigns', description: 'An ideal-customer target tying sources, a profile type and matching rules.' },
+  { name: 'Matching Engine', description: 'Rules (FILTER, SCORED or AI) qualifying the profiles of one type.' },
+];
+
+/**
+ * Stable operationIds, keyed by `METHOD path`: generated SDKs name their functions after them, so an id
+ * never changes once published. A route missing here gets a derived id (see `derivedOperationId`) and
+ * fails the OpenAPI test until it is added.
+ */
+export const operationIds: Record<string, string> = {
+  'GET /api/health': 'getHealth',
+  'POST /api/auth/signup': 'signUp',
+  'POST /api/auth/login': 'logIn',
+  'POST /api/api-keys': 'createApiKey',
+  'GET /api/api-keys': 'listApiKeys',
+  'POST /api/api-keys/{id}/rotate': 'rotateApiKey',
+  'DELETE /api/api-keys/{id}': 'revokeApiKey',
+  'GET /api/users': 'getCurrentUser',
+  'PATCH /api/users/password': 'changePassword',
+  'GET /api/users/consent': 'getConsent',
+  'PATCH /api/users/consent': 'updateConsent',
+  'GET /api/users/consent/history': 'listConsentHistory',
+  'POST /api/users/export': 'requestDataExport',
+  'GET /api/users/export/status': 'listDataExports',
+  'GET /api/users/export/download': 'downloadDataExport',
+  'POST /api/users/deletion': 'requestAccountDeletion',
+  'POST /api/users/deletion/confirm': 'confirmAccountDeletion',
+  'POST /api/users/deletion/cancel': 'cancelAccountDeletion',
+  'GET /api/users/deletion/status': 'getAccountDeletionStatus',
+  'GET /api/projects': 'listProjects',
+  'POST /api/projects': 'createProject',
+  'GET /api/projects/{id}': 'getProject',
+  'PATCH /api/projects/{id}': 'updateProject',
+  'DELETE /api/projects/{id}': 'deleteProject',
+  'GET /api/sources': 'listSources',
+  'POST /api/sources': 'createSource',
+  'POST /api/sources/batch': 'createSourcesBatch',
+  'GET /api/sources/{id}': 'getSource',
+  'PATCH /api/sources/{id}': 'updateSource',
+  'DELETE /api/sources/{id}': 'deleteSource',
+  'POST /api/sources/{id}/activate': 'activateSource',
+  'POST /api/sources/discover': 'discoverSources',
+  'POST /api/sources/generate': 'generateSources',
+  'POST /api/sources/analyze': 'analyzeSourceBrief',
+  'GET /api/jobs': 'listJobs',
+  'POST /api/jobs': 'createJob',
+  'GET /api/jobs/{id}': 'getJob',
+  'DELETE /api/jobs/{id}': 'deleteJob',
+  'GET /api/jobs/{id}/events': 'streamJobEvents',
+  'POST /api/jobs/{id}/retry': 'retryJob',
+  'GET /api/profile-types': 'listProfileTypes',
+  'POST /api/profile-types': 'createProfileType',
+  'GET /api/profile-types/templates': 'listProfileTypeTemplates',
+  'GET /api/profile-types/{id}': 'getProfileType',
+  'PATCH /api/profile-types/{id}': 'updateProfileType',
+  'DELETE /api/profile-types/{id}': 'deleteProfileType',
+  'GET /api/profiles': 'listProfiles',
+  'GET /api/profiles/stats': 'getProfileStats',
+  'GET /api/profiles/export': 'exportProfiles',
+  'GET /api/profiles/{id}': 'getProfile',
+  'PATCH /api/profiles/{id}': 'updateProfile',
+  'GET /api/leads': 'listLeads',
+  'POST /api/leads': 'createLead',
+  'POST /api/leads/bulk': 'bulkDeleteLeads',
+  'PATCH /api/leads/bulk': 'bulkUpdateLeads',
+  'POST /api/leads/validate-bulk': 'bulkValidateLeadEmails',
+  'GET /api/leads/{id}': 'getLead',
+  'PATCH /api/leads/{id}': 'updateLead',
+  'DELETE /api/leads/{id}': 'deleteLead',
+  'POST /api/leads/{id}/validate-email': 'validateLeadEmail',
+  'POST /api/chat/conversations': 'createConversation',
+  'GET /api/chat/conversations': 'listConversations',
+  'GET /api/chat/conversations/{id}': 'getConversation',
+  'POST /api/chat/conversations/{id}/messages': 'sendConversationMessage',
+  'POST /api/chat/conversations/{id}/approvals': 'decideConversationApproval',
+  'GET /api/accounts': 'listAccounts',
+  'GET /api/accounts/{accountId}': 'getAccount',
+  'PATCH /api/accounts/{accountId}': 'updateAccount',
+  'GET /api/accounts/{accountId}/commonalities': 'getAccountCommonalities',
+  'GET /api/campaigns': 'listCampaigns',
+  'POST /api/campaigns': 'createCampaign',
+  'GET /api/campaigns/{id}': 'getCampaign',
+  'PATCH /api/campaigns/{id}': 'updateCampaign',
+  'DELETE /api/campaigns/{id}': 'deleteCampaign',
+  'POST /api/campaigns/{id}/discover-sources': 'discoverCampaignSources',
+  'POST /api/campaigns/{id}/suggest-matching': 'suggestCampaignMatchingRules',
+  'GET /api/campaigns/{id}/ranked-accounts': 'listCampaignRankedAccounts',
+  'GET /api/matching/rules': 'listMatchingRules',
+  'POST /api/matching/rules': 'createMatchingRule',
+  'GET /api/matching/rules/{id}': 'getMatchingRule',
+  'PATCH /api/matching/rules/{id}': 'updateMatchingRule',
+  'DELETE /api/matching/rules/{id}': 'deleteMatchingRule',
+  'POST /api/matching/preview': 'previewMatchingRule',
+  'POST /api/matching/execute': 'executeMatchingRule',
+  'GET /api/matching/results': 'listMatchingResults',
+};
+
+/** `/api/leads/:id` → `/api/leads/{id}` (the document's form of a path). */
+export const openApiPath = (url: string): string => url.replace(/:(\w+)/g, '{$1}');
+
+const capitalize = (word: string) => word.charAt(0).toUpperCase() + word.slice(1);
+
+/** A deterministic id for a route missing from `operationIds`: `GET /api/foo-bars/{id}` → `getFooBarsById`. */
+export function derivedOperationId(method: string, path: string): string {
+  const words = path
+    .split('/')
+    .filter((segment) => segment && segment !== 'api')
+    .flatMap((segment) => (segment.startsWith('{') ? ['by', segment.slice(1, -1)] : segment.split(/[-_.]/)));
+  return method.toLowerCase() + words.map(capitalize).join('');
+}
+
+export const operationIdOf = (method: string, path: string): string =>
+  operationIds[`${method.toUpperCase()} ${path}`] ?? derivedOperationId(method, path);
+
+type JsonObject = Record<string, unknown>;
+const isObject = (value: unknown): value is JsonObject =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+/** Keywords whose values are data, not schemas: never rewritten. */
+const dataKeywords = new Set(['const', 'default', 'enum', 'example', 'examples']);
+
+/**
+ * Rewrites, in place, shapes zod emits that generators and linters read badly, into equivalent ones:
+ * - `anyOf` with an empty branch (`z.unknown().nullable()` → `anyOf: [{}, {type: null}]`) accepts anything: `{}`;
+ * - a one-member `anyOf`/`oneOf` (a discriminated union of one) is that member;
+ * - `z.record(z.enum([...]), v)` (every key required) → named `properties`, so clients get the keys as fields.
+ */
+export function tidySchemas(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const item of node) tidySchemas(item);
+    return;
+  }
+  if (!isObject(node)) return;
+  if (Array.isArray(node.anyOf) && node.anyOf.some((branch) => isObject(branch) && Object.keys(branch).length === 0)) {
+    delete node.anyOf;
+  }
+  for (const keyword of ['anyOf', 'oneOf'] as const) {
+    const [only, ...others] = Array.isArray(node[keyword]) ? (node[keyword] as unknown[]) : [];
+    if (isObject(only) && others.length === 0 && Object.keys(only).every((key) => !(key in node))) {
+      delete node[keyword];
+      Object.assign(node, only);
+    }
+  }
+  const keys = isObject(node.propertyNames) ? node.propertyNames.enum : undefined;
+  if (node.type === 'object' && Array.isArray(keys) && isObject(node.additionalProperties) && !node.properties) {
+    const value = node.additionalProperties;
+    node.properties = Object.fromEntries(keys.map((key) => [String(key), structuredClone(value)]));
+    node.additionalProperties = false;
+    delete node.propertyNames;
+  }
+  for (const [key, value] of Object.entries(node)) {
+    // `properties` maps names (any name, `default` included) to schemas.
+    if (key === 'properties' && isObject(value)) for (const property of Object.values(value)) tidySchemas(property);
+    else if (!dataKeywords.has(key)) tidySchemas(value);
+  }
+}
+
+const refsIn = (node: unknown, found: Set<string>): Set<string> => {
+  if (Array.isArray(node)) for (const item of node) refsIn(item, found);
+  else if (isObject(node)) {
+    if (typeof node.$ref === 'string') found.add(node.$ref.replace('#/components/schemas/', ''));
+    for (const value of Object.values(node)) refsIn(value, found);
+  }
+  return found;
+};
+
+/**
+ * Keeps only the component schemas the operations reach (every registered schema comes in an input and an
+ * output variant, `XInput` and `X`, and most are used one way only), sorted by name for a stable document.
+ */
+export function pruneComponents(document: JsonObject): void {
+  const components = document.components as { schemas?: Record<string, unknown> } | undefined;
+  const schemas = components?.schemas;
+  if (!components || !schemas) return;
+  const reached = refsIn(document.paths, new Set());
+  for (const name of reached) refsIn(schemas[name], reached); // the set grows while it is walked
+  components.schemas = Object.fromEntries(
+    [...reached]
+      .filter((name) => name in schemas)
+      .sort()
+      .map((name) => [name, schemas[name]]),
+  );
+}
+
+/** An answer without a description of its own is described by its status ("Not Found", not "Default Response"). */
+function describeResponses(responses: unknown): unknown {
+  if (!isObject(responses)) return responses;
+  return Object.fromEntries(
+    Object.entries(responses).map(([status, schema]) =>
+      isObject(schema) && !schema.description && STATUS_CODES[status]
+        ? [status, { ...schema, 'x-response-description': STATUS_CODES[status] }]
+        : [status, schema],
+    ),
+  );
+}
+
+/** Registers the document, `/api/openapi.json` and the `/docs` reference page. */
+export async function registerOpenApi(app: FastifyInstance, config: Pick<Config, 'PUBLIC_URL'>): Promise<void> {
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Quarry API',
+        version: '0.1.0',
+        description:
+          'Self-hostable lead scraping and outreach. Every answer is the envelope `{success, data | error}`; ' +
+          'errors carry `error.code` (see the Errors table of the README) and, for bad input, ' +
+          '`error.details[] {field, message}`.',
+      },
+      // Paths start at `/api`: the configured public URL, else the root of whatever host serves this document.
+      servers: [{ url: config.PUBLIC_URL?.replace(/\/+$/, '') || '/', description: 'This Quarry service' }],
+      tags: openApiTags,
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key `qk_live_…`' } },
+      },
+      security: [{ bearer: [] }],
+    },
+    transform: (input) => {
+      const { schema, url } = jsonSchemaTransform(input);
+      if (!schema || schema.hide) return { schema, url };
+      const method = String([input.route.method].flat()[0]);
+      const operationId = operationIdOf(method, openApiPath(url));
+      return { schema: { ...schema, operationId, response: describeResponses(schema.response) }, url };
+    },
+    transformObject: (documentObject) => {
+      const document = jsonSchemaTransformObject(documentObject) as JsonObject;
+      tidySchemas(document);
+      pruneComponents(document);
+      return document;
+    },
+  });
+  await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/api/openapi.json' } });
+  app.get('/api/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+}
