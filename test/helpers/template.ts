@@ -66,7 +66,9 @@ export async function ensurePostgresTemplate(adminUrl: string): Promise<string> 
       await admin.query(`DROP DATABASE IF EXISTS "${building}" WITH (FORCE)`);
       if (!String(err.message).includes('already exists')) throw err;
     });
-    // Old templates from earlier schemas are dropped so they don't pile up.
+    // Old templates from earlier schemas are dropped so they don't pile up (kept when several
+    // checkouts with different schemas share this server: QUARRY_TEST_KEEP_TEMPLATES=1).
+    if (process.env.QUARRY_TEST_KEEP_TEMPLATES === '1') return name;
     const old = await admin.query(
       `SELECT datname FROM pg_database WHERE datname LIKE 'quarry_tpl_%' AND datname <> $1`,
       [name],
