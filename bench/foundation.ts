@@ -3,48 +3,12 @@
  * 1,000,000 leads, bulk update, and embedded start-up time and memory.
  */
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import Fastify from 'fastify';
 import type pg from 'pg';
-import { loadConfig } from '../src/config.ts';
-import { startRuntime } from '../src/runtime.ts';
 import { freePort, startService, waitHealthy } from '../test/helpers/process.ts';
-import { closedLoop, freshBenchDatabase, loadTest, median, percentile, type Row } from './lib.ts';
-
-const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-
-function request(
-  port: number,
-  method: string,
-  url: string,
-  headers: Record<string, string>,
-  body?: unknown,
-): Promise<{ status: number; body: string; ms: number }> {
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        method,
-        path: url,
-        agent,
-        headers: { ...headers, ...(payload ? { 'content-type': 'application/json' } : {}) },
-      },
-      (res) => {
-        let data = '';
-        res.setEncoding('utf8');
-        res.on('data', (d) => (data += d));
-        res.on('end', () => resolve({ status: res.statusCode!, body: data, ms: performance.now() - started }));
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
+import { closedLoop, loadTest, median, percentile, type Row, request, seedLeads, startBenchService } from './lib.ts';
 
 /**
  * The statement named `name` as the service sent it to `pool` while `run` ran (text and values), so a
@@ -71,48 +35,11 @@ async function statementSent(
   return sent;
 }
 
-/** One user's leads, inserted set-based: ids are UUIDv7-shaped so they sort by creation like real ones. */
-async function seedLeads(client: pg.Pool, userId: string, count: number, companies: number): Promise<void> {
-  const batch = 250_000;
-  for (let start = 0; start < count; start += batch) {
-    await client.query(
-      `INSERT INTO leads (id, user_id, first_name, last_name, email, company, job_title, source_url, status, created_at, updated_at)
-       SELECT (lpad(to_hex(1700000000000 + g), 12, '0') || '7' || substr(md5(g::text), 1, 3) || '8' || substr(md5(g::text), 4, 15))::uuid,
-              $1, 'First' || g, 'Last' || g, 'person' || g || '@company' || (g % $4) || '.com',
-              'Company ' || (g % $4), 'Engineer', 'https://example.com/people', 'VALID', now(), now()
-       FROM generate_series($2::int, $3::int) AS g`,
-      [userId, start + 1, Math.min(start + batch, count), companies],
-    );
-  }
-  await client.query('ANALYZE leads');
-}
-
 export async function benchFoundation(): Promise<Row[]> {
   const rows: Row[] = [];
-  const database = await freshBenchDatabase('quarry_bench');
-  const databaseUrl = database.url;
-  const port = await freePort();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-bench-'));
-  const config = loadConfig({
-    DATABASE_URL: databaseUrl,
-    PORT: String(port),
-    LOG_LEVEL: 'silent',
-    DATA_DIR: dataDir,
-    DATABASE_POOL_SIZE: '16',
-  });
-  const runtime = await startRuntime(config, { http: true, workers: true });
+  const service = await startBenchService('bench', { workers: true });
+  const { port, auth, user, pool } = service;
   try {
-    const signup = await request(
-      port,
-      'POST',
-      '/api/auth/signup',
-      {},
-      { email: 'bench@example.com', password: 'bench password', termsAccepted: true, privacyAccepted: true },
-    );
-    const { user, apiKey } = JSON.parse(signup.body).data;
-    const auth = { authorization: `Bearer ${apiKey}` };
-    const pool = runtime.deps.database.pool!;
-
     const total = Number(process.env.BENCH_LEADS ?? 1_000_000);
     const companies = 5000;
     const t = performance.now();
@@ -274,9 +201,7 @@ export async function benchFoundation(): Promise<Row[]> {
       pass: bulkMedian < 100,
     });
   } finally {
-    await runtime.stop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
-    await database.drop();
+    await service.stop();
   }
 
   // 4. Embedded mode: restart on an existing DATA_DIR, time to healthy, idle memory.

@@ -1,10 +1,17 @@
 import { execFile, spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
 import { promisify } from 'node:util';
 
 const execFileAsync = promisify(execFile);
 
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type pg from 'pg';
+import { loadConfig } from '../src/config.ts';
+import { type Runtime, startRuntime } from '../src/runtime.ts';
+import { freePort } from '../test/helpers/process.ts';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -116,4 +123,103 @@ export async function freshBenchDatabase(name: string): Promise<{ url: string; d
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return { url: url.href, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {}) };
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+
+export function request(
+  port: number,
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<{ status: number; body: string; ms: number }> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: url,
+        agent,
+        headers: { ...headers, ...(payload ? { 'content-type': 'application/json' } : {}) },
+      },
+      (res) => {
+        let data = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => (data += d));
+        res.on('end', () => resolve({ status: res.statusCode!, body: data, ms: performance.now() - started }));
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/** One user's leads, inserted set-based: ids are UUIDv7-shaped so they sort by creation like real ones. */
+export async function seedLeads(client: pg.Pool, userId: string, count: number, companies: number): Promise<void> {
+  const batch = 250_000;
+  for (let start = 0; start < count; start += batch) {
+    await client.query(
+      `INSERT INTO leads (id, user_id, first_name, last_name, email, company, job_title, source_url, status,
+                          created_at, updated_at)
+       SELECT (lpad(to_hex(1700000000000 + g), 12, '0') || '7' || substr(md5(g::text), 1, 3) || '8'
+               || substr(md5(g::text), 4, 15))::uuid,
+              $1, 'First' || g, 'Last' || g, 'person' || g || '@company' || (g % $4) || '.com',
+              'Company ' || (g % $4), 'Engineer', 'https://example.com/people', 'VALID', now(), now()
+       FROM generate_series($2::int, $3::int) AS g`,
+      [userId, start + 1, Math.min(start + batch, count), companies],
+    );
+  }
+  await client.query('ANALYZE leads');
+}
+
+export interface BenchService {
+  port: number;
+  runtime: Runtime;
+  user: { id: string };
+  /** The signed-up user's API key as a header. */
+  auth: { authorization: string };
+  pool: pg.Pool;
+  stop(): Promise<void>;
+}
+
+/**
+ * The service on a fresh PostgreSQL database (`quarry_<name>`), listening on a free port, with one user
+ * signed up through the API. `workers: false` leaves background jobs out of what the bench times.
+ */
+export async function startBenchService(name: string, options: { workers: boolean }): Promise<BenchService> {
+  const database = await freshBenchDatabase(`quarry_${name}`);
+  const port = await freePort();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-bench-'));
+  const config = loadConfig({
+    DATABASE_URL: database.url,
+    PORT: String(port),
+    LOG_LEVEL: 'silent',
+    DATA_DIR: dataDir,
+    DATABASE_POOL_SIZE: '16',
+  });
+  const runtime = await startRuntime(config, { http: true, workers: options.workers });
+  const stop = async () => {
+    await runtime.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    await database.drop();
+  };
+  try {
+    const signup = await request(
+      port,
+      'POST',
+      '/api/auth/signup',
+      {},
+      { email: 'bench@example.com', password: 'bench password', termsAccepted: true, privacyAccepted: true },
+    );
+    const { user, apiKey } = JSON.parse(signup.body).data;
+    const auth = { authorization: `Bearer ${apiKey}` };
+    return { port, runtime, user, auth, pool: runtime.deps.database.pool!, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
 }

@@ -84,7 +84,8 @@ async function seed(db: pg.Client, userId: string, typeId: string, count: number
     `WITH s AS (SELECT g, ${V7} AS lead_id FROM generate_series(1, $3::int) g),
      l AS (
        INSERT INTO leads (id, user_id, first_name, last_name, email, company, tags, status, custom_fields)
-       SELECT lead_id, $1, 'First' || g, 'Last' || g, 'p' || g || '@' || (ARRAY['acme.io','beta.com','gamma.org'])[1 + g % 3],
+       SELECT lead_id, $1, 'First' || g, 'Last' || g,
+              'p' || g || '@' || (ARRAY['acme.io','beta.com','gamma.org'])[1 + g % 3],
               (ARRAY['Acme Lending','Beta Bank','Gamma Corp','Delta Homes'])[1 + g % 4],
               CASE WHEN g % 5 = 0 THEN ARRAY['vip'] ELSE ARRAY['east'] END, 'NEW', '{}'::jsonb
        FROM s RETURNING id)
@@ -158,7 +159,9 @@ export async function benchMatching(): Promise<Row[]> {
     const again = await timedExecute(client, ruleId);
     const ok = first.run.status === 'COMPLETED' && first.run.processed === PROFILES;
     rows.push({
-      name: `SCORED execute, ${PROFILES.toLocaleString('en')} profiles, POST → COMPLETED (${first.run.matched} matched)`,
+      name:
+        `SCORED execute, ${PROFILES.toLocaleString('en')} profiles, ` +
+        `POST → COMPLETED (${first.run.matched} matched)`,
       value: `${first.secs.toFixed(2)} s`,
       target: '< 3 s',
       pass: ok && first.secs < 3,
@@ -192,8 +195,10 @@ export async function benchMatching(): Promise<Row[]> {
         const r = evaluateRule(SCORED_RULE as SetRule, p);
         if (stored.get(p.id) === r.matchScore) agree++;
         await db.query(
-          `INSERT INTO matching_results (id, user_id, rule_id, profile_id, matched, match_score, details) VALUES ($1, $2, $3, $4, $5, $6, $7)
-           ON CONFLICT (rule_id, profile_id) DO UPDATE SET matched = excluded.matched, match_score = excluded.match_score, details = excluded.details`,
+          `INSERT INTO matching_results (id, user_id, rule_id, profile_id, matched, match_score, details)
+           VALUES ($1, $2, $3, $4, $5, $6, $7)
+           ON CONFLICT (rule_id, profile_id) DO UPDATE
+           SET matched = excluded.matched, match_score = excluded.match_score, details = excluded.details`,
           [newId(), userId, baselineRule, p.id, r.matched, r.matchScore, JSON.stringify(r.details)],
         );
       }
@@ -250,7 +255,9 @@ export async function benchMatching(): Promise<Row[]> {
     const ai = await timedExecute(client, aiRule);
     const ideal = (AI_PROFILES / 20) * 0.2;
     rows.push({
-      name: `AI execute, ${AI_PROFILES} profiles, 200 ms model, AI_CONCURRENCY=20, ${throttled} × 429 (${ai.run.failed} failed, ${stub.requests.length} requests)`,
+      name:
+        `AI execute, ${AI_PROFILES} profiles, 200 ms model, AI_CONCURRENCY=20, ` +
+        `${throttled} × 429 (${ai.run.failed} failed, ${stub.requests.length} requests)`,
       value: `${ai.secs.toFixed(1)} s`,
       target: '< 15 s',
       pass: ai.run.status === 'COMPLETED' && ai.run.processed === AI_PROFILES && ai.secs < 15,

@@ -29,6 +29,9 @@ const result = await runCrawl(
   { onPage: async () => {}, signal: new AbortController().signal },
 );
 clearInterval(timer);
-process.stdout.write(
-  `${JSON.stringify({ pages: result.pagesVisited, secs: (performance.now() - started) / 1000, maxRssMb: Math.max(max, process.memoryUsage().rss) / 1024 / 1024 })}\n`,
-);
+const stats = {
+  pages: result.pagesVisited,
+  secs: (performance.now() - started) / 1000,
+  maxRssMb: Math.max(max, process.memoryUsage().rss) / 1024 / 1024,
+};
+process.stdout.write(`${JSON.stringify(stats)}\n`);

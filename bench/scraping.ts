@@ -201,7 +201,8 @@ export async function benchScraping(): Promise<Row[]> {
       rates.ours.push(ours.value.pages / ours.secs);
       items = ours.value.items;
       console.log(
-        `round ${round + 1}: raw ${rates.raw.at(-1)!.toFixed(0)}, bare CheerioCrawler ${rates.bare.at(-1)!.toFixed(0)}, runCrawl ${rates.ours.at(-1)!.toFixed(0)} pages/s`,
+        `round ${round + 1}: raw ${rates.raw.at(-1)!.toFixed(0)}, ` +
+          `bare CheerioCrawler ${rates.bare.at(-1)!.toFixed(0)}, runCrawl ${rates.ours.at(-1)!.toFixed(0)} pages/s`,
       );
     }
     const med = { raw: median(rates.raw), bare: median(rates.bare), ours: median(rates.ours) };

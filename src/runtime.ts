@@ -32,8 +32,8 @@ export async function warnOnAsciiOnlyCaseFolding(
   const [row] = await database.query<{ ok: boolean }>(`SELECT lower('ÀÉÜ') = 'àéü' AS ok`);
   if (row?.ok) return true;
   logger.warn(
-    'case-insensitive matching and account grouping fold only ASCII letters on this database (its lower() follows a C or ' +
-      'non-UTF-8 locale); a UTF-8 locale (e.g. C.UTF-8 or en_US.UTF-8) is needed to fold letters such as Ü',
+    'case-insensitive matching and account grouping fold only ASCII letters on this database (its lower() follows a ' +
+      'C or non-UTF-8 locale); a UTF-8 locale (e.g. C.UTF-8 or en_US.UTF-8) is needed to fold letters such as Ü',
   );
   return false;
 }

@@ -58,7 +58,8 @@ async function expectClientError(method: string, url: string, options: { payload
   });
   assert.ok(
     res.statusCode < 500,
-    `${method.toUpperCase()} ${url} ${JSON.stringify(options).slice(0, 200)} → ${res.statusCode} ${res.body.slice(0, 300)}`,
+    `${method.toUpperCase()} ${url} ${JSON.stringify(options).slice(0, 200)} → ` +
+      `${res.statusCode} ${res.body.slice(0, 300)}`,
   );
   if (res.statusCode >= 400 && String(res.headers['content-type']).includes('json')) {
     const body = res.json();

@@ -241,7 +241,8 @@ describe('deletion flow', () => {
 /** Rows of `userId` in every public table that has a user_id column (future tables included). */
 async function rowsByTable(userId: string): Promise<Record<string, number>> {
   const tables = await ctx.deps.database.query<{ table_name: string }>(
-    `SELECT DISTINCT c.table_name FROM information_schema.columns c JOIN information_schema.tables t USING (table_schema, table_name)
+    `SELECT DISTINCT c.table_name FROM information_schema.columns c
+     JOIN information_schema.tables t USING (table_schema, table_name)
      WHERE c.table_schema = 'public' AND c.column_name = 'user_id' AND t.table_type = 'BASE TABLE' ORDER BY 1`,
   );
   const out: Record<string, number> = {};

@@ -361,7 +361,7 @@ describe('GET /api/users/export/download', () => {
     },
   );
 
-  test("404 NOT_FOUND for an unknown, malformed, pending or another user's requestId; 400 naming requestId when missing", async () => {
+  test("404 for an unknown, malformed, pending or another user's requestId; 400 naming a missing one", async () => {
     const owner = await ctx.signup();
     const other = await ctx.signup();
     const { requestId } = (await post(owner)).json().data;

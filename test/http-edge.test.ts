@@ -89,7 +89,8 @@ describe('HTTP edges', () => {
       const cases: Array<[string, string]> = [
         // Cut inside the file: names `file`.
         [
-          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="brief.pdf"\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.4 half`,
+          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="brief.pdf"\r\n` +
+            'Content-Type: application/pdf\r\n\r\n%PDF-1.4 half',
           'file',
         ],
         // Cut inside a field (the parser hands fields over only once complete): names `body`.

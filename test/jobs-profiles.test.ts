@@ -54,7 +54,7 @@ describe('profile extraction without AI', () => {
   before(async () => (ctx = await createTestContext()));
   after(async () => ctx?.close());
 
-  test('one profile per lead, from the selectors named after the fields, with source, job and lead recorded', async () => {
+  test('one profile per lead, from the selectors named after the fields, recording source, job and lead', async () => {
     const user = await ctx.signup();
     const { type, source, job } = await runProfileJob(ctx, user);
     const rows = await ctx.deps.db.select().from(profiles).where(eq(profiles.jobId, job.id));

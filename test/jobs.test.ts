@@ -186,7 +186,7 @@ describe('API jobs', () => {
 });
 
 describe('failures, retry, cancel, delete', () => {
-  test('a job whose pages all fail is FAILED with the reason; retry runs it again; retry of a COMPLETED job is 400', async () => {
+  test('a job whose pages all fail is FAILED with the reason; retry reruns it; a COMPLETED one is 400', async () => {
     const source = await activeSource(alice, { url: `${site.url}fail`, selectors: DIRECTORY_SELECTORS });
     const job = await finished(alice, (await startJob(alice, source.id)).id);
     assert.equal(job.status, 'FAILED');
@@ -232,7 +232,7 @@ describe('failures, retry, cancel, delete', () => {
     );
   });
 
-  test('DELETE of a pending job cancels it before it runs; DELETE of a finished job deletes it and keeps its leads', async () => {
+  test('DELETE cancels a pending job before it runs, and deletes a finished one but keeps its leads', async () => {
     const source = await activeSource(alice, { url: `${site.url}directory?page=1`, selectors: DIRECTORY_SELECTORS });
     const pending = (
       await ctx.deps.db.insert(jobs).values({ userId: alice.id, sourceId: source.id, name: 'queued' }).returning()

@@ -466,7 +466,8 @@ describe('SQL ⇔ Node parity on random data', () => {
         if (JSON.stringify(sqlSide) !== JSON.stringify(js)) {
           const i = js.details.findIndex((d, k) => d !== row.details[k]);
           assert.fail(
-            `rule ${r}, criterion ${i} ${JSON.stringify(rule.criteria[i]?.condition)} on ${JSON.stringify(byId.get(row.profile_id))}: SQL ${row.details[i]} vs Node ${js.details[i]}`,
+            `rule ${r}, criterion ${i} ${JSON.stringify(rule.criteria[i]?.condition)} ` +
+              `on ${JSON.stringify(byId.get(row.profile_id))}: SQL ${row.details[i]} vs Node ${js.details[i]}`,
           );
         }
         compared += js.details.length;

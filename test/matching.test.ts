@@ -237,7 +237,7 @@ describe('matching rules CRUD', () => {
     }
   });
 
-  test("another user's rules are invisible: 404 on get, patch, delete, execute, preview, results; absent from lists", async () => {
+  test("another user's rules: 404 on get, patch, delete, execute, preview and results; absent from lists", async () => {
     const rule = await create(alice, scored({ name: 'private' }));
     for (const [method, url, body] of [
       ['GET', `/api/matching/rules/${rule.id}`],

@@ -26,7 +26,8 @@ function minimalPdf(lines: string[]): Buffer {
     (o, i) => [Buffer.byteLength(out), (out += `${i + 1} 0 obj\n${o}\nendobj\n`)][0] as number,
   );
   const xref = Buffer.byteLength(out);
-  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`;
+  const entries = offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('');
+  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${entries}`;
   out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
   return Buffer.from(out, 'latin1');
 }
@@ -38,7 +39,8 @@ function multipart(parts: Part[]) {
   const boundary = `----quarry${Math.random().toString(16).slice(2)}`;
   const chunks = parts.flatMap((p) => [
     Buffer.from(
-      `--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"${'filename' in p ? `; filename="${p.filename}"\r\nContent-Type: ${p.type}` : ''}\r\n\r\n`,
+      `--${boundary}\r\nContent-Disposition: form-data; name="${p.name}"` +
+        `${'filename' in p ? `; filename="${p.filename}"\r\nContent-Type: ${p.type}` : ''}\r\n\r\n`,
     ),
     'data' in p ? p.data : Buffer.from(p.value),
     Buffer.from('\r\n'),

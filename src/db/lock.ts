@@ -38,7 +38,8 @@ export function acquireDataDirLock(dataDir: string): () => void {
       const holder = Number.parseInt(fs.readFileSync(file, 'utf8'), 10);
       if (Number.isInteger(holder) && holder !== process.pid && processAlive(holder)) {
         throw new DataDirLockedError(
-          `DATA_DIR ${dataDir} is in use by another Quarry process (pid ${holder}); stop it first, or set DATA_DIR or DATABASE_URL to run a second instance`,
+          `DATA_DIR ${dataDir} is in use by another Quarry process (pid ${holder}); ` +
+            'stop it first, or set DATA_DIR or DATABASE_URL to run a second instance',
         );
       }
       fs.rmSync(file, { force: true }); // stale: its owner is gone

@@ -17,17 +17,31 @@ export async function syncFreeEmailDomains(db: Db): Promise<void> {
   const digest = createHash('md5').update(sorted.join('\n')).digest('hex');
   const [row] = await queryRows<{ digest: string }>(
     db,
-    sql`SELECT md5(coalesce(string_agg(domain, E'\n' ORDER BY domain COLLATE "C"), '')) AS digest FROM free_email_domains`,
+    sql`SELECT md5(coalesce(string_agg(domain, E'\n' ORDER BY domain COLLATE "C"), '')) AS digest
+        FROM free_email_domains`,
   );
   if (row?.digest === digest) return;
   // One JSON parameter: the same on both drivers (drizzle would expand a JS array into 8,000 parameters).
   const list = JSON.stringify(domains);
   await db.transaction(async (tx) => {
-    await tx.execute(
-      sql`DELETE FROM free_email_domains WHERE domain NOT IN (SELECT jsonb_array_elements_text(${list}::jsonb))`,
+    const removed = await queryRows<{ domain: string }>(
+      tx,
+      sql`DELETE FROM free_email_domains WHERE domain NOT IN (SELECT jsonb_array_elements_text(${list}::jsonb))
+        RETURNING domain`,
     );
+    const added = await queryRows<{ domain: string }>(
+      tx,
+      sql`INSERT INTO free_email_domains (domain) SELECT jsonb_array_elements_text(${list}::jsonb)
+        ON CONFLICT DO NOTHING RETURNING domain`,
+    );
+    // Leads at a domain that changed sides get their account key again (a stored key follows the list).
+    const changed = JSON.stringify([...removed, ...added].map((r) => r.domain));
+    if (changed === '[]') return;
     await tx.execute(
-      sql`INSERT INTO free_email_domains (domain) SELECT jsonb_array_elements_text(${list}::jsonb) ON CONFLICT DO NOTHING`,
+      sql`UPDATE leads SET account_key = account_key_of(email, company)
+        WHERE email LIKE '%@%'
+          AND lower(split_part(email, '@', 2)) IN (SELECT jsonb_array_elements_text(${changed}::jsonb))
+          AND account_key IS DISTINCT FROM account_key_of(email, company)`,
     );
   });
 }

@@ -29,7 +29,8 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Duplex):
     const [status, code, message] = answerFor(error.code);
     const body = JSON.stringify({ success: false, error: { code, message } });
     socket.end(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\n` +
+        'Content-Type: application/json; charset=utf-8\r\n' +
         `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
     );
   } else {

@@ -49,6 +49,7 @@ export async function hitWindowLimit(db: Db, clock: Clock, limit: WindowLimit, s
 /** Drops window entries older than any window in use (run by the maintenance job). */
 export async function pruneRateLimitEvents(db: Db, clock: Clock, olderThanMs = 24 * 60 * 60_000): Promise<void> {
   await db.execute(
-    sql`DELETE FROM ${rateLimitEvents} WHERE created_at < ${new Date(clock.now().getTime() - olderThanMs).toISOString()}`,
+    sql`DELETE FROM ${rateLimitEvents}
+        WHERE created_at < ${new Date(clock.now().getTime() - olderThanMs).toISOString()}`,
   );
 }

@@ -166,10 +166,17 @@ export async function startOpenAiStub(options: OpenAiStubOptions = {}): Promise<
     }
 
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-    const chunk = (delta: object, finish: string | null = null, extra: object = {}) =>
-      res.write(
-        `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`,
-      );
+    const chunk = (delta: object, finish: string | null = null, extra: object = {}) => {
+      const payload = {
+        id,
+        object: 'chat.completion.chunk',
+        created,
+        model,
+        choices: [{ index: 0, delta, finish_reason: finish }],
+        ...extra,
+      };
+      return res.write(`data: ${JSON.stringify(payload)}\n\n`);
+    };
     chunk({ role: 'assistant', content: '' });
     // Text in a few pieces, so clients see real incremental deltas.
     const text = content ?? '';

@@ -18,7 +18,8 @@ const skip = existsSync(CHROMIUM)
 /** Content that appears 200 ms after load, as on a JS-rendered listing. */
 const RENDERED_PAGE = `<!doctype html><html><body><div id="app">Loading…</div><script>
 setTimeout(() => {
-  document.getElementById('app').innerHTML = '<ul class="people"><li><b>Ada Lovelace</b> <a href="mailto:ada@engine.test">mail</a></li>'
+  document.getElementById('app').innerHTML = '<ul class="people">'
+    + '<li><b>Ada Lovelace</b> <a href="mailto:ada@engine.test">mail</a></li>'
     + '<li><b>Charles Babbage</b> <a href="mailto:charles@engine.test">mail</a></li></ul>';
 }, 200);
 </script></body></html>`;

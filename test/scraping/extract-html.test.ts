@@ -283,7 +283,9 @@ describe('extractFromHtml: nextPage', () => {
 
 describe('extractFromHtml: pathological pages', () => {
   test('elements nested 20,000 deep (unclosed tags) are extracted, with CSS, XPath and text', () => {
-    const html = `<body>${'<div>'.repeat(20_000)}<a class="m" href="mailto:deep@x.test">deep</a>${'</div>'.repeat(20_000)}</body>`;
+    const open = '<div>'.repeat(20_000);
+    const close = '</div>'.repeat(20_000);
+    const html = `<body>${open}<a class="m" href="mailto:deep@x.test">deep</a>${close}</body>`;
     const r = extract(html, { email: 'a.m@href', viaXPath: '//a[@class="m"]/@href', all: 'body' }, undefined, true);
     assert.deepEqual(r.items[0].fields, { email: 'deep@x.test', viaXPath: 'deep@x.test', all: 'deep' });
     assert.equal(r.text, 'deep');

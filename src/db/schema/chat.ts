@@ -10,7 +10,7 @@ export const chatConversations = pgTable(
       .notNull()
       .references(() => users.id, { onDelete: 'cascade' }),
     title: text('title'),
-    /** Set while the assistant answers (a message or an approval): one turn at a time, across processes; expires if a process dies mid-turn. */
+    /** Set while the assistant answers (message or approval): one turn at a time across processes; expires on crash. */
     turnLeaseUntil: tsColumn('turn_lease_until'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
@@ -42,7 +42,7 @@ export const chatMessages = pgTable(
 export const chatApprovalStatuses = ['PENDING', 'APPROVED', 'REJECTED', 'EXECUTED', 'FAILED'] as const;
 export type ChatApprovalStatus = (typeof chatApprovalStatuses)[number];
 
-/** A write action the model asked for; it runs only when its owner approves it (the stored input, never the client's). */
+/** A write action the model asked for; it runs only when its owner approves it (stored input, never the client's). */
 export const chatApprovals = pgTable(
   'chat_approvals',
   {

@@ -58,6 +58,11 @@ export const leads = pgTable(
     provenance: jsonb('provenance').$type<LeadProvenance>(),
     emailValidation: jsonb('email_validation').$type<EmailValidationResult>(),
     validatedAt: tsColumn('validated_at'),
+    /**
+     * The account the lead belongs to (`domain:acme.com`, `company:acme`, or NULL), kept by the database:
+     * `account_key_of(email, company)` on insert and whenever email or company change (migration 0003).
+     */
+    accountKey: text('account_key'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -67,6 +72,8 @@ export const leads = pgTable(
     index('leads_user_company_idx').on(t.userId, sql`lower(${t.company})`, t.id),
     index('leads_user_status_idx').on(t.userId, t.status, t.id),
     index('leads_job_idx').on(t.jobId),
+    // An account's leads, most recently updated first; the account rollups are recomputed through it.
+    index('leads_user_account_idx').on(t.userId, t.accountKey, t.updatedAt, t.id),
     // List filters by job / source, newest first, without sorting a whole job's or source's leads.
     index('leads_user_job_idx').on(t.userId, t.jobId, t.id),
     index('leads_user_source_idx').on(t.userId, t.sourceId, t.id),

@@ -30,7 +30,8 @@ function confirmationMail(email: string, token: string, expiresAt: Date, publicU
       '',
       `    POST ${base}/api/users/deletion/confirm   {"token": "${token}"}`,
       '',
-      `After confirmation the account is erased in ${GRACE_PERIOD_DAYS} days; until then POST ${base}/api/users/deletion/cancel stops it.`,
+      `After confirmation the account is erased in ${GRACE_PERIOD_DAYS} days; ` +
+        `until then POST ${base}/api/users/deletion/cancel stops it.`,
       'If you did not ask for this, ignore this message: nothing is deleted without the token.',
     ].join('\n'),
   };

@@ -40,12 +40,18 @@ const answerSchema = z.object({
 });
 
 const SYSTEM =
-  'You analyse the leads (people) a sales team has collected at one company, the "account". From their job titles, statuses, ' +
-  'custom fields and profile data, name the traits they share, with the evidence and how many leads share each; do not invent ' +
-  'data that is not given. From the web search results, state facts about the company, each citing the URL of the result it ' +
+  'You analyse the leads (people) a sales team has collected at one company, the "account". From their job titles, ' +
+  'statuses, ' +
+  'custom fields and profile data, name the traits they share, with the evidence and how many leads share each; do ' +
+  'not invent ' +
+  'data that is not given. From the web search results, state facts about the company, each citing the URL of the ' +
+  'result it ' +
   'comes from exactly as given; never cite any other URL, and give no fact the results do not support.';
 
-/** A JSON-able copy of `value` with long strings cut and wide or deep structures trimmed, so one lead cannot fill the prompt. */
+/**
+ * A JSON-able copy of `value` with long strings cut and wide or deep structures trimmed, so one lead
+ * cannot fill the prompt.
+ */
 function compact(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return value.length > MAX_VALUE_CHARS ? `${value.slice(0, MAX_VALUE_CHARS)}…` : value;
   if (value === null || typeof value !== 'object') return value;

@@ -2,10 +2,9 @@ import { type SQL, sql } from 'drizzle-orm';
 import { type Db, queryRows } from '../../db/client.ts';
 import { type LeadStatus, leadStatuses } from '../../db/schema/index.ts';
 import { newId } from '../../shared/ids.ts';
-import { accountKeySql, describeAccountKey, freeDomainJoinSql } from './account-key.ts';
 import { ACCOUNT_TITLES_SHOWN, type AccountSort } from './accounts.schemas.ts';
 
-/** One computed account, as the aggregate query returns it. */
+/** One account, as its rollup row holds it. */
 export interface AccountRow {
   account_key: string;
   name: string;
@@ -56,100 +55,144 @@ export interface AccountSampleRow {
 
 const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-/**
- * The caller's leads with their account key, optionally only those of one key. Cheap necessary
- * conditions go first, so the company normalisation (regular expressions) runs only for candidates:
- * the email domain for a domain key; for a company key, each word of the normalized name, which is
- * a piece of the lower-cased company name (normalizing only turns punctuation into spaces and drops words).
- */
-function keyedLeads(userId: string, key: string | undefined, columns: SQL): SQL {
-  let only = sql``;
-  if (key) {
-    const { kind, value } = describeAccountKey(key);
-    const words = [...new Set(value.split(' ').filter(Boolean))];
-    only =
-      kind === 'domain'
-        ? sql` AND lower(split_part(l.email, '@', 2)) = ${value} AND ${accountKeySql()} = ${key}`
-        : sql` AND l.company IS NOT NULL${sql.join(words.map((w) => sql` AND strpos(lower(l.company), ${w}) > 0`))} AND ${accountKeySql()} = ${key}`;
-  }
-  return sql`SELECT ${accountKeySql()} AS account_key, ${columns} FROM leads l ${freeDomainJoinSql()} WHERE l.user_id = ${userId}${only}`;
-}
-
 const ORDER: Record<AccountSort, SQL> = {
-  leadCount: sql.raw(`lead_count DESC, account_key COLLATE "C" ASC`),
-  lastActivity: sql.raw(`last_us DESC, account_key COLLATE "C" ASC`),
-  name: sql.raw(`sort_name ASC, account_key COLLATE "C" ASC`),
+  leadCount: sql.raw(`r.lead_count DESC, r.account_key COLLATE "C" ASC`),
+  lastActivity: sql.raw(`r.last_activity_us DESC, r.account_key COLLATE "C" ASC`),
+  name: sql.raw(`r.sort_name ASC, r.account_key COLLATE "C" ASC`),
 };
 
 function afterCursor(sort: AccountSort, cursor: AccountCursor): SQL {
-  const key = sql`account_key COLLATE "C" > ${cursor.key}`;
-  if (sort === 'leadCount')
-    return sql`(lead_count < ${Number(cursor.value)} OR (lead_count = ${Number(cursor.value)} AND ${key}))`;
-  if (sort === 'lastActivity')
-    return sql`(last_us < ${String(cursor.value)}::bigint OR (last_us = ${String(cursor.value)}::bigint AND ${key}))`;
-  return sql`(sort_name > ${String(cursor.value)} OR (sort_name = ${String(cursor.value)} AND ${key}))`;
+  const key = sql`r.account_key COLLATE "C" > ${cursor.key}`;
+  if (sort === 'leadCount') {
+    const n = Number(cursor.value);
+    return sql`(r.lead_count < ${n} OR (r.lead_count = ${n} AND ${key}))`;
+  }
+  if (sort === 'lastActivity') {
+    const us = sql`${String(cursor.value)}::bigint`;
+    return sql`(r.last_activity_us < ${us} OR (r.last_activity_us = ${us} AND ${key}))`;
+  }
+  return sql`(r.sort_name > ${String(cursor.value)} OR (r.sort_name = ${String(cursor.value)} AND ${key}))`;
 }
 
+const statusCounts = sql.raw(
+  `ARRAY[${leadStatuses.map((s) => `count(*) FILTER (WHERE l.status = '${s}')`).join(', ')}]::int[]`,
+);
+
+/** Serializes one user's rollup refreshes (the marks a refresh deletes are the ones it recomputes). */
+const refreshLock = (userId: string) => sql`SELECT pg_advisory_xact_lock(hashtextextended(${`accounts:${userId}`}, 0))`;
+
+/**
+ * Recomputes the rollups of the accounts marked since the last refresh, in one statement: the marks it
+ * can see are deleted and their accounts regrouped from the leads, all in the same snapshot, so a mark
+ * written by a transaction still open survives for the next refresh. Accounts left without leads go.
+ */
+const refreshStatement = (userId: string) => sql`
+  WITH marked AS (
+    DELETE FROM account_rollup_marks WHERE user_id = ${userId} RETURNING account_key
+  ), keys AS (
+    SELECT DISTINCT account_key FROM marked
+  ), fresh AS (
+    SELECT l.account_key,
+      coalesce(mode() WITHIN GROUP (ORDER BY nullif(btrim(l.company), '')),
+        substr(l.account_key, strpos(l.account_key, ':') + 1)) AS name,
+      count(*)::int AS lead_count,
+      count(DISTINCT l.source_id)::int AS source_count,
+      ${statusCounts} AS status_counts,
+      max(l.updated_at) AS last_activity_at,
+      min(l.created_at) AS first_seen_at
+    FROM leads l
+    WHERE l.user_id = ${userId} AND l.account_key IN (SELECT account_key FROM keys)
+    GROUP BY l.account_key
+  ), title_counts AS (
+    SELECT l.account_key, btrim(l.job_title) AS title, count(*) AS n FROM leads l
+    WHERE l.user_id = ${userId} AND l.account_key IN (SELECT account_key FROM keys) AND btrim(l.job_title) <> ''
+    GROUP BY 1, 2
+  ), top_titles AS (
+    SELECT account_key, array_agg(title ORDER BY n DESC, title) AS titles FROM (
+      SELECT *, row_number() OVER (PARTITION BY account_key ORDER BY n DESC, title) AS rank FROM title_counts
+    ) t WHERE rank <= ${ACCOUNT_TITLES_SHOWN} GROUP BY account_key
+  ), saved AS (
+    INSERT INTO account_rollups (user_id, account_key, name, sort_name, lead_count, source_count, status_counts,
+      titles, last_activity_at, last_activity_us, first_seen_at)
+    SELECT ${userId}::uuid, f.account_key, f.name, lower(f.name), f.lead_count, f.source_count, f.status_counts,
+      coalesce(t.titles, '{}'::text[]), f.last_activity_at,
+      (extract(epoch FROM f.last_activity_at) * 1000000)::bigint, f.first_seen_at
+    FROM fresh f LEFT JOIN top_titles t USING (account_key)
+    ON CONFLICT (user_id, account_key) DO UPDATE SET name = EXCLUDED.name, sort_name = EXCLUDED.sort_name,
+      lead_count = EXCLUDED.lead_count, source_count = EXCLUDED.source_count,
+      status_counts = EXCLUDED.status_counts, titles = EXCLUDED.titles,
+      last_activity_at = EXCLUDED.last_activity_at, last_activity_us = EXCLUDED.last_activity_us,
+      first_seen_at = EXCLUDED.first_seen_at
+    RETURNING 1
+  ), gone AS (
+    DELETE FROM account_rollups r
+    WHERE r.user_id = ${userId} AND r.account_key IN (SELECT account_key FROM keys)
+      AND NOT EXISTS (SELECT 1 FROM fresh f WHERE f.account_key = r.account_key)
+    RETURNING 1
+  )
+  SELECT (SELECT count(*) FROM keys)::int AS accounts`;
+
 export function accountRepository(db: Db) {
-  /**
-   * Accounts of the caller in one statement: the leads are keyed once (materialized), grouped, joined
-   * with their metadata, filtered and sorted; the job titles are then counted for the page only.
-   */
+  /** Brings the caller's rollups up to date with their leads; one cheap read when nothing changed. */
+  async function refresh(userId: string): Promise<number> {
+    const [pending] = await queryRows<{ any: boolean }>(
+      db,
+      sql`SELECT EXISTS (SELECT 1 FROM account_rollup_marks WHERE user_id = ${userId}) AS any`,
+    );
+    if (!pending?.any) return 0;
+    return db.transaction(async (tx) => {
+      await tx.execute(refreshLock(userId));
+      const [row] = await queryRows<{ accounts: number }>(tx, refreshStatement(userId));
+      return row?.accounts ?? 0;
+    });
+  }
+
+  /** Accounts of the caller from their rollups (refreshed first), with their metadata, filtered and sorted. */
   async function query(
     userId: string,
     options: { key?: string; filters?: AccountFilters; sort: AccountSort; cursor?: AccountCursor; limit: number },
   ) {
     const { key, filters = {}, sort, cursor, limit } = options;
-    const statusCounts = sql.raw(
-      `ARRAY[${leadStatuses.map((s) => `count(*) FILTER (WHERE k.status = '${s}')`).join(', ')}]::int[]`,
-    );
-    const where: SQL[] = [];
+    await refresh(userId);
+    const where: SQL[] = [sql`r.user_id = ${userId}`];
+    if (key) where.push(sql`r.account_key = ${key}`);
     if (filters.q) {
       const pattern = likePattern(filters.q);
-      where.push(sql`(name ILIKE ${pattern} OR substr(account_key, strpos(account_key, ':') + 1) ILIKE ${pattern})`);
+      where.push(
+        sql`(r.name ILIKE ${pattern} OR substr(r.account_key, strpos(r.account_key, ':') + 1) ILIKE ${pattern})`,
+      );
     }
-    if (filters.tag) where.push(sql`${filters.tag} = ANY(tags)`);
-    if (filters.minLeads) where.push(sql`lead_count >= ${filters.minLeads}`);
+    if (filters.tag) where.push(sql`${filters.tag} = ANY(m.tags)`);
+    if (filters.minLeads) where.push(sql`r.lead_count >= ${filters.minLeads}`);
     if (cursor) where.push(afterCursor(sort, cursor));
-    const whereSql = where.length ? sql`WHERE ${sql.join(where, sql` AND `)}` : sql``;
     return queryRows<AccountRow>(
       db,
       sql`
-      WITH keyed AS MATERIALIZED (
-        ${keyedLeads(userId, key, sql`l.company, l.job_title, l.status, l.source_id, l.created_at, l.updated_at`)}
-      ), grouped AS (
-        SELECT k.account_key,
-          coalesce(mode() WITHIN GROUP (ORDER BY nullif(btrim(k.company), '')), substr(k.account_key, strpos(k.account_key, ':') + 1)) AS name,
-          count(*)::int AS lead_count,
-          count(DISTINCT k.source_id)::int AS source_count,
-          ${statusCounts} AS status_counts,
-          max(k.updated_at) AS last_activity_at,
-          min(k.created_at) AS first_seen_at,
-          (extract(epoch FROM max(k.updated_at)) * 1000000)::bigint AS last_us
-        FROM keyed k WHERE k.account_key IS NOT NULL GROUP BY k.account_key
-      ), page AS (
-        SELECT * FROM (
-          SELECT g.*, lower(g.name) AS sort_name, m.notes, m.tags
-          FROM grouped g LEFT JOIN account_metadata m ON m.user_id = ${userId} AND m.account_key = g.account_key
-        ) a ${whereSql}
-        ORDER BY ${ORDER[sort]} LIMIT ${limit}
-      ), title_counts AS (
-        SELECT account_key, btrim(job_title) AS title, count(*) AS n FROM keyed
-        WHERE account_key IN (SELECT account_key FROM page) AND btrim(job_title) <> ''
-        GROUP BY 1, 2
-      ), top_titles AS (
-        SELECT account_key, array_agg(title ORDER BY n DESC, title) AS titles FROM (
-          SELECT *, row_number() OVER (PARTITION BY account_key ORDER BY n DESC, title) AS rank FROM title_counts
-        ) t WHERE rank <= ${ACCOUNT_TITLES_SHOWN} GROUP BY account_key
-      )
-      SELECT account_key, p.name, p.lead_count, p.source_count, p.status_counts, coalesce(t.titles, '{}'::text[]) AS titles,
-        p.last_activity_at, p.first_seen_at, p.last_us, p.last_us::text AS last_us_text, p.sort_name, p.notes, p.tags
-      FROM page p LEFT JOIN top_titles t USING (account_key)
-      ORDER BY ${ORDER[sort]}`,
+      SELECT r.account_key, r.name, r.lead_count, r.source_count, r.status_counts, r.titles, r.last_activity_at,
+        r.first_seen_at, r.last_activity_us::text AS last_us_text, r.sort_name, m.notes, m.tags
+      FROM account_rollups r
+      LEFT JOIN account_metadata m ON m.user_id = r.user_id AND m.account_key = r.account_key
+      WHERE ${sql.join(where, sql` AND `)}
+      ORDER BY ${ORDER[sort]} LIMIT ${limit}`,
     );
   }
 
+  /** The caller's leads of one account (the `leads_user_account_idx` index), with `columns`. */
+  const accountLeads = (userId: string, key: string, columns: SQL) =>
+    sql`SELECT ${columns} FROM leads l WHERE l.user_id = ${userId} AND l.account_key = ${key}`;
+
   return {
+    refresh,
+
+    /** Users with accounts waiting to be recomputed (for the periodic refresh). */
+    async usersWithMarks(limit: number): Promise<string[]> {
+      const rows = await queryRows<{ user_id: string }>(
+        db,
+        sql`SELECT DISTINCT user_id FROM account_rollup_marks LIMIT ${limit}`,
+      );
+      return rows.map((r) => r.user_id);
+    },
+
     /** One page of accounts (`limit + 1` rows so the caller can tell whether another page exists). */
     list(
       userId: string,
@@ -169,26 +212,25 @@ export function accountRepository(db: Db) {
 
     /** The account's most recently updated leads. */
     leads(userId: string, key: string, limit: number): Promise<AccountLeadRow[]> {
+      const columns = sql`l.id, l.first_name, l.last_name, l.email, l.job_title, l.status, l.updated_at`;
       return queryRows<AccountLeadRow>(
         db,
-        sql`
-        WITH keyed AS (${keyedLeads(userId, key, sql`l.id, l.first_name, l.last_name, l.email, l.job_title, l.status, l.updated_at`)})
-        SELECT id, first_name, last_name, email, job_title, status, updated_at FROM keyed
-        ORDER BY updated_at DESC, id DESC LIMIT ${limit}`,
+        sql`${accountLeads(userId, key, columns)} ORDER BY l.updated_at DESC, l.id DESC LIMIT ${limit}`,
       );
     },
 
     /** The account's most recently updated leads, with the data of the profiles made from them. */
     sample(userId: string, key: string, limit: number): Promise<AccountSampleRow[]> {
+      const columns = sql`l.id, l.company, l.job_title, l.status, l.custom_fields, l.updated_at`;
       return queryRows<AccountSampleRow>(
         db,
         sql`
         WITH sample AS (
-          SELECT * FROM (${keyedLeads(userId, key, sql`l.id, l.company, l.job_title, l.status, l.custom_fields, l.updated_at`)}) k
-          ORDER BY updated_at DESC, id DESC LIMIT ${limit}
+          ${accountLeads(userId, key, columns)} ORDER BY l.updated_at DESC, l.id DESC LIMIT ${limit}
         )
         SELECT s.company, s.job_title, s.status, s.custom_fields,
-          (SELECT jsonb_agg(p.data ORDER BY p.id) FROM profiles p WHERE p.user_id = ${userId} AND p.lead_id = s.id) AS profiles
+          (SELECT jsonb_agg(p.data ORDER BY p.id) FROM profiles p WHERE p.user_id = ${userId} AND p.lead_id = s.id)
+            AS profiles
         FROM sample s ORDER BY s.updated_at DESC, s.id DESC`,
       );
     },
@@ -210,8 +252,9 @@ export function accountRepository(db: Db) {
         db,
         sql`
         INSERT INTO account_metadata (id, user_id, account_key, notes, tags, created_at, updated_at)
-        SELECT ${newId()}::uuid, ${userId}::uuid, ${key}, ${values.notes ?? null}, ${tags}, ${now.toISOString()}::timestamptz, ${now.toISOString()}::timestamptz
-        WHERE EXISTS (SELECT 1 FROM (${keyedLeads(userId, key, sql`l.id`)}) k)
+        SELECT ${newId()}::uuid, ${userId}::uuid, ${key}, ${values.notes ?? null}, ${tags},
+          ${now.toISOString()}::timestamptz, ${now.toISOString()}::timestamptz
+        WHERE EXISTS (${accountLeads(userId, key, sql`1`)})
         ON CONFLICT (user_id, account_key) DO UPDATE SET
           notes = ${setNotes ? sql`EXCLUDED.notes` : sql`account_metadata.notes`},
           tags = ${setTags ? sql`EXCLUDED.tags` : sql`account_metadata.tags`},

@@ -46,7 +46,8 @@ export const updateAccountBody = z
     tags: tagList
       .optional()
       .describe(
-        `At most ${MAX_TAGS} tags of at most ${MAX_TAG_CHARS} characters; trimmed and de-duplicated. Replaces the tags.`,
+        `At most ${MAX_TAGS} tags of at most ${MAX_TAG_CHARS} characters; ` +
+          'trimmed and de-duplicated. Replaces the tags.',
       ),
   })
   .describe('Every attribute is optional; an empty body changes nothing.');

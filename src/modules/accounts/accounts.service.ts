@@ -114,6 +114,13 @@ export function createAccountService(deps: Pick<AppDeps, 'db' | 'clock'>) {
   return {
     keyOf,
 
+    /** Recomputes the rollups of every user with lead changes pending (the periodic job); answers the count. */
+    async refreshPending(): Promise<number> {
+      let accounts = 0;
+      for (const userId of await repo.usersWithMarks(1000)) accounts += await repo.refresh(userId);
+      return accounts;
+    },
+
     async list(
       userId: string,
       query: ListAccountsQuery,
@@ -136,7 +143,7 @@ export function createAccountService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       return detail(userId, keyOf(id));
     },
 
-    /** Stores notes and/or tags beside the computed account; never for an account the caller has no lead of. */
+    /** Stores notes and/or tags beside the account; never for an account the caller has no lead of. */
     async update(userId: string, id: string, input: UpdateAccountInput): Promise<AccountDetailView> {
       const key = keyOf(id);
       const values: { notes?: string | null; tags?: string[] } = {};

@@ -68,7 +68,8 @@ export function apiKeyRepository(db: Db) {
         .where(
           and(
             eq(apiKeys.id, id),
-            sql`(${apiKeys.lastUsedAt} IS NULL OR ${apiKeys.lastUsedAt} < ${new Date(at.getTime() - 60_000).toISOString()})`,
+            sql`(${apiKeys.lastUsedAt} IS NULL
+                 OR ${apiKeys.lastUsedAt} < ${new Date(at.getTime() - 60_000).toISOString()})`,
           ),
         );
     },

@@ -4,13 +4,7 @@ import { type Db, queryRows } from '../../db/client.ts';
 import type { MatchingRuleType } from '../../db/schema/index.ts';
 import { AppError } from '../../shared/errors.ts';
 import { decodeJsonCursor, encodeJsonCursor } from '../../shared/pagination.ts';
-import {
-  accountIdOf,
-  accountKeyOf,
-  accountKeySql,
-  describeAccountKey,
-  freeDomainJoinSql,
-} from '../accounts/account-key.ts';
+import { accountIdOf, accountKeyOf, describeAccountKey } from '../accounts/account-key.ts';
 import type { RankedAccount, RankedAccountsQuery } from './campaigns.schemas.ts';
 
 /**
@@ -110,17 +104,17 @@ export async function rankAccounts(
     db,
     sql`
     WITH cr AS (
-      SELECT c.rule_id, c.weight FROM campaign_rules c JOIN matching_rules r ON r.id = c.rule_id AND r.user_id = ${userId}
+      SELECT c.rule_id, c.weight FROM campaign_rules c
+      JOIN matching_rules r ON r.id = c.rule_id AND r.user_id = ${userId}
       WHERE c.campaign_id = ${campaign.id}
     ),
     scoped AS (
-      SELECT mr.id AS result_id, mr.rule_id, mr.profile_id, mr.matched, mr.match_score, mr.ai_reasoning, mr.details, l.id AS lead_id,
-        ${accountKeySql()} AS account_key
+      SELECT mr.id AS result_id, mr.rule_id, mr.profile_id, mr.matched, mr.match_score, mr.ai_reasoning, mr.details,
+        l.id AS lead_id, l.account_key
       FROM matching_results mr
       JOIN cr ON cr.rule_id = mr.rule_id
       JOIN profiles p ON p.id = mr.profile_id AND p.user_id = ${userId}
       JOIN leads l ON l.id = p.lead_id AND l.user_id = ${userId}
-      ${freeDomainJoinSql()}
       WHERE mr.user_id = ${userId} AND mr.match_score IS NOT NULL ${inSources}
     ),
     per_rule AS (
@@ -144,12 +138,12 @@ export async function rankAccounts(
     ),
     lead_stats AS (
       SELECT k.account_key, count(*)::int AS lead_count,
-        coalesce(mode() WITHIN GROUP (ORDER BY nullif(btrim(k.company), '')), substr(k.account_key, strpos(k.account_key, ':') + 1)) AS name
+        coalesce(mode() WITHIN GROUP (ORDER BY nullif(btrim(k.company), '')),
+                 substr(k.account_key, strpos(k.account_key, ':') + 1)) AS name
       FROM (
-        SELECT ${accountKeySql()} AS account_key, l.company FROM leads l ${freeDomainJoinSql()}
-        WHERE l.user_id = ${userId} ${inSources}
+        SELECT l.account_key, l.company FROM leads l
+        WHERE l.user_id = ${userId} AND l.account_key IN (SELECT account_key FROM page) ${inSources}
       ) k
-      WHERE k.account_key IN (SELECT account_key FROM page)
       GROUP BY k.account_key
     ),
     matched AS (
@@ -160,7 +154,8 @@ export async function rankAccounts(
     SELECT page.account_key, page.fit_score, coalesce(ls.lead_count, 0) AS lead_count,
       coalesce(ls.name, substr(page.account_key, strpos(page.account_key, ':') + 1)) AS name,
       coalesce(m.matched_leads, 0) AS matched_leads,
-      (SELECT json_agg(json_build_object('ruleId', pr.rule_id, 'bestScore', pr.best_score, 'matchedProfiles', pr.matched_profiles,
+      (SELECT json_agg(json_build_object('ruleId', pr.rule_id, 'bestScore', pr.best_score,
+                                         'matchedProfiles', pr.matched_profiles,
                                          'reasoning', pr.best_reasoning, 'details', pr.best_details))
          FROM per_rule pr WHERE pr.account_key = page.account_key) AS rule_results
     FROM page

@@ -403,7 +403,8 @@ export function discoveryBrief(campaign: Pick<CampaignRow, 'name' | 'description
   const focus = [first(t.industries, 2), first(t.titles, 1), first(t.keywords, 2), first(t.locations, 2)]
     .filter(Boolean)
     .join(' ');
-  const searchQuery = `${(focus || `${campaign.name} ${campaign.description ?? ''}`).replace(/\s+/g, ' ').trim().slice(0, 300)} directory list`;
+  const topic = (focus || `${campaign.name} ${campaign.description ?? ''}`).replace(/\s+/g, ' ').trim().slice(0, 300);
+  const searchQuery = `${topic} directory list`;
   const size = t.companySize ? `${t.companySize.min ?? 'any'}–${t.companySize.max ?? 'any'} employees` : null;
   const brief = [
     `Find sources of leads for the deal campaign "${campaign.name}".`,

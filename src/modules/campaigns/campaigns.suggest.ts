@@ -126,7 +126,8 @@ function anyOf(
   const all = values.flatMap((v) => fields.map((f) => contains(f, v)));
   if (all.length > PER_DIMENSION) {
     notes.push(
-      `${what}: only the first ${PER_DIMENSION} of ${all.length} value × field conditions were kept (a rule holds at most ${MAX_TOTAL_CONDITIONS} conditions).`,
+      `${what}: only the first ${PER_DIMENSION} of ${all.length} value × field conditions were kept ` +
+        `(a rule holds at most ${MAX_TOTAL_CONDITIONS} conditions).`,
     );
   }
   const kept = all.slice(0, PER_DIMENSION);
@@ -162,7 +163,9 @@ function dimensions(ctx: SuggestContext, notes: string[]): Dimension[] {
       condition,
       hard: true,
       weight,
-      why: `lead.jobTitle contains one of ${quoted(target.titles)} (weight ${weight} = round(40 / √${target.titles.length}))`,
+      why:
+        `lead.jobTitle contains one of ${quoted(target.titles)} ` +
+        `(weight ${weight} = round(40 / √${target.titles.length}))`,
     });
   }
   if (target.locations.length) {
@@ -174,7 +177,9 @@ function dimensions(ctx: SuggestContext, notes: string[]): Dimension[] {
         condition,
         hard: true,
         weight,
-        why: `${names(found.location).join(', ')} contains one of ${quoted(target.locations)} (weight ${weight} = round(40 / √${target.locations.length}))`,
+        why:
+          `${names(found.location).join(', ')} contains one of ${quoted(target.locations)} ` +
+          `(weight ${weight} = round(40 / √${target.locations.length}))`,
       });
     } else
       notes.push(
@@ -192,7 +197,9 @@ function dimensions(ctx: SuggestContext, notes: string[]): Dimension[] {
         condition,
         hard: true,
         weight,
-        why: `${names(found.industry).join(', ')} contains one of ${quoted(target.industries)} (weight ${weight} = round(40 / √${target.industries.length}))`,
+        why:
+          `${names(found.industry).join(', ')} contains one of ${quoted(target.industries)} ` +
+          `(weight ${weight} = round(40 / √${target.industries.length}))`,
       });
     } else if (keywordFields.length) {
       const condition = anyOf(keywordFields, target.industries, notes, 'industries')!;
@@ -202,7 +209,9 @@ function dimensions(ctx: SuggestContext, notes: string[]): Dimension[] {
         condition,
         hard: false,
         weight,
-        why: `no industry-like field, so the industries are looked for in the text fields ${keywordFields.join(', ')} (scored only; weight ${weight} = round(20 / √${target.industries.length}))`,
+        why:
+          `no industry-like field, so the industries are looked for in the text fields ${keywordFields.join(', ')} ` +
+          `(scored only; weight ${weight} = round(20 / √${target.industries.length}))`,
       });
     } else notes.push('industries: the profile type has no industry-like or text field, so industries are not used.');
   }
@@ -225,7 +234,8 @@ function dimensions(ctx: SuggestContext, notes: string[]): Dimension[] {
       });
     } else if (found.sizeText)
       notes.push(
-        `companySize: profile.${found.sizeText.name} is not a number field, so the size range cannot be compared and is not used.`,
+        `companySize: profile.${found.sizeText.name} is not a number field, ` +
+          'so the size range cannot be compared and is not used.',
       );
     else
       notes.push(
@@ -242,7 +252,9 @@ function dimensions(ctx: SuggestContext, notes: string[]): Dimension[] {
         condition,
         hard: false,
         weight,
-        why: `${keywordFields.join(', ')} contains one of ${quoted(target.keywords)} (scored only; weight ${weight} = round(20 / √${target.keywords.length}))`,
+        why:
+          `${keywordFields.join(', ')} contains one of ${quoted(target.keywords)} ` +
+          `(scored only; weight ${weight} = round(20 / √${target.keywords.length}))`,
       });
     } else notes.push('keywords: the profile type has no text field to search, so keywords are not used.');
   }
@@ -294,7 +306,9 @@ export function ruleBasedRules(
         description: 'Keeps profiles that meet every hard criterion of the campaign target.',
         type,
         conditions: { operator: 'AND', conditions: hard.map((d) => d.condition) },
-        rationale: `Rule-based: every hard criterion must hold: ${hard.map((d) => d.why.replace(/ \(weight.*\)$/, '')).join('; ')}.`,
+        rationale: `Rule-based: every hard criterion must hold: ${hard
+          .map((d) => d.why.replace(/ \(weight.*\)$/, ''))
+          .join('; ')}.`,
       });
     } else if (type === 'SCORED') {
       if (!dims.length) {
@@ -514,7 +528,8 @@ const SYSTEM = [
     'to each profile, optional threshold).',
   'A condition is {field, operator, value}. field is `profile.<name>` for a field of the profile type listed below, ' +
     'or `lead.<column>` for a lead column listed below; use no other field.',
-  `operator is one of ${conditionOperators.join(', ')}. in/not_in take a list; gt/gte/lt/lte a number or ISO date; exists/not_exists take null; the others one value. Text comparisons ignore case.`,
+  `operator is one of ${conditionOperators.join(', ')}. in/not_in take a list; gt/gte/lt/lte a number or ISO date; ` +
+    'exists/not_exists take null; the others one value. Text comparisons ignore case.',
   'Set the keys a type does not use to null. Base every rule on the campaign target; explain each in rationale.',
 ].join(' ');
 
@@ -548,13 +563,17 @@ export async function suggestRules(
   const fieldList = ctx.fields
     .map(
       (f) =>
-        `- profile.${f.name} (${f.type}${f.items ? ` of ${f.items.type}` : ''}${f.label ? `, "${f.label}"` : ''}${f.enum ? `, one of ${f.enum.join(' | ')}` : ''})`,
+        `- profile.${f.name} (${f.type}${f.items ? ` of ${f.items.type}` : ''}` +
+        `${f.label ? `, "${f.label}"` : ''}${f.enum ? `, one of ${f.enum.join(' | ')}` : ''})`,
     )
     .join('\n');
   const t = ctx.target;
+  const companySize = t.companySize ? `${t.companySize.min ?? 'any'}–${t.companySize.max ?? 'any'} employees` : '(any)';
   const prompt = [
     `Campaign: ${ctx.campaignName}${ctx.description ? `\n${ctx.description}` : ''}`,
-    `Target: industries ${t.industries.join(', ') || '(any)'}; locations ${t.locations.join(', ') || '(any)'}; company size ${t.companySize ? `${t.companySize.min ?? 'any'}–${t.companySize.max ?? 'any'} employees` : '(any)'}; titles ${t.titles.join(', ') || '(any)'}; keywords ${t.keywords.join(', ') || '(none)'}.`,
+    `Target: industries ${t.industries.join(', ') || '(any)'}; locations ${t.locations.join(', ') || '(any)'}; ` +
+      `company size ${companySize}; titles ${t.titles.join(', ') || '(any)'}; ` +
+      `keywords ${t.keywords.join(', ') || '(none)'}.`,
     `Profile fields:\n${fieldList || '(none)'}`,
     `Lead columns: ${LEAD_CONDITION_FIELDS.map((f) => `lead.${f}`).join(', ')}`,
     `Propose one rule of each of these types: ${types.join(', ')}.`,
@@ -589,7 +608,9 @@ export async function suggestRules(
   return {
     rules,
     method: usedAi ? 'ai' : 'rule-based',
-    reasoning: `${answer.reasoning.trim().slice(0, 4000) || 'Proposed by the AI model.'}${usedAi ? '' : " (None of the model's rules could be used; every rule is the rule-based proposal.)"}`,
+    reasoning:
+      `${answer.reasoning.trim().slice(0, 4000) || 'Proposed by the AI model.'}` +
+      `${usedAi ? '' : " (None of the model's rules could be used; every rule is the rule-based proposal.)"}`,
     adjustments: [...adjustments, ...(rules.some((r) => r.method === 'rule-based') ? fallback.notes : [])],
   };
 }

@@ -10,6 +10,8 @@ export type ApprovalRow = typeof chatApprovals.$inferSelect;
 export type NewApproval = typeof chatApprovals.$inferInsert;
 export type ConversationListRow = ConversationRow & { lastMessageAt: Date | null; pendingApprovals: number };
 
+const dateOrNull = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string));
+
 /** What a finished turn writes at once: its messages, the approvals it asks for, the conversation's new state. */
 export interface TurnWrite {
   messages: NewMessage[];
@@ -50,14 +52,11 @@ export function chatRepository(db: Db) {
           createdAt: chatConversations.createdAt,
           updatedAt: chatConversations.updatedAt,
           // Spelled out: inside a field subquery drizzle would not qualify the outer column.
-          lastMessageAt:
-            sql<Date | null>`(SELECT max(m.created_at) FROM chat_messages m WHERE m.conversation_id = "chat_conversations"."id")`.mapWith(
-              (v: unknown) => (v === null || v === undefined ? null : new Date(v as string)),
-            ),
-          pendingApprovals:
-            sql<number>`(SELECT count(*) FROM chat_approvals a WHERE a.conversation_id = "chat_conversations"."id" AND a.status = 'PENDING')::int`.mapWith(
-              Number,
-            ),
+          lastMessageAt: sql<Date | null>`(SELECT max(m.created_at) FROM chat_messages m
+                                          WHERE m.conversation_id = "chat_conversations"."id")`.mapWith(dateOrNull),
+          pendingApprovals: sql<number>`(SELECT count(*) FROM chat_approvals a
+                                         WHERE a.conversation_id = "chat_conversations"."id"
+                                           AND a.status = 'PENDING')::int`.mapWith(Number),
         })
         .from(chatConversations)
         .where(and(eq(chatConversations.userId, userId), before ? lt(chatConversations.id, before) : undefined))

@@ -225,13 +225,10 @@ export function createChatService(deps: ChatDeps) {
       if (!deps.ai.configured) throw aiNotConfigured();
       const pending = await pendingViews(conversation.id);
       if (pending.length) {
-        throw new AppError(
-          'APPROVAL_PENDING',
-          `Decide the pending action first (POST …/approvals): ${pending.map((p) => `${p.id} (${p.summary})`).join('; ')}`,
-          {
-            details: pending.map((p) => ({ field: 'approvalId', message: `${p.id} is pending: ${p.summary}` })),
-          },
-        );
+        const list = pending.map((p) => `${p.id} (${p.summary})`).join('; ');
+        throw new AppError('APPROVAL_PENDING', `Decide the pending action first (POST …/approvals): ${list}`, {
+          details: pending.map((p) => ({ field: 'approvalId', message: `${p.id} is pending: ${p.summary}` })),
+        });
       }
       const lease = await claimTurn(principal.userId, conversation.id);
       // Before the user's message gets its (time-ordered) id: a repaired call's result comes first.

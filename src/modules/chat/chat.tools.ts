@@ -136,11 +136,10 @@ export async function executeWriteTool(
   const def = writeTools[toolName] as WriteTool<z.ZodType>;
   if (!hasScope(actor.scopes, def.scope)) return { status: 'FAILED', error: missingScope(def.scope) };
   const parsed = def.schema.safeParse(input);
-  if (!parsed.success)
-    return {
-      status: 'FAILED',
-      error: `Invalid input: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ')}`,
-    };
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ');
+    return { status: 'FAILED', error: `Invalid input: ${problems}` };
+  }
   try {
     return { status: 'EXECUTED', result: await def.run(services(deps), deps, actor.userId, parsed.data) };
   } catch (error) {

@@ -120,7 +120,7 @@ export function jobRepository(db: Db) {
       const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(leads).where(eq(leads.jobId, id));
       return Number(row?.n ?? 0);
     },
-    /** The final count of a job this worker stopped (cancelled, or still its own); never one another worker took over. */
+    /** Final count of a job this worker stopped (cancelled, or still its own); never one another worker took over. */
     async setLeadsFound(id: string, workerId: string, leadsFound: number): Promise<void> {
       await db
         .update(jobs)

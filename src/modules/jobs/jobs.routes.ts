@@ -33,8 +33,9 @@ export const jobRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Start a scraping job (status PENDING)',
       description:
-        'The source must be yours (404 naming `sourceId`) and ACTIVE (400 SOURCE_NOT_ACTIVE). A worker picks the job up: PENDING → RUNNING → ' +
-        'COMPLETED | FAILED, with `progress` (0–100) and `leadsFound` updated while it runs. Follow it with `GET /api/jobs/{id}/events`.',
+        'The source must be yours (404 naming `sourceId`) and ACTIVE (400 SOURCE_NOT_ACTIVE). A worker picks the job ' +
+        'up: PENDING → RUNNING → COMPLETED | FAILED, with `progress` (0–100) and `leadsFound` updated while it runs. ' +
+        'Follow it with `GET /api/jobs/{id}/events`.',
       body: createJobBody,
       response: { 201: job, ...errorResponses(400, 401, 404) },
     },
@@ -56,9 +57,10 @@ export const jobRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Live progress as Server-Sent Events',
       description:
-        'A `text/event-stream` (an addition to the JSON API, for progress bars). Each change sends `event: job` with data ' +
-        '`{id, status, progress, leadsFound, pagesVisited, error}`; the stream ends after COMPLETED, FAILED or CANCELLED, and sends ' +
-        '`event: deleted` if the job is deleted. The first event is the current state. Authenticate with the Authorization header ' +
+        'A `text/event-stream` (an addition to the JSON API, for progress bars). Each change sends `event: job` with ' +
+        'data `{id, status, progress, leadsFound, pagesVisited, error}`; the stream ends after COMPLETED, FAILED or ' +
+        'CANCELLED, and sends `event: deleted` if the job is deleted. The first event is the current state. ' +
+        'Authenticate with the Authorization header ' +
         '(browser EventSource cannot set it: use a fetch-based SSE client).',
       params: idParams,
       response: { 200: z.string().describe('text/event-stream'), ...errorResponses(401, 404) },
@@ -75,8 +77,8 @@ export const jobRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Cancel a pending or running job, or delete a finished one',
       description:
-        'PENDING or RUNNING: the job becomes CANCELLED (kept for history) and its crawl stops within 2 s. COMPLETED, FAILED or ' +
-        'CANCELLED: the job is deleted; the leads it found stay, without their job link.',
+        'PENDING or RUNNING: the job becomes CANCELLED (kept for history) and its crawl stops within 2 s. COMPLETED, ' +
+        'FAILED or CANCELLED: the job is deleted; the leads it found stay, without their job link.',
       params: idParams,
       response: { 200: successOnly, ...errorResponses(401, 404) },
     },

@@ -22,9 +22,12 @@ export async function dispatchDueSources(
     const due = await queryRows<{ id: string; user_id: string; name: string }>(
       tx,
       sql`UPDATE sources s
-             SET next_run_at = s.next_run_at + p.period * (floor(extract(epoch FROM (${now}::timestamptz - s.next_run_at)) / extract(epoch FROM p.period))::int + 1),
+             SET next_run_at = s.next_run_at + p.period
+                   * (floor(extract(epoch FROM (${now}::timestamptz - s.next_run_at))
+                            / extract(epoch FROM p.period))::int + 1),
                  last_run_at = ${now}::timestamptz
-            FROM (VALUES ('HOURLY', interval '1 hour'), ('DAILY', interval '1 day'), ('WEEKLY', interval '7 days')) AS p(type, period)
+            FROM (VALUES ('HOURLY', interval '1 hour'), ('DAILY', interval '1 day'), ('WEEKLY', interval '7 days'))
+                 AS p(type, period)
            WHERE s.schedule_type = p.type
              AND s.id IN (SELECT id FROM sources
                            WHERE status = 'ACTIVE' AND schedule_type <> 'MANUAL' AND next_run_at <= ${now}::timestamptz

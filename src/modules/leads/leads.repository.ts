@@ -138,7 +138,7 @@ export function leadRepository(db: Db) {
      * Scraped leads in one statement, however many: the rows travel as one JSON parameter (no
      * 65,535-parameter limit; read as jsonb, a third faster than json). A row that meets a per-source
      * de-duplication index (email, else name + company), an earlier row of the same batch included,
-     * is skipped. Answers the ids inserted.
+     * is skipped. The account key is computed here (a row trigger would cost more). Answers the ids inserted.
      */
     async insertScraped(owner: ScrapedLeadOwner, rows: readonly ScrapedLead[]): Promise<string[]> {
       if (!rows.length) return [];
@@ -146,10 +146,10 @@ export function leadRepository(db: Db) {
         db,
         sql`
         INSERT INTO ${leads} (id, user_id, source_id, job_id, first_name, last_name, email, phone, company, job_title,
-          source_url, status, custom_fields, provenance, created_at, updated_at)
+          source_url, status, custom_fields, provenance, created_at, updated_at, account_key)
         SELECT r.id, ${owner.userId}::uuid, ${owner.sourceId}::uuid, ${owner.jobId}::uuid, r."firstName", r."lastName",
           r.email, r.phone, r.company, r."jobTitle", r."sourceUrl", r.status, r."customFields", r.provenance,
-          r."createdAt", r."createdAt"
+          r."createdAt", r."createdAt", account_key_of(r.email, r.company)
         FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(id uuid, "firstName" text, "lastName" text,
           email text, phone text, company text, "jobTitle" text, "sourceUrl" text, status text, "customFields" jsonb,
           provenance jsonb, "createdAt" timestamptz)
@@ -182,7 +182,8 @@ export function leadRepository(db: Db) {
         set.emailValidation = sql`CASE WHEN ${changed} THEN NULL ELSE ${leads.emailValidation} END`;
         set.validatedAt = sql`CASE WHEN ${changed} THEN NULL ELSE ${leads.validatedAt} END`;
         if (patch.status === undefined && emailStatus) {
-          set.status = sql`CASE WHEN ${changed} AND ${leads.status} IN (${validationStatusList}) THEN ${emailStatus}::text ELSE ${leads.status} END`;
+          set.status = sql`CASE WHEN ${changed} AND ${leads.status} IN (${validationStatusList})
+            THEN ${emailStatus}::text ELSE ${leads.status} END`;
         }
       }
       const rows = await db
@@ -230,7 +231,8 @@ export function leadRepository(db: Db) {
       if (updates.status) set.status = updates.status;
       const where: SQL[] = [eq(leads.userId, userId), idIn(ids)];
       if (add.length || remove.length) {
-        const newTags = sql`ARRAY(SELECT x.t FROM unnest(${leads.tags} || ${sql.param(add)}::text[]) WITH ORDINALITY AS x(t, n)
+        const newTags = sql`ARRAY(SELECT x.t
+          FROM unnest(${leads.tags} || ${sql.param(add)}::text[]) WITH ORDINALITY AS x(t, n)
           WHERE x.t <> ALL(${sql.param(remove)}::text[]) GROUP BY x.t ORDER BY min(x.n))`;
         set.tags = newTags;
         // The cheap bound settles almost every row without computing the new tags a second time.

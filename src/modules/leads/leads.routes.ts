@@ -34,7 +34,8 @@ export const leadRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'List leads, newest first (cursor pagination)',
       description:
-        'Filters combine with AND. `company` matches the whole name, ignoring case. `limit` 1–1000 (default 50); pass `nextCursor` back as `cursor`.',
+        'Filters combine with AND. `company` matches the whole name, ignoring case. `limit` 1–1000 (default 50); ' +
+        'pass `nextCursor` back as `cursor`.',
       querystring: listLeadsQuery,
       response: {
         200: envelope(z.object({ leads: z.array(leadListItem), nextCursor })),
@@ -65,7 +66,8 @@ export const leadRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Delete up to 1000 leads in one operation',
       description:
-        "Ids that name none of your leads (unknown, malformed, another user's) count in `failed` and are listed in `errors`; duplicates count once.",
+        "Ids that name none of your leads (unknown, malformed, another user's) count in `failed` and are listed in " +
+        '`errors`; duplicates count once.',
       body: bulkIdsBody,
       response: { 200: envelope(bulkDeleteView), ...errorResponses(400, 401, 403) },
     },
@@ -78,7 +80,8 @@ export const leadRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Set the status and add or remove tags on up to 1000 leads',
       description:
-        'Tags: `addTags` are appended, duplicates dropped, then `removeTags` removed; order is kept. A lead that would end with more than 50 tags is left unchanged and reported with error `too_many_tags`.',
+        'Tags: `addTags` are appended, duplicates dropped, then `removeTags` removed; order is kept. A lead that ' +
+        'would end with more than 50 tags is left unchanged and reported with error `too_many_tags`.',
       body: bulkUpdateBody,
       response: { 200: envelope(bulkUpdateView), ...errorResponses(400, 401, 403) },
     },
@@ -92,7 +95,8 @@ export const leadRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Queue email validation for up to 1000 leads',
       description:
-        'Each lead with an email is validated in the background; its status then moves as with validate-email. Leads without an email are skipped (`no_email`), ids that name none of your leads too (`not_found`).',
+        'Each lead with an email is validated in the background; its status then moves as with validate-email. Leads ' +
+        'without an email are skipped (`no_email`), ids that name none of your leads too (`not_found`).',
       body: bulkIdsBody,
       response: { 200: envelope(validateBulkView), ...errorResponses(400, 401, 403) },
     },
@@ -116,7 +120,9 @@ export const leadRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Update a lead',
       description:
-        'null or "" clears a text field. Changing the email clears the stored validation and, for a lead in NEW, VALID, INVALID or RISKY (and no status in the same request), sets the status a new lead with that email would get.',
+        'null or "" clears a text field. Changing the email clears the stored validation and, for a lead in NEW, ' +
+        'VALID, INVALID or RISKY (and no status in the same request), sets the status a new lead with that email ' +
+        'would get.',
       params: idParams,
       body: updateLeadBody,
       response: { 200: leadEnvelope, ...errorResponses(400, 401, 403, 404, 409) },
@@ -145,8 +151,9 @@ export const leadRoutes: RouteModule = (app, deps) => {
       tags,
       summary: "Validate the lead's email now (syntax, suppression list, DNS)",
       description:
-        'Answers `status` (valid, risky, invalid, unknown), `tier` (how deep the check got), `errors[]` and `flags[]` (see the README). ' +
-        'The result is stored on the lead; the status moves to VALID, INVALID or RISKY (unknown: unchanged) unless the lead is already CONTACTED or later.',
+        'Answers `status` (valid, risky, invalid, unknown), `tier` (how deep the check got), `errors[]` and ' +
+        '`flags[]` (see the README). The result is stored on the lead; the status moves to VALID, INVALID or RISKY ' +
+        '(unknown: unchanged) unless the lead is already CONTACTED or later.',
       params: idParams,
       response: { 200: envelope(emailValidationView), ...errorResponses(400, 401, 403, 404) },
     },

@@ -40,7 +40,8 @@ export interface RunLease {
 async function holdRun(tx: Tx, lease: RunLease): Promise<boolean> {
   const rows = await queryRows(
     tx,
-    sql`SELECT 1 FROM matching_runs WHERE id = ${lease.runId} AND lease_owner = ${lease.owner} AND status = 'RUNNING' FOR KEY SHARE`,
+    sql`SELECT 1 FROM matching_runs
+        WHERE id = ${lease.runId} AND lease_owner = ${lease.owner} AND status = 'RUNNING' FOR KEY SHARE`,
   );
   return rows.length > 0;
 }
@@ -295,7 +296,8 @@ export function matchingRepository(db: Db) {
     async countProfiles(scope: ProfileScope): Promise<number> {
       const [row] = await queryRows<{ n: number }>(
         db,
-        sql`SELECT count(*)::int AS n FROM profiles WHERE user_id = ${scope.userId} AND profile_type_id = ${scope.profileTypeId}`,
+        sql`SELECT count(*)::int AS n FROM profiles
+            WHERE user_id = ${scope.userId} AND profile_type_id = ${scope.profileTypeId}`,
       );
       return Number(row?.n ?? 0);
     },
@@ -334,19 +336,26 @@ export function matchingRepository(db: Db) {
         WITH chunk AS (
           SELECT c.id FROM profiles c
           WHERE c.user_id = ${scope.userId} AND c.profile_type_id = ${scope.profileTypeId}
-            ${range.after ? sql`AND c.id > ${range.after}` : sql``} ${range.upTo ? sql`AND c.id <= ${range.upTo}` : sql``}
+            ${range.after ? sql`AND c.id > ${range.after}` : sql``}
+            ${range.upTo ? sql`AND c.id <= ${range.upTo}` : sql``}
           ORDER BY c.id ${range.limit ? sql`LIMIT ${range.limit}` : sql``}
         ), e AS MATERIALIZED (
           ${evaluationSelect(rule, sql`p.id IN (SELECT id FROM chunk)`)}
         ), ins AS (
-          INSERT INTO matching_results AS r (id, user_id, rule_id, run_id, profile_id, matched, match_score, ai_reasoning, details, error, created_at, updated_at)
-          SELECT ${SQL_UUID_V7}, ${scope.userId}, ${rule.id}, ${runId}, e.profile_id, e.matched, e.match_score, NULL, e.details, NULL, ${now}, ${now}
+          INSERT INTO matching_results AS r (id, user_id, rule_id, run_id, profile_id, matched, match_score,
+                                             ai_reasoning, details, error, created_at, updated_at)
+          SELECT ${SQL_UUID_V7}, ${scope.userId}, ${rule.id}, ${runId}, e.profile_id, e.matched, e.match_score, NULL,
+                 e.details, NULL, ${now}, ${now}
           FROM e
-          ON CONFLICT (rule_id, profile_id) DO UPDATE SET run_id = excluded.run_id, matched = excluded.matched, match_score = excluded.match_score,
+          ON CONFLICT (rule_id, profile_id) DO UPDATE
+          SET run_id = excluded.run_id, matched = excluded.matched, match_score = excluded.match_score,
             ai_reasoning = NULL, details = excluded.details, error = NULL, updated_at = excluded.updated_at
-          WHERE (r.matched, r.match_score, r.details, r.error, r.ai_reasoning) IS DISTINCT FROM (excluded.matched, excluded.match_score, excluded.details, NULL::text, NULL::text)
+          WHERE (r.matched, r.match_score, r.details, r.error, r.ai_reasoning)
+                IS DISTINCT FROM (excluded.matched, excluded.match_score, excluded.details, NULL::text, NULL::text)
         ), counted AS (
-          UPDATE matching_runs SET processed = processed + (SELECT count(*) FROM e), matched = matching_runs.matched + (SELECT count(*) FROM e WHERE e.matched), updated_at = ${now}
+          UPDATE matching_runs
+          SET processed = processed + (SELECT count(*) FROM e),
+              matched = matching_runs.matched + (SELECT count(*) FROM e WHERE e.matched), updated_at = ${now}
           WHERE id = ${runId} AND lease_owner = ${lease.owner} RETURNING id
         )
         SELECT (SELECT id FROM chunk ORDER BY id DESC LIMIT 1) AS last_id, (SELECT count(*) FROM counted)::int AS n`;
@@ -398,16 +407,23 @@ export function matchingRepository(db: Db) {
         skipRun?: { ruleId: string; runId: string };
       },
     ): Promise<ProfileWithLead[]> {
+      const inIds = page.ids
+        ? sql`AND p.id IN (SELECT x::uuid FROM jsonb_array_elements_text(${JSON.stringify(page.ids)}::jsonb) AS x)`
+        : sql``;
+      const notWritten = page.skipRun
+        ? sql`AND NOT EXISTS (SELECT 1 FROM matching_results r WHERE r.rule_id = ${page.skipRun.ruleId}
+                              AND r.profile_id = p.id AND r.run_id = ${page.skipRun.runId})`
+        : sql``;
       const rows = await queryRows<RawProfileLead>(
         db,
         sql`
-        SELECT p.id, p.lead_id, p.data, p.status, l.id AS l_id, l.first_name, l.last_name, l.email, l.phone, l.company, l.job_title,
-          l.status AS l_status, l.source_url, l.tags, l.created_at, l.custom_fields
+        SELECT p.id, p.lead_id, p.data, p.status, l.id AS l_id, l.first_name, l.last_name, l.email, l.phone, l.company,
+          l.job_title, l.status AS l_status, l.source_url, l.tags, l.created_at, l.custom_fields
         FROM profiles p LEFT JOIN leads l ON l.id = p.lead_id AND l.user_id = p.user_id
         WHERE p.user_id = ${scope.userId} AND p.profile_type_id = ${scope.profileTypeId}
           ${page.after ? sql`AND p.id > ${page.after}` : sql``}
-          ${page.ids ? sql`AND p.id IN (SELECT x::uuid FROM jsonb_array_elements_text(${JSON.stringify(page.ids)}::jsonb) AS x)` : sql``}
-          ${page.skipRun ? sql`AND NOT EXISTS (SELECT 1 FROM matching_results r WHERE r.rule_id = ${page.skipRun.ruleId} AND r.profile_id = p.id AND r.run_id = ${page.skipRun.runId})` : sql``}
+          ${inIds}
+          ${notWritten}
         ORDER BY p.id ${page.newestFirst ? sql`DESC` : sql`ASC`} LIMIT ${page.limit}`,
       );
       return rows.map(toProfileWithLead);
@@ -486,7 +502,9 @@ export function matchingRepository(db: Db) {
      */
     async deleteStaleResults(ruleId: string, scope: ProfileScope): Promise<void> {
       await db.execute(sql`DELETE FROM matching_results r WHERE r.rule_id = ${ruleId}
-        AND NOT EXISTS (SELECT 1 FROM profiles p WHERE p.id = r.profile_id AND p.user_id = ${scope.userId} AND p.profile_type_id = ${scope.profileTypeId})`);
+        AND NOT EXISTS (SELECT 1 FROM profiles p
+                        WHERE p.id = r.profile_id AND p.user_id = ${scope.userId}
+                          AND p.profile_type_id = ${scope.profileTypeId})`);
     },
 
     /** A page of stored results, best first (matchScore DESC NULLS LAST, id), keyset after (score, id). */
@@ -501,7 +519,9 @@ export function matchingRepository(db: Db) {
         keyset =
           after.score === null
             ? sql`(${matchingResults.matchScore} IS NULL AND ${matchingResults.id} > ${after.id})`
-            : sql`(${matchingResults.matchScore} < ${after.score} OR (${matchingResults.matchScore} = ${after.score} AND ${matchingResults.id} > ${after.id}) OR ${matchingResults.matchScore} IS NULL)`;
+            : sql`(${matchingResults.matchScore} < ${after.score}
+                   OR (${matchingResults.matchScore} = ${after.score} AND ${matchingResults.id} > ${after.id})
+                   OR ${matchingResults.matchScore} IS NULL)`;
       }
       return db
         .select({

@@ -57,7 +57,8 @@ export const matchingRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Create a matching rule (FILTER, SCORED or AI)',
       description:
-        `${SEMANTICS} \`profileTypeId\` must be yours (404 naming it). A profile field that is not on the type, an unknown lead column, ` +
+        `${SEMANTICS} \`profileTypeId\` must be yours (404 naming it). ` +
+        'A profile field that is not on the type, an unknown lead column, ' +
         'a value that does not fit its operator or a regex PostgreSQL cannot compile is a 400 naming the field (e.g. ' +
         '`conditions.conditions.1.field`).',
       body: createRuleBody,
@@ -122,8 +123,8 @@ export const matchingRoutes: RouteModule = (app, deps) => {
       description:
         'Give a saved rule (`ruleId`) or an unsaved one (`rule`: {profileTypeId, type, …definition}, checked like ' +
         'creation, fields named `rule.…`). The sample is the newest `sampleSize` profiles of the type, or exactly ' +
-        '`profileIds` (yours, of that type: another ' +
-        `user's or unknown id is a 404 naming \`profileIds.<i>\`). AI rules evaluate at most ${PREVIEW_MAX_AI_SAMPLE} profiles through the ` +
+        "`profileIds` (yours, of that type: another user's or unknown id is a 404 naming `profileIds.<i>`). " +
+        `AI rules evaluate at most ${PREVIEW_MAX_AI_SAMPLE} profiles through the ` +
         'model (503 AI_NOT_CONFIGURED without one; 502 AI_PROVIDER_ERROR when every call failed; otherwise a failed ' +
         "call shows in that result's `error`). FILTER and SCORED run the same SQL as execute.",
       body: previewBody,

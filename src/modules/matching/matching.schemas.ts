@@ -65,7 +65,8 @@ export const previewBody = z
       .max(PREVIEW_MAX_SAMPLE)
       .optional()
       .describe(
-        `Newest profiles of the type to evaluate (default ${PREVIEW_DEFAULT_SAMPLE}; at most ${PREVIEW_MAX_SAMPLE}, ${PREVIEW_MAX_AI_SAMPLE} for AI rules)`,
+        `Newest profiles of the type to evaluate (default ${PREVIEW_DEFAULT_SAMPLE}; ` +
+          `at most ${PREVIEW_MAX_SAMPLE}, ${PREVIEW_MAX_AI_SAMPLE} for AI rules)`,
       ),
     profileIds: z
       .array(z.string().min(1).max(200))

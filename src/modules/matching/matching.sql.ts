@@ -53,7 +53,8 @@ const instantOf = (t: SQL) =>
   sql`(CASE WHEN ${t} ~ ${HAS_OFFSET} THEN ${t}::timestamptz ELSE ${t}::timestamp AT TIME ZONE 'UTC' END)`;
 /** The day-of-month exists in that month (2024-02-30 matches ISO_DATE but is no date). */
 const dayExists = (t: SQL) =>
-  sql`substr(${t}, 9, 2)::int <= extract(day from (substr(${t}, 1, 7) || '-01')::date + interval '1 month' - interval '1 day')`;
+  sql`substr(${t}, 9, 2)::int
+      <= extract(day from (substr(${t}, 1, 7) || '-01')::date + interval '1 month' - interval '1 day')`;
 
 /** An ISO_DATE text's day exists; days up to 28 always do (the cheap test first). */
 const validDay = (t: SQL) => sql`(substr(${t}, 9, 2) COLLATE "C" <= '28' OR ${dayExists(t)})`;
@@ -114,7 +115,11 @@ function elementPredicate(op: string, operand: Operand, ci: boolean, t: SQL, jso
     case 'lt':
     case 'lte':
       if (operand.kind === 'number') return numberCmp(op, operand.n);
-      return sql`(CASE WHEN ${t} ~ ${ISO_DATE} THEN (CASE WHEN NOT ${validDay(t)} THEN false WHEN length(${t}) = 10 THEN ${dateOnlyCmp(op, t, (operand as { iso: string }).iso)} ELSE ${instantOf(t)} ${cmp[op]} ${(operand as { iso: string }).iso}::timestamptz END) ELSE false END)`;
+      return sql`(CASE WHEN ${t} ~ ${ISO_DATE}
+        THEN (CASE WHEN NOT ${validDay(t)} THEN false
+                   WHEN length(${t}) = 10 THEN ${dateOnlyCmp(op, t, (operand as { iso: string }).iso)}
+                   ELSE ${instantOf(t)} ${cmp[op]} ${(operand as { iso: string }).iso}::timestamptz END)
+        ELSE false END)`;
     default:
       throw new Error(`not an element operator: ${op}`);
   }
@@ -168,7 +173,10 @@ function positive(c: Condition, op: string, slots?: Slots): SQL {
   const operand = operandOf(c);
   switch (ref.kind) {
     case 'json':
-      return sql`(CASE WHEN ${slot!.isArray} THEN EXISTS (SELECT 1 FROM jsonb_array_elements(${slot!.j}) AS e(v) WHERE ${elementPredicate(op, operand, ci, jsonText(sql`e.v`), jsonNumber(sql`e.v`))}) ELSE ${elementPredicate(op, operand, ci, slot!.t, slot!.n)} END)`;
+      return sql`(CASE WHEN ${slot!.isArray}
+        THEN EXISTS (SELECT 1 FROM jsonb_array_elements(${slot!.j}) AS e(v)
+                     WHERE ${elementPredicate(op, operand, ci, jsonText(sql`e.v`), jsonNumber(sql`e.v`))})
+        ELSE ${elementPredicate(op, operand, ci, slot!.t, slot!.n)} END)`;
     case 'text':
       return elementPredicate(op, operand, ci, LEAD_COLUMN[ref.column]!, null);
     case 'tags':
@@ -178,7 +186,8 @@ function positive(c: Condition, op: string, slots?: Slots): SQL {
           ? sql`(lower(l.tags::text)::text[] && ${textArray(true, operand.texts)})`
           : sql`(l.tags && ${textArray(false, operand.texts)})`;
       }
-      return sql`EXISTS (SELECT 1 FROM unnest(l.tags) AS e(v) WHERE ${elementPredicate(op, operand, ci, sql`e.v`, null)})`;
+      return sql`EXISTS (SELECT 1 FROM unnest(l.tags) AS e(v)
+                         WHERE ${elementPredicate(op, operand, ci, sql`e.v`, null)})`;
     case 'timestamp':
       return sql`(l.created_at ${cmp[op as Cmp]} ${(operand as { iso: string }).iso}::timestamptz)`;
   }
@@ -247,7 +256,8 @@ export function evaluationSelect(rule: SetRule, scope: SQL, options: { tail?: SQ
     CROSS JOIN LATERAL (SELECT ${sql.join(
       refs.map((_, i) => {
         const j = sql.raw(`fj.j${i}`);
-        return sql`${jsonText(j)} AS ${sql.raw(`t${i}`)}, ${jsonNumber(j)} AS ${sql.raw(`n${i}`)}, jsonb_typeof(${j}) = 'array' AS ${sql.raw(`a${i}`)}`;
+        return sql`${jsonText(j)} AS ${sql.raw(`t${i}`)}, ${jsonNumber(j)} AS ${sql.raw(`n${i}`)},
+          jsonb_typeof(${j}) = 'array' AS ${sql.raw(`a${i}`)}`;
       }),
       sql`, `,
     )} OFFSET 0) AS ft`
@@ -275,7 +285,8 @@ export function evaluationSelect(rule: SetRule, scope: SQL, options: { tail?: SQ
     score = sql`round(100.0 * (${held}) / ${total}::int)::int`;
     matched = sql`(${score} >= ${rule.threshold}::int)`;
   }
-  return sql`SELECT p.id AS profile_id, p.lead_id, ${matched} AS matched, ${score} AS match_score, jsonb_build_array(${cols}) AS details${options.extra ?? sql``}
+  return sql`SELECT p.id AS profile_id, p.lead_id, ${matched} AS matched, ${score} AS match_score,
+      jsonb_build_array(${cols}) AS details${options.extra ?? sql``}
     FROM profiles p
     ${readsLead(detailItems(rule)) ? sql`LEFT JOIN leads l ON l.id = p.lead_id AND l.user_id = p.user_id` : sql``}
     ${fieldJoins}

@@ -63,7 +63,9 @@ export async function checkDefinition(
         details: [
           {
             field,
-            message: `at most ${MAX_TOTAL_CONDITIONS} conditions in a rule, all groups together (${conditions.length} given)`,
+            message:
+              `at most ${MAX_TOTAL_CONDITIONS} conditions in a rule, ` +
+              `all groups together (${conditions.length} given)`,
           },
         ],
       },
@@ -75,7 +77,9 @@ export async function checkDefinition(
     if (!ref) {
       errors.push({
         field: `${path}.field`,
-        message: `unknown lead field; lead fields are lead.<column> (firstName, lastName, fullName, email, emailDomain, phone, company, jobTitle, status, tags, sourceUrl, createdAt) or lead.customFields.<key>`,
+        message:
+          'unknown lead field; lead fields are lead.<column> (firstName, lastName, fullName, email, emailDomain, ' +
+          'phone, company, jobTitle, status, tags, sourceUrl, createdAt) or lead.customFields.<key>',
       });
       continue;
     }
@@ -93,7 +97,8 @@ export async function checkDefinition(
         errors.push({
           field: `${path}.value`,
           message:
-            'PostgreSQL regular expressions read \\b as a backspace and \\B as a backslash: use \\y for a word boundary and \\Y for a non-boundary',
+            'PostgreSQL regular expressions read \\b as a backspace and \\B as a backslash: ' +
+            'use \\y for a word boundary and \\Y for a non-boundary',
         });
         continue;
       }

@@ -85,7 +85,7 @@ const okv = (value: unknown): CoerceResult => ({ ok: true, value });
 
 const MULTIPLIERS: Record<string, number> = { k: 1e3, m: 1e6, mm: 1e6, b: 1e9, bn: 1e9 };
 
-/** Digits with thousands and decimal separators (US "1,234.5", European "1.234,5", Swiss "1'234.5") → JS number text. */
+/** Digits with thousands and decimal separators (US "1,234.5", EU "1.234,5", Swiss "1'234.5") → JS number text. */
 function normaliseSeparators(s: string): string | undefined {
   s = s.replace(/[\s_']/g, '');
   const lastComma = s.lastIndexOf(',');

@@ -14,9 +14,10 @@ import { createProfileTypeService, toProfileTypeView } from './profile-types.ser
 
 const FIELDS_DOC =
   'Each element of `fields`: `{name, type, label?, description?, required?, enum?, items?}`. `name` is an identifier ' +
-  '(`^[a-zA-Z][a-zA-Z0-9_]*$`, at most 64 characters, unique case-insensitively); `type` one of string, number, integer, ' +
-  'boolean, date, url, email, array; `enum` (allowed values) only on string fields; `items {type, enum?}` required on ' +
-  'array fields and only there. Unknown keys in a field definition are rejected. Errors name the path, e.g. `fields.2.type`.';
+  '(`^[a-zA-Z][a-zA-Z0-9_]*$`, at most 64 characters, unique case-insensitively); `type` one of string, number, ' +
+  'integer, boolean, date, url, email, array; `enum` (allowed values) only on string fields; `items {type, enum?}` ' +
+  'required on array fields and only there. Unknown keys in a field definition are rejected. Errors name the path, ' +
+  'e.g. `fields.2.type`.';
 
 export const profileTypeRoutes: RouteModule = (app, deps) => {
   const types = createProfileTypeService(deps);
@@ -53,7 +54,9 @@ export const profileTypeRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'Create a profile type',
-      description: `${FIELDS_DOC} A slug already used by one of the caller's types is a 409 CONFLICT (other users may use the same slug).`,
+      description:
+        `${FIELDS_DOC} A slug already used by one of the caller's types is a 409 CONFLICT ` +
+        '(other users may use the same slug).',
       body: createProfileTypeBody,
       response: { 201: envelope(profileTypeView), ...errorResponses(400, 401, 409) },
     },
@@ -79,7 +82,9 @@ export const profileTypeRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'Update name, description or fields',
-      description: `${FIELDS_DOC} The slug cannot be changed (a \`slug\` in the body is ignored). \`fields\` replaces the whole list; stored profile data is not rewritten. An empty body is a 400.`,
+      description:
+        `${FIELDS_DOC} The slug cannot be changed (a \`slug\` in the body is ignored). ` +
+        '`fields` replaces the whole list; stored profile data is not rewritten. An empty body is a 400.',
       params: idParams,
       body: updateProfileTypeBody,
       response: { 200: envelope(profileTypeView), ...errorResponses(400, 401, 404) },

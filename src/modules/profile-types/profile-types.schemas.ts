@@ -30,8 +30,9 @@ export const updateProfileTypeBody = z
     fields: profileFieldList.optional(),
   })
   .describe(
-    'Replaces the given attributes (an empty body changes nothing). `fields` replaces the whole list; stored profile data is not rewritten ' +
-      '(values of removed fields stay in `data` but are no longer exported, counted or editable).',
+    'Replaces the given attributes (an empty body changes nothing). `fields` replaces the whole list; ' +
+      'stored profile data is not rewritten (values of removed fields stay in `data` but are no longer exported, ' +
+      'counted or editable).',
   );
 
 export const profileTypeView = z

@@ -182,14 +182,16 @@ export function profileRepository(db: Db) {
         db,
         sql`
         WITH totals AS (
-          SELECT profile_type_id, count(*)::int AS total FROM ${profiles} WHERE user_id = ${userId} GROUP BY profile_type_id
+          SELECT profile_type_id, count(*)::int AS total FROM ${profiles} WHERE user_id = ${userId}
+          GROUP BY profile_type_id
         ), filled AS (
           SELECT p.profile_type_id, e.key, count(*)::int AS filled
           FROM ${profiles} p CROSS JOIN LATERAL jsonb_each(p.data) AS e(key, value)
           WHERE p.user_id = ${userId} AND ${filled(sql`e.value`)}
           GROUP BY p.profile_type_id, e.key
         )
-        SELECT pt.id, pt.name, pt.slug, coalesce(t.total, 0)::int AS total, f.def ->> 'name' AS field, coalesce(c.filled, 0)::int AS filled
+        SELECT pt.id, pt.name, pt.slug, coalesce(t.total, 0)::int AS total, f.def ->> 'name' AS field,
+          coalesce(c.filled, 0)::int AS filled
         FROM ${profileTypes} pt
         LEFT JOIN totals t ON t.profile_type_id = pt.id
         LEFT JOIN LATERAL jsonb_array_elements(pt.fields) WITH ORDINALITY AS f(def, ord) ON true

@@ -25,11 +25,12 @@ export const profileRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'List extracted profiles, newest first',
       description:
-        "Filters combine with AND. A filter id that is not a UUID is a 400 naming it; one that names nothing of the caller's simply matches nothing. " +
-        "Profiles are created by scraping jobs (there is no public create endpoint); their `data` is normalised to the type's fields on " +
-        'the way in: unknown keys dropped, numbers read from text such as "$1,200" or "1.5M", booleans from yes/no, dates as YYYY-MM-DD, ' +
-        'URLs without a scheme get https://, lists split from comma- or semicolon-separated text, and values that still do not fit are dropped. ' +
-        'A record without a value for a required field is not stored.',
+        'Filters combine with AND. A filter id that is not a UUID is a 400 naming it; one that names nothing of the ' +
+        "caller's simply matches nothing. Profiles are created by scraping jobs (there is no public create " +
+        "endpoint); their `data` is normalised to the type's fields on the way in: unknown keys dropped, numbers " +
+        'read from text such as "$1,200" or "1.5M", booleans from yes/no, dates as YYYY-MM-DD, URLs without a scheme ' +
+        'get https://, lists split from comma- or semicolon-separated text, and values that still do not fit are ' +
+        'dropped. A record without a value for a required field is not stored.',
       querystring: listProfilesQuery,
       response: {
         200: envelope(z.object({ profiles: z.array(profileView), nextCursor })),
@@ -45,8 +46,8 @@ export const profileRoutes: RouteModule = (app, deps) => {
       tags,
       summary: "Aggregates across the caller's profiles",
       description:
-        'total; byStatus (every status, zeros included); byProfileType (every type of the caller, with its profile count and, per field, ' +
-        'how many profiles have a non-empty value: not null, "" or []).',
+        'total; byStatus (every status, zeros included); byProfileType (every type of the caller, with its profile ' +
+        'count and, per field, how many profiles have a non-empty value: not null, "" or []).',
       response: { 200: envelope(profileStatsView), ...errorResponses(401) },
     },
     handler: async (request) => ok(await profiles.stats(principalOf(request).userId)),
@@ -58,12 +59,13 @@ export const profileRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Download profiles as CSV (streamed)',
       description:
-        "RFC 4180 CSV with a header line: id, profileType (the type's slug), status, sourceUrl, createdAt, then one column per field of " +
-        "the type given by `profileTypeId`, or the union of the fields of all the caller's types (in type creation order). Arrays are " +
-        'joined with "; ". Cells that a spreadsheet would run as a formula (starting with =, +, -, @) are prefixed with \'. ' +
-        "An unknown `profileTypeId` is a 404 naming it. With `ruleId` (a matching rule of yours, else 404 naming it): the rule's profile " +
-        'type, only the profiles its latest execution matched (every evaluated one with `includeUnmatched=true`, plus a `matched` column), ' +
-        "with `matchScore` and `aiReasoning` columns last; a `profileTypeId` other than the rule's is a 400.",
+        "RFC 4180 CSV with a header line: id, profileType (the type's slug), status, sourceUrl, createdAt, then one " +
+        "column per field of the type given by `profileTypeId`, or the union of the fields of all the caller's types " +
+        '(in type creation order). Arrays are joined with "; ". Cells that a spreadsheet would run as a formula ' +
+        "(starting with =, +, -, @) are prefixed with '. An unknown `profileTypeId` is a 404 naming it. With " +
+        "`ruleId` (a matching rule of yours, else 404 naming it): the rule's profile type, only the profiles its " +
+        'latest execution matched (every evaluated one with `includeUnmatched=true`, plus a `matched` column), with ' +
+        "`matchScore` and `aiReasoning` columns last; a `profileTypeId` other than the rule's is a 400.",
       querystring: exportProfilesQuery,
       response: {
         200: {
@@ -93,8 +95,9 @@ export const profileRoutes: RouteModule = (app, deps) => {
       tags,
       summary: "Edit a profile's data or status",
       description:
-        '`data` is merged into the stored data. Each key must be a field of the profile type and each value must fit it; otherwise ' +
-        '400 naming `data.<field>`. null or "" removes a value (a required field cannot be removed). An empty body is a 400.',
+        '`data` is merged into the stored data. Each key must be a field of the profile type and each value must fit ' +
+        'it; otherwise 400 naming `data.<field>`. null or "" removes a value (a required field cannot be removed). ' +
+        'An empty body is a 400.',
       params: idParams,
       body: updateProfileBody,
       response: { 200: one, ...errorResponses(400, 401, 404) },

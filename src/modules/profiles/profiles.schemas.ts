@@ -41,7 +41,8 @@ export const updateProfileBody = z
       .optional()
       .describe(
         'Merged into the stored data: each key must be a field of the profile type and its value must fit the field ' +
-          '(numbers may be sent as text such as "$1,200"); null or "" removes the value (not allowed for required fields).',
+          '(numbers may be sent as text such as "$1,200"); ' +
+          'null or "" removes the value (not allowed for required fields).',
       ),
     status: z.enum(profileStatuses).optional(),
   })
@@ -78,7 +79,8 @@ export const profileStatsView = z
         fieldCompleteness: z
           .array(z.object({ field: z.string(), filled: z.number().int(), ratio: z.number().min(0).max(1) }))
           .describe(
-            'Per field of the type: profiles with a non-empty value, and their share of `count` (0 when there are none)',
+            'Per field of the type: profiles with a non-empty value, ' +
+              'and their share of `count` (0 when there are none)',
           ),
       }),
     ),

@@ -39,12 +39,14 @@ export function projectRepository(db: Db) {
      */
     async deleteWithData(userId: string, id: string): Promise<boolean> {
       return db.transaction(async (tx) => {
-        const projectSources = sql`SELECT ${sources.id} FROM ${sources} WHERE ${sources.projectId} = ${id} AND ${sources.userId} = ${userId}`;
+        const projectSources = sql`SELECT ${sources.id} FROM ${sources}
+                                   WHERE ${sources.projectId} = ${id} AND ${sources.userId} = ${userId}`;
         await tx.delete(profiles).where(
           and(
             eq(profiles.userId, userId),
             sql`(${profiles.sourceId} IN (${projectSources})
-                 OR ${profiles.jobId} IN (SELECT ${jobs.id} FROM ${jobs} WHERE ${jobs.sourceId} IN (${projectSources})))`,
+                 OR ${profiles.jobId} IN (SELECT ${jobs.id} FROM ${jobs}
+                                          WHERE ${jobs.sourceId} IN (${projectSources})))`,
           ),
         );
         const rows = await tx

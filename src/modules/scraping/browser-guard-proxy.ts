@@ -75,9 +75,10 @@ function guardedConnect(host: string, port: number, allowPrivate: boolean): Prom
 function upstreamConnect(upstream: URL, host: string, port: number): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { host: `${host}:${port}` };
-    if (upstream.username)
-      headers['proxy-authorization'] =
-        `Basic ${Buffer.from(`${decodeURIComponent(upstream.username)}:${decodeURIComponent(upstream.password)}`).toString('base64')}`;
+    if (upstream.username) {
+      const credentials = `${decodeURIComponent(upstream.username)}:${decodeURIComponent(upstream.password)}`;
+      headers['proxy-authorization'] = `Basic ${Buffer.from(credentials).toString('base64')}`;
+    }
     const req = http.request({
       host: upstream.hostname,
       port: Number(upstream.port || 80),

@@ -66,7 +66,8 @@ export const runCrawl: RunCrawl = async (settings, hooks): Promise<CrawlResult> 
     if (session.robots && !session.stopped && !(await session.robots.isAllowed(url.href))) {
       throw new CrawlError(
         'robots',
-        `${url.href} is disallowed by robots.txt for ${robotsToken(settings.userAgent)} (turn off respecting robots.txt for this source to crawl it anyway)`,
+        `${url.href} is disallowed by robots.txt for ${robotsToken(settings.userAgent)} ` +
+          '(turn off respecting robots.txt for this source to crawl it anyway)',
       );
     }
     await session.open();

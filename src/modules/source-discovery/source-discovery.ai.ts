@@ -114,7 +114,9 @@ export function createProposer(deps: { ai: AiService; search: SearchProvider; lo
         feature,
         schema: modelProposals,
         schemaName: 'source_proposals',
-        system: `${SYSTEM} Give only URLs you are confident exist; a search page of a real directory with the query filled in is fine.`,
+        system:
+          `${SYSTEM} Give only URLs you are confident exist; ` +
+          'a search page of a real directory with the query filled in is fine.',
         prompt: `${brief}\n\nPropose up to ${count} sources.`,
         signal,
       });

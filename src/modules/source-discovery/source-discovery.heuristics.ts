@@ -269,19 +269,29 @@ const PLACES = [
 
 /** Words that end a plural audience ("dental practice owners", "B2B SaaS founders"). */
 const AUDIENCE_HEADS =
-  'owners|founders|managers|directors|teams|companies|businesses|firms|practices|agencies|professionals|clinics|startups|retailers|restaurants|dentists|lawyers|attorneys|doctors|physicians|developers|engineers|marketers|recruiters|brokers|agents|landlords|contractors|ceos|ctos|cfos|cmos|executives|buyers|shops|stores|schools|hospitals|nonprofits|manufacturers|distributors|consultants|accountants|realtors|investors|hotels|gyms|salons';
+  'owners|founders|managers|directors|teams|companies|businesses|firms|practices|agencies|professionals|clinics|' +
+  'startups|retailers|restaurants|dentists|lawyers|attorneys|doctors|physicians|developers|engineers|marketers|' +
+  'recruiters|brokers|agents|landlords|contractors|ceos|ctos|cfos|cmos|executives|buyers|shops|stores|schools|' +
+  'hospitals|nonprofits|manufacturers|distributors|consultants|accountants|realtors|investors|hotels|gyms|salons';
 
-const LABELLED_AUDIENCE =
-  /(?:target audience|target market|target customers?|ideal customer(?: profile)?|icp|audience|who we serve)\s*[:\-–—]\s*([^\n.;]{3,160})/i;
+const LABELLED_AUDIENCE = new RegExp(
+  /(?:target audience|target market|target customers?|ideal customer(?: profile)?|icp|audience|who we serve)/.source +
+    /\s*[:\-–—]\s*([^\n.;]{3,160})/.source,
+  'i',
+);
 const PHRASED_AUDIENCE = new RegExp(
-  `\\b(?:targeting|targets|aimed at|designed for|built for|made for|serving|serves|selling to|sell to|sells to|helps|helping|help)\\s+((?:[\\p{L}\\p{N}&/-]+\\s+){0,4}?(?:${AUDIENCE_HEADS}))\\b`,
+  '\\b(?:targeting|targets|aimed at|designed for|built for|made for|serving|serves|selling to|sell to|sells to|' +
+    `helps|helping|help)\\s+((?:[\\p{L}\\p{N}&/-]+\\s+){0,4}?(?:${AUDIENCE_HEADS}))\\b`,
   'iu',
 );
 const LABELLED_LOCATION = /(?:location|region|territory|geography|headquarters)\s*[:\-–—]\s*([^\n.;]{2,80})/i;
 // Capitalised words after "based in …", on one line and within one sentence ("Austin, Texas", "San Francisco Bay
 // Area").
-const PHRASED_LOCATION =
-  /\b(?:based|located|headquartered|operating|active|offices?)\s+in\s+((?:[A-Z][\p{L}'-]+)(?:(?:,[ \t]*|[ \t]+)(?:[A-Z][\p{L}'-]+)){0,3})/u;
+const PHRASED_LOCATION = new RegExp(
+  /\b(?:based|located|headquartered|operating|active|offices?)\s+in\s+/u.source +
+    /((?:[A-Z][\p{L}'-]+)(?:(?:,[ \t]*|[ \t]+)(?:[A-Z][\p{L}'-]+)){0,3})/u.source,
+  'u',
+);
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const placePattern = new RegExp(
@@ -384,7 +394,9 @@ export function extractRequirements(text: string): HeuristicRequirements {
     targetAudience,
     industry,
     location,
-    reasoning: `Heuristic extraction with keyword rules (no AI provider is configured): ${whyAudience}; ${whyIndustry}; ${whyLocation}.`,
+    reasoning:
+      'Heuristic extraction with keyword rules (no AI provider is configured): ' +
+      `${whyAudience}; ${whyIndustry}; ${whyLocation}.`,
     keyTerms,
   };
 }

@@ -10,9 +10,10 @@ import { type CatalogueEntry, catalogue } from './source-discovery.catalogue.ts'
 
 const STOPWORDS = new Set(
   (
-    'a an and are as at be by for from has have in into is it its of on or our that the their them they this to we with who what where which ' +
-    'find list lists get want need looking look leads lead source sources contact contacts data people like such other all any some more most ' +
-    'you your my me can will would should could about also than then there these those very just only over under'
+    'a an and are as at be by for from has have in into is it its of on or our that the their them they this to we ' +
+    'with who what where which find list lists get want need looking look leads lead source sources contact contacts ' +
+    'data people like such other all any some more most you your my me can will would should could about also than ' +
+    'then there these those very just only over under'
   ).split(' '),
 );
 
@@ -135,7 +136,9 @@ function matchEntry(entry: CatalogueEntry, tokens: readonly Token[], urlQuery: s
       parts.push(`it serves the industry the query names (${quoteList(matchedIndustries)})`);
     why = `${RULE_BASED} Why it matched: ${parts.join('; ')}.`;
   } else if (entry.general) {
-    why = `${RULE_BASED} No word of the query matched a more specific directory kind; this ${entry.category} lists businesses of every field.`;
+    why =
+      `${RULE_BASED} No word of the query matched a more specific directory kind; ` +
+      `this ${entry.category} lists businesses of every field.`;
   } else {
     why = `${RULE_BASED} No word of the query matched this entry; it is listed only to reach the requested count.`;
   }

@@ -206,13 +206,17 @@ export function createSourceDiscoveryService(deps: AppDeps) {
         count: ANALYZE_SUGGESTIONS,
         signal,
       });
+      const sourcesBy =
+        proposed.method === 'ai+search' ? 'chosen by the model among web-search results' : 'proposed by the model';
       return {
         requirements: {
           targetAudience: req.targetAudience?.trim() || null,
           industry: req.industry?.trim() || null,
           location: req.location?.trim() || null,
           suggestedSources: proposed.sources,
-          reasoning: `Requirements read from the document by the AI model (${ai.modelId ?? 'configured model'}); sources ${proposed.method === 'ai+search' ? 'chosen by the model among web-search results' : 'proposed by the model'}.`,
+          reasoning:
+            `Requirements read from the document by the AI model (${ai.modelId ?? 'configured model'}); ` +
+            `sources ${sourcesBy}.`,
         },
         method: proposed.method,
       };

@@ -39,8 +39,9 @@ export const sourceRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Create a source (status DRAFT)',
       description:
-        'Selectors follow the convention in the `selectors` description and are checked here: a selector that does not parse is a 400 naming ' +
-        '`selectors.<key>`. `projectId` and `profileTypeId` must be yours (404 naming the field). A DRAFT source does not run; activate it.',
+        'Selectors follow the convention in the `selectors` description and are checked here: a selector that does ' +
+        'not parse is a 400 naming `selectors.<key>`. `projectId` and `profileTypeId` must be yours (404 naming the ' +
+        'field). A DRAFT source does not run; activate it.',
       body: createSourceBody,
       response: { 201: source, ...errorResponses(400, 401, 404) },
     },
@@ -55,7 +56,9 @@ export const sourceRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'Create several DRAFT sources at once',
-      description: `1–${MAX_BATCH_SOURCES} sources, all created or none. \`scrapeType\` defaults to DYNAMIC and \`selectors\` to {}.`,
+      description:
+        `1–${MAX_BATCH_SOURCES} sources, all created or none. ` +
+        '`scrapeType` defaults to DYNAMIC and `selectors` to {}.',
       body: batchSourcesBody,
       response: { 201: envelope(batchResultView), ...errorResponses(400, 401, 404) },
     },
@@ -82,7 +85,8 @@ export const sourceRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Update a source',
       description:
-        'Any attribute of creation, plus `status` DRAFT (stop scheduled runs) or ARCHIVED. Changing the schedule or the status recomputes `nextRunAt`.',
+        'Any attribute of creation, plus `status` DRAFT (stop scheduled runs) or ARCHIVED. Changing the schedule or ' +
+        'the status recomputes `nextRunAt`.',
       params: idParams,
       body: updateSourceBody,
       response: { 200: source, ...errorResponses(400, 401, 404) },
@@ -112,7 +116,8 @@ export const sourceRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'Activate a source',
       description:
-        'DRAFT or ARCHIVED → ACTIVE. Scheduled sources (HOURLY, DAILY, WEEKLY) get `nextRunAt` one period from now. Already active: 400 ALREADY_ACTIVE.',
+        'DRAFT or ARCHIVED → ACTIVE. Scheduled sources (HOURLY, DAILY, WEEKLY) get `nextRunAt` one period from now. ' +
+        'Already active: 400 ALREADY_ACTIVE.',
       params: idParams,
       response: { 200: source, ...errorResponses(400, 401, 404) },
     },

@@ -16,9 +16,10 @@ const reasoning = z.string().trim().max(5000);
 export const selectorsSchema = z
   .record(z.string(), z.string())
   .describe(
-    "Selector strings by key. `item` (each lead's container), lead fields `firstName` `lastName` `fullName` `email` `phone` " +
-      '`company` `jobTitle`, `nextPage`, `waitFor` (DYNAMIC); any other key is a custom field. CSS, or XPath when it starts with ' +
-      '`/`, `./`, `../` or `(`; a final `@name` takes an attribute. API sources: JSONPath for `item`/`nextPage`, dotted paths for fields.',
+    "Selector strings by key. `item` (each lead's container), lead fields `firstName` `lastName` `fullName` `email` " +
+      '`phone` `company` `jobTitle`, `nextPage`, `waitFor` (DYNAMIC); any other key is a custom field. CSS, or XPath ' +
+      'when it starts with `/`, `./`, `../` or `(`; a final `@name` takes an attribute. API sources: JSONPath for ' +
+      '`item`/`nextPage`, dotted paths for fields.',
   );
 
 /** Crawl settings a source may narrow (the operator's SCRAPER_* settings are the defaults and ceilings). */

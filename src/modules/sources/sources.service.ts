@@ -136,7 +136,7 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       return toSourceView(row!);
     },
 
-    /** Several DRAFT sources at once (default scrapeType DYNAMIC), all or none. Also used by `generate` with autoSave. */
+    /** Several DRAFT sources at once (default scrapeType DYNAMIC), all or none. Also used by `generate` (autoSave). */
     async createMany(userId: string, items: BatchSourceInput[], projectId?: string | null): Promise<SourceView[]> {
       const errors = items.flatMap((item, i) =>
         selectorErrors(item.selectors ?? {}, item.scrapeType ?? 'DYNAMIC', `sources.${i}.`),

@@ -77,7 +77,8 @@ export function createMailDomainResolver(options: MailDomainResolverOptions = {}
     if (servers.length) resolver.setServers(servers);
   } catch (err) {
     throw new Error(
-      `Invalid configuration: DNS_SERVERS=${JSON.stringify(servers.join(','))}: ${(err as Error).message} (expected "ip" or "ip:port" entries)`,
+      `Invalid configuration: DNS_SERVERS=${JSON.stringify(servers.join(','))}: ${(err as Error).message} ` +
+        '(expected "ip" or "ip:port" entries)',
     );
   }
   const cacheKey = `${servers.join(',')}|${timeout}|${tries}`;
