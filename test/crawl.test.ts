@@ -304,6 +304,26 @@ describe('politeness', () => {
     }
   });
 
+  it('reckons the delay from when a request really starts, also when the process is busy', async () => {
+    const limiter = new HostLimiter(3, 300);
+    const signal = new AbortController().signal;
+    const started: number[] = [];
+    const t0 = performance.now();
+    // The event loop is blocked from 250 ms to 580 ms: the second start (due at 300 ms) runs late.
+    setTimeout(() => {
+      while (performance.now() - t0 < 580);
+    }, 250);
+    await Promise.all(
+      [0, 1, 2].map(async () => {
+        await limiter.acquire('example.com', signal);
+        started.push(performance.now() - t0);
+      }),
+    );
+    started.sort((a, b) => a - b);
+    assert.ok(started[1]! >= 580, `second start at ${started[1]} ms`);
+    assert.ok(started[2]! - started[1]! >= 295, `starts ${started.join(', ')} ms`);
+  });
+
   // Arrival times at the server jitter by a few tens of ms (connection reuse), hence the margins below.
   it('spaces requests to one host by domainDelayMs', async () => {
     const fresh = await startFixtureSite({ pages: 3, robots: { disallow: [] } });

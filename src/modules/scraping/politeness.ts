@@ -85,12 +85,16 @@ export class HostLimiter {
       if (next) next();
       else s.active--;
     };
-    if (s.delayMs > 0) {
+    // The next start is reckoned from when this one really starts, not when it was scheduled: a timer
+    // that fires late (a busy process) must not let the following request start closer than the delay.
+    while (s.delayMs > 0) {
       const now = performance.now();
-      const startAt = Math.max(now, s.nextStartAt);
-      s.nextStartAt = startAt + s.delayMs;
+      if (now >= s.nextStartAt) {
+        s.nextStartAt = now + s.delayMs;
+        break;
+      }
       try {
-        await abortableSleep(startAt - now, signal);
+        await abortableSleep(s.nextStartAt - now, signal);
       } catch (error) {
         release();
         throw error;
