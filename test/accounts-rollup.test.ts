@@ -10,17 +10,18 @@ import pg from 'pg';
 import { syncFreeEmailDomains } from '../src/db/seed.ts';
 import { accountIdOf } from '../src/modules/accounts/account-key.ts';
 import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
+import { seedLeads } from './helpers/seed.ts';
 import { oracleAccounts } from './oracles/accounts.ts';
 
 let ctx: TestContext;
 let user: TestUser;
 
-/** Every account of the user as the API lists it, in the oracle's shape and order. */
-async function listed(who: TestUser) {
+/** Every account of the user as the API lists it (walking the pages of `sort`), in the oracle's shape and order. */
+async function listed(who: TestUser, sort = 'name') {
   const all: Array<Record<string, unknown>> = [];
   let cursor = '';
   for (;;) {
-    const res = await ctx.call(who, 'GET', `/api/accounts?limit=7&sort=name${cursor ? `&cursor=${cursor}` : ''}`);
+    const res = await ctx.call(who, 'GET', `/api/accounts?limit=2&sort=${sort}${cursor ? `&cursor=${cursor}` : ''}`);
     assert.equal(res.statusCode, 200, res.body);
     const { accounts, nextCursor } = res.json().data;
     all.push(...accounts);
@@ -50,7 +51,7 @@ async function createLead(who: TestUser, fields: Record<string, unknown>): Promi
 async function assertMatchesOracle(who: TestUser) {
   const expected = await oracleAccounts(ctx.deps.db, who.id);
   assert.ok(expected.length > 0);
-  assert.deepEqual(await listed(who), expected);
+  for (const sort of ['name', 'leadCount', 'lastActivity']) assert.deepEqual(await listed(who, sort), expected, sort);
   // The stored keys are the ones the function gives today.
   const stale = await ctx.deps.database.query(
     `SELECT id FROM leads WHERE user_id = $1 AND account_key IS DISTINCT FROM account_key_of(email, company)`,
@@ -71,6 +72,9 @@ describe('account rollups', () => {
     const people = [
       ['ann@acme.com', 'Acme Corp', 'CTO'],
       ['bob@acme.com', 'Acme Labs', 'CTO'],
+      ['amy@acme.com', 'Acme Corp', 'buyer'],
+      ['abe@acme.com', 'Acme Corp', 'Buyer'],
+      ['ava@acme.com', 'Acme Corp', 'ceo'],
       ['cid@gmail.com', 'Globex GmbH', 'Buyer'],
       ['dan@yahoo.com', 'globex', 'Engineer'],
       [null, 'Initech, Inc.', 'Engineer'],
@@ -81,26 +85,45 @@ describe('account rollups', () => {
     await assertMatchesOracle(user);
 
     // An email moves a lead from a company account to a domain one, and a company from one name to another.
-    let res = await ctx.call(user, 'PATCH', `/api/leads/${ids[2]}`, { email: 'cid@globex.com' });
+    let res = await ctx.call(user, 'PATCH', `/api/leads/${ids[5]}`, { email: 'cid@globex.com' });
     assert.equal(res.statusCode, 200, res.body);
-    res = await ctx.call(user, 'PATCH', `/api/leads/${ids[4]}`, { company: 'Initrode LLC' });
+    res = await ctx.call(user, 'PATCH', `/api/leads/${ids[7]}`, { company: 'Initrode LLC' });
     assert.equal(res.statusCode, 200, res.body);
     await assertMatchesOracle(user);
 
     // Status and tags in bulk (counts and last activity move), then deletes (an account empties).
     res = await ctx.call(user, 'PATCH', '/api/leads/bulk', {
-      leadIds: ids.slice(0, 4),
+      leadIds: [ids[0], ids[1], ids[5], ids[6]],
       updates: { status: 'QUALIFIED', addTags: ['hot'] },
     });
     assert.equal(res.statusCode, 200, res.body);
     await assertMatchesOracle(user);
-    res = await ctx.call(user, 'DELETE', `/api/leads/${ids[5]}`);
+    res = await ctx.call(user, 'DELETE', `/api/leads/${ids[8]}`);
     assert.equal(res.statusCode, 200, res.body);
     res = await ctx.call(user, 'POST', '/api/leads/bulk', { leadIds: [ids[0], ids[1]] });
     assert.equal(res.statusCode, 200, res.body);
     await assertMatchesOracle(user);
     const gone = await ctx.call(user, 'GET', `/api/accounts/${accountIdOf('domain:umbrella.io')}`);
     assert.equal(gone.statusCode, 404);
+
+    // Leads of a source go with it (a cascade): their accounts shrink or go.
+    const source = await ctx.call(user, 'POST', '/api/sources', {
+      name: 'Team page',
+      url: 'https://example.com/team',
+      scrapeType: 'STATIC',
+      selectors: { item: '.m' },
+    });
+    assert.equal(source.statusCode, 201, source.body);
+    const sourceId = source.json().data.source.id;
+    await seedLeads(ctx.deps.db, user.id, [
+      { email: 'sam@acme.com', company: 'Acme Corp', sourceId },
+      { email: 'sue@soylent.com', company: 'Soylent', sourceId },
+    ]);
+    await assertMatchesOracle(user);
+    res = await ctx.call(user, 'DELETE', `/api/sources/${sourceId}`);
+    assert.equal(res.statusCode, 200, res.body);
+    await assertMatchesOracle(user);
+    assert.equal((await ctx.call(user, 'GET', `/api/accounts/${accountIdOf('domain:soylent.com')}`)).statusCode, 404);
 
     // A lead removed together with its user leaves nothing behind (no rollup, no mark).
     const other = await ctx.signup();

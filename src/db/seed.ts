@@ -37,6 +37,9 @@ export async function syncFreeEmailDomains(db: Db): Promise<void> {
     // Leads at a domain that changed sides get their account key again (a stored key follows the list).
     const changed = JSON.stringify([...removed, ...added].map((r) => r.domain));
     if (changed === '[]') return;
+    // No lead may be written meanwhile with a key from the old list (it would never be re-keyed);
+    // the list changes only when an upgrade ships a new one.
+    await tx.execute(sql`LOCK TABLE leads IN SHARE ROW EXCLUSIVE MODE`);
     await tx.execute(
       sql`UPDATE leads SET account_key = account_key_of(email, company)
         WHERE email LIKE '%@%'

@@ -26,7 +26,7 @@ export async function oracleAccounts(db: Db, userId: string): Promise<OracleAcco
     lead_count: number;
     source_count: number;
     statuses: string[];
-    titles: Array<[string, number]> | null;
+    titles: string[] | null;
     last: Date;
     first: Date;
   }>(
@@ -42,9 +42,10 @@ export async function oracleAccounts(db: Db, userId: string): Promise<OracleAcco
         substr(k.account_key, strpos(k.account_key, ':') + 1)) AS name,
       count(*)::int AS lead_count, count(DISTINCT k.source_id)::int AS source_count,
       array_agg(k.status) AS statuses,
-      (SELECT json_agg(json_build_array(t.title, t.n)) FROM (
-        SELECT btrim(x.job_title) AS title, count(*)::int AS n FROM keyed x
-        WHERE x.account_key = k.account_key AND btrim(x.job_title) <> '' GROUP BY 1) t) AS titles,
+      (SELECT array_agg(t.title ORDER BY t.n DESC, t.title) FROM (
+          SELECT btrim(x.job_title) AS title, count(*)::int AS n FROM keyed x
+          WHERE x.account_key = k.account_key AND btrim(x.job_title) <> '' GROUP BY 1
+          ORDER BY n DESC, title LIMIT 10) t) AS titles,
       max(k.updated_at) AS last, min(k.created_at) AS first
     FROM keyed k WHERE k.account_key IS NOT NULL GROUP BY k.account_key`,
   );
@@ -54,11 +55,8 @@ export async function oracleAccounts(db: Db, userId: string): Promise<OracleAcco
       name: r.name,
       leadCount: r.lead_count,
       sourceCount: r.source_count,
-      // Most frequent first, ties by title in byte order (as PostgreSQL's "C" collation would have them).
-      titles: (r.titles ?? [])
-        .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
-        .slice(0, 10)
-        .map(([t]) => t),
+      // Most frequent first, ties by title in the database's collation, as the service orders them.
+      titles: r.titles ?? [],
       statuses: Object.fromEntries(leadStatuses.map((s) => [s, r.statuses.filter((x) => x === s).length])),
       lastActivityAt: new Date(r.last).toISOString(),
       firstSeenAt: new Date(r.first).toISOString(),

@@ -24,7 +24,6 @@ CREATE INDEX "account_rollup_marks_user_idx" ON "account_rollup_marks" USING btr
 CREATE INDEX "account_rollups_lead_count_idx" ON "account_rollups" USING btree ("user_id","lead_count" DESC NULLS LAST,"account_key" COLLATE "C");--> statement-breakpoint
 CREATE INDEX "account_rollups_activity_idx" ON "account_rollups" USING btree ("user_id","last_activity_us" DESC NULLS LAST,"account_key" COLLATE "C");--> statement-breakpoint
 CREATE INDEX "account_rollups_name_idx" ON "account_rollups" USING btree ("user_id","sort_name","account_key" COLLATE "C");--> statement-breakpoint
-CREATE INDEX "leads_user_account_idx" ON "leads" USING btree ("user_id","account_key","updated_at","id");--> statement-breakpoint
 -- Written by hand (drizzle-kit cannot express functions and triggers): the account key of a lead, kept
 -- on the lead by the database, and the marks that tell which account rollups to recompute.
 -- The company name normalized: lower case, punctuation and spaces collapsed, trailing legal suffixes
@@ -63,6 +62,9 @@ CREATE TRIGGER "leads_account_key_on_update" BEFORE UPDATE OF email, company ON 
   FOR EACH ROW EXECUTE FUNCTION "leads_set_account_key"();
 --> statement-breakpoint
 UPDATE leads SET account_key = account_key_of(email, company);
+--> statement-breakpoint
+-- Moved here from drizzle-kit's place above: built once after the backfill, not maintained row by row.
+CREATE INDEX "leads_user_account_idx" ON "leads" USING btree ("user_id","account_key","updated_at","id");
 --> statement-breakpoint
 -- One mark per account a statement touched (old and new keys of an update); a deleted user's marks
 -- are skipped (that user's rollups go with the user).

@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, gt, lte, or, sql } from 'drizzle-orm';
 import { type Db, queryRows, type Tx } from '../../db/client.ts';
 import { deletionRequests, users } from '../../db/schema/index.ts';
+import { lockAccountRollups } from '../accounts/accounts.repository.ts';
 
 export type DeletionRequestRow = typeof deletionRequests.$inferSelect;
 
@@ -142,6 +143,7 @@ export function deletionRepository(db: Db) {
           )
           .for('update');
         if (!due.length) return undefined;
+        await lockAccountRollups(tx, userId);
         const [user] = await tx.delete(users).where(eq(users.id, userId)).returning({ email: users.email });
         await sweepUserRows(tx, userId);
         return user?.email ?? '';

@@ -1,6 +1,8 @@
 import { type SQL, sql } from 'drizzle-orm';
-import { type Db, queryRows } from '../../db/client.ts';
+import { type Db, queryRows, type Tx } from '../../db/client.ts';
 import { type LeadStatus, leadStatuses } from '../../db/schema/index.ts';
+import { pgErrorCode } from '../../shared/db-errors.ts';
+import { AppError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { ACCOUNT_TITLES_SHOWN, type AccountSort } from './accounts.schemas.ts';
 
@@ -56,8 +58,9 @@ export interface AccountSampleRow {
 const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 const ORDER: Record<AccountSort, SQL> = {
-  leadCount: sql.raw(`r.lead_count DESC, r.account_key COLLATE "C" ASC`),
-  lastActivity: sql.raw(`r.last_activity_us DESC, r.account_key COLLATE "C" ASC`),
+  // NULLS LAST as the indexes are built (the columns are NOT NULL): else the planner sorts every rollup.
+  leadCount: sql.raw(`r.lead_count DESC NULLS LAST, r.account_key COLLATE "C" ASC`),
+  lastActivity: sql.raw(`r.last_activity_us DESC NULLS LAST, r.account_key COLLATE "C" ASC`),
   name: sql.raw(`r.sort_name ASC, r.account_key COLLATE "C" ASC`),
 };
 
@@ -77,6 +80,9 @@ function afterCursor(sort: AccountSort, cursor: AccountCursor): SQL {
 const statusCounts = sql.raw(
   `ARRAY[${leadStatuses.map((s) => `count(*) FILTER (WHERE l.status = '${s}')`).join(', ')}]::int[]`,
 );
+
+/** How long a read waits for another refresh of the same user's accounts before answering 503. */
+const REFRESH_WAIT_SECONDS = 10;
 
 /** Serializes one user's rollup refreshes (the marks a refresh deletes are the ones it recomputes). */
 const refreshLock = (userId: string) => sql`SELECT pg_advisory_xact_lock(hashtextextended(${`accounts:${userId}`}, 0))`;
@@ -132,6 +138,14 @@ const refreshStatement = (userId: string) => sql`
   )
   SELECT (SELECT count(*) FROM keys)::int AS accounts`;
 
+/**
+ * Holds the user's account rollups for the rest of the transaction (a refresh waits): the purge of a
+ * user takes it first, so a refresh cannot deadlock with the cascade or insert a rollup for a user gone.
+ */
+export async function lockAccountRollups(tx: Db | Tx, userId: string): Promise<void> {
+  await tx.execute(refreshLock(userId));
+}
+
 export function accountRepository(db: Db) {
   /** Brings the caller's rollups up to date with their leads; one cheap read when nothing changed. */
   async function refresh(userId: string): Promise<number> {
@@ -141,7 +155,20 @@ export function accountRepository(db: Db) {
     );
     if (!pending?.any) return 0;
     return db.transaction(async (tx) => {
-      await tx.execute(refreshLock(userId));
+      // Waiting behind another refresh of the same user (a large import) holds a connection: bounded.
+      await tx.execute(sql.raw(`SET LOCAL lock_timeout = '${REFRESH_WAIT_SECONDS}s'`));
+      try {
+        await tx.execute(refreshLock(userId));
+      } catch (err) {
+        if (pgErrorCode(err) !== '55P03') throw err;
+        throw new AppError(
+          'SERVICE_UNAVAILABLE',
+          'Your accounts are being recomputed after a large change; retry shortly',
+          {
+            headers: { 'retry-after': String(REFRESH_WAIT_SECONDS) },
+          },
+        );
+      }
       const [row] = await queryRows<{ accounts: number }>(tx, refreshStatement(userId));
       return row?.accounts ?? 0;
     });

@@ -94,7 +94,7 @@ function decodeAccountCursor(cursor: string | undefined, sort: AccountSort): Acc
 
 export type AccountService = ReturnType<typeof createAccountService>;
 
-export function createAccountService(deps: Pick<AppDeps, 'db' | 'clock'>) {
+export function createAccountService(deps: Pick<AppDeps, 'db' | 'clock' | 'logger'>) {
   const repo = accountRepository(deps.db);
 
   /** The key of an id, or 404 (not one of ours). */
@@ -117,7 +117,14 @@ export function createAccountService(deps: Pick<AppDeps, 'db' | 'clock'>) {
     /** Recomputes the rollups of every user with lead changes pending (the periodic job); answers the count. */
     async refreshPending(): Promise<number> {
       let accounts = 0;
-      for (const userId of await repo.usersWithMarks(1000)) accounts += await repo.refresh(userId);
+      for (const userId of await repo.usersWithMarks(1000)) {
+        // One user's failure (a refresh racing their account's purge) must not hold up the others.
+        try {
+          accounts += await repo.refresh(userId);
+        } catch (err) {
+          deps.logger.warn({ err, userId }, 'account rollups not refreshed');
+        }
+      }
       return accounts;
     },
 

@@ -11,7 +11,8 @@ import {
 } from '../../db/schema/index.ts';
 
 export type LeadRow = typeof leads.$inferSelect;
-export type LeadInsert = typeof leads.$inferInsert;
+/** What the service writes; the account key is the database's to keep. */
+export type LeadInsert = Omit<typeof leads.$inferInsert, 'accountKey'>;
 export interface LeadWithRelations {
   lead: LeadRow;
   job: { id: string; name: string; status: string } | null;
