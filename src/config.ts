@@ -127,7 +127,10 @@ const envSchema = z.object({
   /** Another server speaking Stripe's API (a proxy, a test stub): its protocol, host and port are used. */
   STRIPE_API_BASE: z.url({ protocol: /^https?$/ }).optional(),
   /** Secret of `POST /api/webhooks/inbound/standard` (Standard Webhooks, `whsec_` + base64). */
-  INBOUND_WEBHOOK_SECRET: z.string().min(1).optional(),
+  INBOUND_WEBHOOK_SECRET: z
+    .string()
+    .regex(/^(whsec_)?[A-Za-z0-9+/]{16,}={0,2}$/, 'must be whsec_ followed by base64 (at least 12 bytes)')
+    .optional(),
 });
 
 export type Config = z.infer<typeof envSchema> & { dataDir: string };

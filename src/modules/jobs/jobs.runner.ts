@@ -53,7 +53,8 @@ export const outOfCreditsError = (pages: number) =>
   pages > 0
     ? `Out of credits after ${pages} pages: the leads found so far are kept. ` +
       'Buy credits (POST /api/credits/checkout), then retry the job.'
-    : 'Out of credits: the balance cannot pay for a page. Buy credits (POST /api/credits/checkout), then retry the job.';
+    : 'Out of credits: the balance cannot pay for a page. ' +
+      'Buy credits (POST /api/credits/checkout), then retry the job.';
 
 const progressPercent = (p: CrawlProgress) =>
   Math.min(99, Math.floor((100 * (p.pagesVisited + p.pagesFailed)) / Math.max(p.pagesPlanned, 1)));

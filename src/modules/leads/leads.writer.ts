@@ -109,9 +109,11 @@ export type LeadWriter = ReturnType<typeof createLeadWriter>;
 
 /**
  * Stores what a crawl finds: leads de-duplicated per source (email, else name + company, through
- * the unique indexes) and, for a source with a profile type, one profile per new lead in the same
- * transaction, which also pays for the pages crawled since the last write (README "Credits"). Pages are buffered and written together, one statement for many pages, at least
- * every LEAD_FLUSH_MS and as soon as BATCH_ROWS wait; `close()` writes the rest (the runner calls it
+ * the unique indexes) and, for a source with a profile type, one profile per new lead, in one
+ * transaction that also pays for the pages crawled since the last write (README "Credits"; when the
+ * balance runs short only the pages it paid for are stored, and `onOutOfCredits` is called). Pages
+ * are buffered and written together, one statement for many pages, at least every LEAD_FLUSH_MS and
+ * as soon as BATCH_ROWS wait; `close()` writes the rest (the runner calls it
  * before it records the job's end). Idempotent: a job re-delivered after a crash inserts nothing twice.
  * A failed write keeps its rows for the next one; after MAX_FAILED_WRITES failures in a row `add()`
  * refuses pages and `close()` reports the failure (the runner fails the job: it can be retried).

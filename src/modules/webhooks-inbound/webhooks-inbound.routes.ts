@@ -30,7 +30,7 @@ export const inboundWebhookRoutes: RouteModule = (app, deps) => {
           '`webhook-signature` (INBOUND_WEBHOOK_SECRET). The signature is checked on the raw body: 400 ' +
           'INVALID_SIGNATURE and nothing stored when it does not verify. An event id seen before answers 200 ' +
           '`duplicate: true` and does nothing. Other providers: 404.',
-        params: z.object({ provider: z.string().min(1).max(40) }),
+        params: z.object({ provider: z.string() }),
         response: {
           200: envelope(z.object({ received: z.literal(true), duplicate: z.boolean() })),
           ...errorResponses(400, 404, 413, 503),
