@@ -8,6 +8,7 @@ import { authRoutes } from './modules/auth/auth.routes.ts';
 import { campaignRoutes } from './modules/campaigns/campaigns.routes.ts';
 import { chatRoutes } from './modules/chat/chat.routes.ts';
 import { consentRoutes } from './modules/consent/consent.routes.ts';
+import { creditRoutes } from './modules/credits/credits.routes.ts';
 import { dataExportRoutes } from './modules/data-export/data-export.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { jobRoutes } from './modules/jobs/jobs.routes.ts';
@@ -19,6 +20,7 @@ import { projectRoutes } from './modules/projects/projects.routes.ts';
 import { sourceDiscoveryRoutes } from './modules/source-discovery/source-discovery.routes.ts';
 import { sourceRoutes } from './modules/sources/sources.routes.ts';
 import { userRoutes } from './modules/users/users.routes.ts';
+import { inboundWebhookRoutes } from './modules/webhooks-inbound/webhooks-inbound.routes.ts';
 import type { RouteModule, TypedApp } from './route-module.ts';
 import { registerAuth } from './shared/auth.ts';
 import { answerClientError } from './shared/client-error.ts';
@@ -51,6 +53,9 @@ const routeModules: RouteModule[] = [
   accountRoutes,
   campaignRoutes,
   matchingRoutes,
+  // ---- credits and inbound webhooks ----
+  creditRoutes,
+  inboundWebhookRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

@@ -15,6 +15,44 @@ const emailList = z
   )
   .pipe(z.array(z.email()));
 
+/** A JSON-valued setting: parsed, then checked by `schema`. */
+const json = <T extends z.ZodType>(schema: T) =>
+  z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be JSON' });
+        return z.NEVER;
+      }
+    })
+    .pipe(schema);
+
+// ---- Credits and payments (README "Credits") ----
+const creditTier = z.strictObject({
+  id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,39}$/, 'lower-case letters, digits, - and _'),
+  name: z.string().min(1).max(100).optional(),
+  credits: z.number().int().min(1).max(100_000_000),
+  /** Price in the currency's minor unit (cents). */
+  amount: z.number().int().min(1).max(100_000_000),
+  currency: z.string().regex(/^[a-z]{3}$/, 'an ISO 4217 code in lower case'),
+});
+export type CreditTier = z.infer<typeof creditTier>;
+const DEFAULT_CREDIT_TIERS: CreditTier[] = [
+  { id: 'starter', name: 'Starter', credits: 5_000, amount: 1_000, currency: 'usd' },
+  { id: 'growth', name: 'Growth', credits: 30_000, amount: 5_000, currency: 'usd' },
+  { id: 'scale', name: 'Scale', credits: 150_000, amount: 20_000, currency: 'usd' },
+];
+const creditPrice = z.number().int().min(0).max(1_000_000);
+/** Credits per unit of each metered action: a page crawled, an email validated, 1,000 AI tokens. */
+const creditPrices = z.strictObject({
+  pages: creditPrice.default(1),
+  email_validations: creditPrice.default(1),
+  ai_tokens: creditPrice.default(1),
+});
+export type CreditPrices = z.infer<typeof creditPrices>;
+
 /** Every setting the service reads from the environment (see README "Configuration"). */
 const envSchema = z.object({
   NODE_ENV: z.string().default('development'),
@@ -72,6 +110,27 @@ const envSchema = z.object({
   RUN_WORKERS: bool.default(true),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_URL: z.url().optional(),
+  // ---- Credits and payments (README "Credits") ----
+  CREDITS_ENABLED: bool.default(true),
+  CREDITS_SIGNUP_GRANT: z.coerce.number().int().min(0).max(100_000_000).default(1_000),
+  CREDITS_LOW_THRESHOLD: z.coerce.number().int().min(0).max(100_000_000).default(100),
+  CREDITS_TIERS: json(
+    z
+      .array(creditTier)
+      .min(1)
+      .max(20)
+      .refine((tiers) => new Set(tiers.map((t) => t.id)).size === tiers.length, 'tier ids must be unique'),
+  ).default(DEFAULT_CREDIT_TIERS),
+  CREDITS_PRICES: json(creditPrices).default(creditPrices.parse({})),
+  STRIPE_SECRET_KEY: z.string().min(1).optional(),
+  STRIPE_WEBHOOK_SECRET: z.string().min(1).optional(),
+  /** Another server speaking Stripe's API (a proxy, a test stub): its protocol, host and port are used. */
+  STRIPE_API_BASE: z.url({ protocol: /^https?$/ }).optional(),
+  /** Secret of `POST /api/webhooks/inbound/standard` (Standard Webhooks, `whsec_` + base64). */
+  INBOUND_WEBHOOK_SECRET: z
+    .string()
+    .regex(/^(whsec_)?[A-Za-z0-9+/]{16,}={0,2}$/, 'must be whsec_ followed by base64 (at least 12 bytes)')
+    .optional(),
 });
 
 export type Config = z.infer<typeof envSchema> & { dataDir: string };

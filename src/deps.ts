@@ -6,6 +6,7 @@ import { type ApiKeyService, createApiKeyService } from './modules/api-keys/api-
 import { type AiModel, type AiService, createAiService } from './shared/ai/ai.service.ts';
 import { createSearchProvider, type SearchProvider } from './shared/ai/search.ts';
 import type { Clock } from './shared/clock.ts';
+import { type Credits, createCredits } from './shared/credits.ts';
 import type { Mailer } from './shared/mail.ts';
 import type { Notifier } from './shared/notify.ts';
 
@@ -24,6 +25,8 @@ export interface AppDeps {
   ai: AiService;
   /** Web search for source discovery (Brave Search API format). */
   search: SearchProvider;
+  /** Metering: assert, spend and adjust credits inside the caller's transaction (README "Credits"). */
+  credits: Credits;
 }
 
 /** Parts tests swap in: a model instead of the configured AI endpoint, a search provider. */
@@ -33,16 +36,18 @@ export interface DepsOverrides {
 }
 
 export function assembleDeps(
-  parts: Omit<AppDeps, 'apiKeys' | 'db' | 'ai' | 'search'>,
+  parts: Omit<AppDeps, 'apiKeys' | 'db' | 'ai' | 'search' | 'credits'>,
   overrides: DepsOverrides = {},
 ): AppDeps {
   const db = parts.database.db;
+  const credits = createCredits(parts.config, parts.clock);
   return {
     ...parts,
     db,
+    credits,
     apiKeys: createApiKeyService({ db, clock: parts.clock, notifier: parts.notifier }),
     ai: createAiService(
-      { config: parts.config, db, logger: parts.logger, clock: parts.clock },
+      { config: parts.config, db, logger: parts.logger, clock: parts.clock, credits },
       { model: overrides.aiModel },
     ),
     search: overrides.search ?? createSearchProvider(parts.config),

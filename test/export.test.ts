@@ -313,6 +313,7 @@ describe('GET /api/users/export/download', () => {
       assert.deepEqual(Object.keys(files).sort(), [
         'api_keys.csv',
         'consent_history.csv',
+        'credit_transactions.csv',
         'jobs.csv',
         'leads.csv',
         'profile.csv',
@@ -353,6 +354,8 @@ describe('GET /api/users/export/download', () => {
         'createdAt',
       ]);
       assert.equal(parseCsvObjects(strFromU8(files['projects.csv']!))[0]!.name, 'zip project');
+      const ledger = parseCsvObjects(strFromU8(files['credit_transactions.csv']!));
+      assert.deepEqual([ledger[0]!.kind, ledger[0]!.reason], ['grant', 'signup grant']);
       assert.deepEqual(
         parseCsv(strFromU8(files['suppressions.csv']!)).length,
         1,

@@ -30,6 +30,10 @@ export const openApiTags = [
   { name: 'Accounts', description: 'Companies computed from your leads (email domain or company name), with notes.' },
   { name: 'Deal Campaigns', description: 'An ideal-customer target tying sources, a profile type and matching rules.' },
   { name: 'Matching Engine', description: 'Rules (FILTER, SCORED or AI) qualifying the profiles of one type.' },
+  // ---- credits and inbound webhooks ----
+  { name: 'Credits', description: 'The balance and its ledger, prices of metered work, buying credits (Stripe).' },
+  // The outbound webhooks share this tag: one entry of it is kept.
+  { name: 'Webhooks', description: 'Outbound event notifications, and inbound events verified by signature.' },
 ];
 
 /**
@@ -123,6 +127,11 @@ export const operationIds: Record<string, string> = {
   'POST /api/matching/preview': 'previewMatchingRule',
   'POST /api/matching/execute': 'executeMatchingRule',
   'GET /api/matching/results': 'listMatchingResults',
+  // ---- credits and inbound webhooks ----
+  'GET /api/credits/balance': 'getCreditBalance',
+  'GET /api/credits/pricing': 'getCreditPricing',
+  'POST /api/credits/checkout': 'createCreditCheckout',
+  'POST /api/webhooks/inbound/{provider}': 'receiveInboundWebhook',
 };
 
 /** `/api/leads/:id` → `/api/leads/{id}` (the document's form of a path). */

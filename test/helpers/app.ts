@@ -62,7 +62,14 @@ let counter = 0;
 /** The whole service on a throwaway database, as tests drive it through `app.inject`. */
 export async function createTestContext(options: TestContextOptions = {}): Promise<TestContext> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-test-'));
-  const config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, ALLOW_PRIVATE_NETWORK: 'true', ...options.env });
+  const config = loadConfig({
+    LOG_LEVEL: 'silent',
+    DATA_DIR: dataDir,
+    ALLOW_PRIVATE_NETWORK: 'true',
+    // Tests of other sections never run out of credits; test/credits.test.ts sets its own grant.
+    CREDITS_SIGNUP_GRANT: '1000000',
+    ...options.env,
+  });
   const testDb = await createTestDatabase();
   const { database } = testDb;
   const boss = await startBoss(database, { databaseUrl: testDb.url, poolSize: 4, schedule: false });

@@ -141,6 +141,7 @@ export function createAccountCommonalities(deps: Pick<AppDeps, 'db' | 'ai' | 'se
       }
       const row = await repo.find(userId, key);
       if (!row) throw notFound('Account');
+      await deps.ai.assertCredits(userId);
       const account = toAccountView(row);
       const sample = await repo.sample(userId, key, SAMPLE_LEADS);
 

@@ -18,10 +18,10 @@ export interface SignupInput {
   marketingConsent?: boolean;
 }
 
-export function createAuthService(deps: Pick<AppDeps, 'db' | 'clock' | 'apiKeys'>) {
+export function createAuthService(deps: Pick<AppDeps, 'db' | 'clock' | 'apiKeys' | 'credits'>) {
   const repo = userRepository(deps.db);
   return {
-    /** Creates the user, the first consent records and an all-scopes key, in one transaction. */
+    /** The user, first consent records, credit account (signup grant) and an all-scopes key, in one transaction. */
     async signup(input: SignupInput, ipAddress: string | undefined) {
       const passwordHash = await hashPassword(input.password);
       const now = deps.clock.now();
@@ -50,6 +50,7 @@ export function createAuthService(deps: Pick<AppDeps, 'db' | 'clock' | 'apiKeys'
               changedAt: now,
             })),
           );
+          await deps.credits.openAccount(tx, user!.id);
           const { key } = await deps.apiKeys.mint(user!.id, { name: 'signup', scopes: ['*'] }, tx);
           return { user: toUserView(user!), apiKey: key };
         });

@@ -223,6 +223,7 @@ export function createChatService(deps: ChatDeps) {
     async beginMessage(principal: Principal, id: string, content: string): Promise<Turn<TurnOutcome>> {
       const conversation = await owned(principal.userId, id);
       if (!deps.ai.configured) throw aiNotConfigured();
+      await deps.ai.assertCredits(principal.userId);
       const pending = await pendingViews(conversation.id);
       if (pending.length) {
         const list = pending.map((p) => `${p.id} (${p.summary})`).join('; ');
@@ -279,6 +280,7 @@ export function createChatService(deps: ChatDeps) {
         });
       if (found.status !== 'PENDING') throw decided();
       if (!deps.ai.configured) throw aiNotConfigured();
+      await deps.ai.assertCredits(principal.userId);
       const lease = await claimTurn(principal.userId, conversation.id);
       const claimed = await repo
         .claimApproval(found.id, body.approved ? 'APPROVED' : 'REJECTED', deps.clock.now())

@@ -19,7 +19,7 @@ import { createUserService } from '../users/users.service.ts';
  * authentication. Read tools run at once; write tools only through an approved chat_approvals row.
  */
 
-export type ChatToolDeps = Pick<AppDeps, 'db' | 'clock' | 'boss' | 'notifier' | 'logger'>;
+export type ChatToolDeps = Pick<AppDeps, 'db' | 'clock' | 'boss' | 'notifier' | 'logger' | 'credits'>;
 
 /** Who the tools act for: the authenticated key's user and scopes (never anything the model says). */
 export interface ToolActor {

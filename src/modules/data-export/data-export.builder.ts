@@ -5,6 +5,7 @@ import type { Db } from '../../db/client.ts';
 import {
   apiKeys,
   consentEvents,
+  creditTransactions,
   jobs,
   leads,
   profiles,
@@ -57,6 +58,12 @@ const sections: Array<{ name: string; table: PgTable & { userId: PgColumn }; col
   { name: 'profile_types', table: profileTypes, columns: getTableColumns(profileTypes), orderBy: profileTypes.id },
   { name: 'profiles', table: profiles, columns: getTableColumns(profiles), orderBy: profiles.id },
   { name: 'suppressions', table: suppressions, columns: getTableColumns(suppressions), orderBy: suppressions.id },
+  {
+    name: 'credit_transactions',
+    table: creditTransactions,
+    columns: getTableColumns(creditTransactions),
+    orderBy: creditTransactions.id,
+  },
 ];
 
 const profileColumns = {

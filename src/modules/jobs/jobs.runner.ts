@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../queue/queues.ts';
+import { AppError } from '../../shared/errors.ts';
 import { createLeadWriter, type LeadWriter } from '../leads/leads.writer.ts';
 import { createProfileTypeService } from '../profile-types/profile-types.service.ts';
 import { CrawlError, type CrawlProgress, type CrawlSettings, type RunCrawl } from '../scraping/scraping.types.ts';
@@ -46,6 +47,14 @@ export function crawlSettingsFor(
     collectPageText,
   };
 }
+
+/** The `error` of a job stopped because the balance ran out (README "Credits"). */
+export const outOfCreditsError = (pages: number) =>
+  pages > 0
+    ? `Out of credits after ${pages} pages: the leads found so far are kept. ` +
+      'Buy credits (POST /api/credits/checkout), then retry the job.'
+    : 'Out of credits: the balance cannot pay for a page. ' +
+      'Buy credits (POST /api/credits/checkout), then retry the job.';
 
 const progressPercent = (p: CrawlProgress) =>
   Math.min(99, Math.floor((100 * (p.pagesVisited + p.pagesFailed)) / Math.max(p.pagesPlanned, 1)));
@@ -109,17 +118,38 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
     const timer = setInterval(beat, HEARTBEAT_MS);
     timer.unref();
     let writer: LeadWriter | undefined;
+    let outOfCredits = false;
+    const fail = async (error: string) => {
+      const failed = await repo
+        .finish(jobId, workerId, deps.clock.now(), {
+          status: 'FAILED',
+          error,
+          pagesVisited: progress.pagesVisited,
+          pagesFailed: progress.pagesFailed,
+          leadsFound,
+        })
+        .catch((err) => void log.error({ err }, 'could not mark the job failed'));
+      if (failed) await publish(failed);
+    };
 
     try {
       const loaded = await load(job);
       if (!loaded) return; // the source was deleted (its jobs with it)
       const { source, profileType } = loaded;
+      // The balance may have been spent since the job was queued.
+      await deps.credits.assert(deps.db, job.userId, 'pages', 1);
       await sourceService.markRun(job.userId, source.id, now);
       // Leads are written in batches; leadsFound counts those inserted, as each batch commits.
       const store = createLeadWriter(
         deps,
         { userId: job.userId, sourceId: source.id, jobId, profileType },
-        { onStored: (n) => (leadsFound += n) },
+        {
+          onStored: (n) => (leadsFound += n),
+          onOutOfCredits: () => {
+            outOfCredits = true;
+            controller.abort(new Error('out of credits'));
+          },
+        },
       );
       writer = store;
       const crawl = await loadCrawl();
@@ -136,6 +166,12 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
       // What is still buffered is stored before the job's final state and count are written.
       await store.close();
       await writing;
+      if (outOfCredits) {
+        progress = { ...progress, pagesVisited: result.pagesVisited, pagesFailed: result.pagesFailed };
+        await fail(outOfCreditsError(result.pagesVisited));
+        log.info({ pages: result.pagesVisited, leadsFound }, 'scrape job stopped: out of credits');
+        return;
+      }
       if (result.aborted || controller.signal.aborted) {
         await repo.setLeadsFound(jobId, workerId, leadsFound).catch(() => {});
         if (stopping) await release(jobId);
@@ -153,6 +189,10 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
     } catch (error) {
       await writer?.close().catch((err) => void log.error({ err }, 'could not store the last leads'));
       await writing;
+      if (outOfCredits || (error instanceof AppError && error.code === 'INSUFFICIENT_CREDITS')) {
+        await fail(outOfCreditsError(progress.pagesVisited));
+        return;
+      }
       if (controller.signal.aborted) {
         await repo.setLeadsFound(jobId, workerId, leadsFound).catch(() => {});
         if (stopping) await release(jobId);
@@ -161,16 +201,7 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
       const message =
         error instanceof CrawlError ? error.message : 'The job stopped on an internal error; it can be retried.';
       if (!(error instanceof CrawlError)) log.error({ err: error }, 'scrape job crashed');
-      const failed = await repo
-        .finish(jobId, workerId, deps.clock.now(), {
-          status: 'FAILED',
-          error: message,
-          pagesVisited: progress.pagesVisited,
-          pagesFailed: progress.pagesFailed,
-          leadsFound,
-        })
-        .catch((err) => void log.error({ err }, 'could not mark the job failed'));
-      if (failed) await publish(failed);
+      await fail(message);
     } finally {
       clearInterval(timer);
       running.delete(jobId);

@@ -52,7 +52,7 @@ export const publishJobUpdate = (notifier: AppDeps['notifier'], row: JobRow) =>
 
 export type JobService = ReturnType<typeof createJobService>;
 
-export function createJobService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss' | 'notifier' | 'logger'>) {
+export function createJobService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss' | 'notifier' | 'logger' | 'credits'>) {
   const repo = jobRepository(deps.db);
   const sources = sourceRepository(deps.db);
 
@@ -96,7 +96,10 @@ export function createJobService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss' | '
     get: async (userId: string, id: string) => toJobView(await owned(userId, id)),
     owned,
 
-    /** A PENDING job for an ACTIVE source of the caller's, handed to the workers. */
+    /**
+     * A PENDING job for an ACTIVE source of the caller's, handed to the workers; 402 when the balance
+     * cannot pay for a first page (nothing is created).
+     */
     async create(userId: string, input: CreateJobInput, trigger: JobRow['trigger'] = 'manual'): Promise<JobView> {
       const source = await sources.find(userId, input.sourceId.toLowerCase());
       if (!source) throw notFound('Source', 'sourceId');
@@ -104,6 +107,7 @@ export function createJobService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss' | '
         throw new AppError('SOURCE_NOT_ACTIVE', `Source is ${source.status}; activate it first`, {
           details: [{ field: 'sourceId', message: 'source is not ACTIVE' }],
         });
+      await deps.credits.assert(deps.db, userId, 'pages', 1);
       const now = deps.clock.now();
       const row = await repo.insert({
         userId,
@@ -130,9 +134,10 @@ export function createJobService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss' | '
       throw notFound('Job');
     },
 
-    /** FAILED → PENDING and back to the workers; any other state is 400 INVALID_STATUS. */
+    /** FAILED → PENDING and back to the workers (402 without credits); any other state is 400 INVALID_STATUS. */
     async retry(userId: string, id: string): Promise<JobView> {
       const current = await owned(userId, id);
+      if (current.status === 'FAILED') await deps.credits.assert(deps.db, userId, 'pages', 1);
       const row = await repo.resetFailed(userId, current.id, deps.clock.now());
       if (!row) throw new AppError('INVALID_STATUS', `Only a FAILED job can be retried; this one is ${current.status}`);
       await enqueue(row.id);

@@ -21,7 +21,7 @@ export interface EmailValidationJob {
   leadId: string;
 }
 
-export type LeadValidationDeps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'boss' | 'logger'>;
+export type LeadValidationDeps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'boss' | 'logger' | 'credits'>;
 
 export function createLeadValidationService(
   deps: LeadValidationDeps,
@@ -29,12 +29,19 @@ export function createLeadValidationService(
 ) {
   const repo = leadRepository(deps.db);
 
-  /** Validates the lead's current email, stores the result and moves the status. */
+  /**
+   * Validates the lead's current email (402 first when the balance cannot pay for it), then stores the
+   * result, moves the status and pays for the validation in one transaction.
+   */
   async function validateAndStore(userId: string, leadId: string, email: string) {
+    await deps.credits.assert(deps.db, userId, 'email_validations', 1);
     const result = await validator.validateEmail(email, { userId });
     const now = deps.clock.now();
     const stored: EmailValidationResult = { ...result, email, checkedAt: now.toISOString() };
-    await repo.saveValidation(userId, leadId, email, stored, statusFor[result.status], now);
+    await deps.db.transaction(async (tx) => {
+      await deps.credits.spend(tx, userId, 'email_validations', 1, { reason: `lead ${leadId}` });
+      await leadRepository(tx).saveValidation(userId, leadId, email, stored, statusFor[result.status], now);
+    });
     return { ...result, checkedAt: stored.checkedAt };
   }
 
@@ -50,7 +57,10 @@ export function createLeadValidationService(
       return validateAndStore(userId, lead.id, lead.email);
     },
 
-    /** POST /api/leads/validate-bulk: one background job per lead with an email. */
+    /**
+     * POST /api/leads/validate-bulk: one background job per lead with an email; 402 (nothing queued)
+     * unless the balance pays for all of them. Each job pays for its own validation when it runs.
+     */
     async queueBulk(userId: string, leadIds: string[]) {
       const { lookup, spelled } = distinctIds(leadIds);
       const found = new Map((await repo.findEmails(userId, lookup)).map((r) => [r.id, r.email]));
@@ -62,6 +72,7 @@ export function createLeadValidationService(
         else queued.push(key);
       }
       if (queued.length) {
+        await deps.credits.assert(deps.db, userId, 'email_validations', queued.length);
         await deps.boss.insert(
           QUEUES.emailValidation,
           queued.map((leadId) => ({ data: { userId, leadId } satisfies EmailValidationJob })),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Tx } from '../../db/client.ts';
 import type { ProfileFieldDefinition } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { newId } from '../../shared/ids.ts';
@@ -36,11 +37,18 @@ export interface LeadWriterContext {
 export interface LeadWriterOptions {
   /** Called after each write with the number of leads it inserted (duplicates not counted). */
   onStored?(inserted: number): void;
+  /**
+   * Called once when a write finds the balance short of its pages: the leads of the pages paid for
+   * are stored, later pages are dropped (the runner stops the crawl).
+   */
+  onOutOfCredits?(): void;
 }
 
 interface Pending {
   lead: ScrapedLead;
   profile?: Record<string, unknown>;
+  /** Ordinal of the page the lead came from (pages are paid for in order). */
+  page: number;
 }
 
 /**
@@ -101,22 +109,23 @@ export type LeadWriter = ReturnType<typeof createLeadWriter>;
 
 /**
  * Stores what a crawl finds: leads de-duplicated per source (email, else name + company, through
- * the unique indexes) and, for a source with a profile type, one profile per new lead in the same
- * transaction. Pages are buffered and written together, one statement for many pages, at least
- * every LEAD_FLUSH_MS and as soon as BATCH_ROWS wait; `close()` writes the rest (the runner calls it
+ * the unique indexes) and, for a source with a profile type, one profile per new lead, in one
+ * transaction that also pays for the pages crawled since the last write (README "Credits"; when the
+ * balance runs short only the pages it paid for are stored, and `onOutOfCredits` is called). Pages
+ * are buffered and written together, one statement for many pages, at least every LEAD_FLUSH_MS and
+ * as soon as BATCH_ROWS wait; `close()` writes the rest (the runner calls it
  * before it records the job's end). Idempotent: a job re-delivered after a crash inserts nothing twice.
  * A failed write keeps its rows for the next one; after MAX_FAILED_WRITES failures in a row `add()`
  * refuses pages and `close()` reports the failure (the runner fails the job: it can be retried).
  */
 export function createLeadWriter(
-  deps: Pick<AppDeps, 'db' | 'clock' | 'ai' | 'logger'>,
+  deps: Pick<AppDeps, 'db' | 'clock' | 'ai' | 'logger' | 'credits'>,
   ctx: LeadWriterContext,
   options: LeadWriterOptions = {},
 ) {
   const profileFields = ctx.profileType?.fields ?? [];
   const schema = ctx.profileType && deps.ai.configured ? profileSchema(profileFields) : undefined;
   const owner = { userId: ctx.userId, sourceId: ctx.sourceId, jobId: ctx.jobId };
-  const leadsRepo = leadRepository(deps.db);
   let buffer: Pending[] = [];
   // The write in progress (or the last one), and the one queued after it that takes the buffer when it starts.
   let current: Promise<void> = Promise.resolve();
@@ -124,6 +133,10 @@ export function createLeadWriter(
   let closed = false;
   let failedWrites = 0;
   let gaveUp: unknown;
+  // Pages handed to `add` (each page's ordinal), pages paid for (or dropped), and whether credits ran out.
+  let pagesAdded = 0;
+  let pagesSettled = 0;
+  let outOfCredits = false;
 
   /** Profile data from selectors named after the type's fields, completed by the model from the item's text. */
   async function profileData(
@@ -167,34 +180,53 @@ export function createLeadWriter(
     return stillMissing.length || !Object.keys(data).length ? undefined : data;
   }
 
-  /** Writes `batch`; on failure its rows go back to the front of the buffer for the next write. */
-  async function write(batch: Pending[]): Promise<void> {
-    if (!batch.length) return;
-    const leads = batch.map((p) => p.lead);
+  /** Leads (and profiles) of `batch`, in the caller's transaction; how many were new. */
+  async function insert(tx: Tx, batch: Pending[]): Promise<number> {
+    if (!batch.length) return 0;
+    const ids = await leadRepository(tx).insertScraped(
+      owner,
+      batch.map((p) => p.lead),
+    );
+    if (ctx.profileType) {
+      const profileOf = new Map(batch.map((p) => [p.lead.id, p]));
+      const items = ids.flatMap((id) => {
+        const p = profileOf.get(id)!;
+        return p.profile ? [{ leadId: id, data: p.profile, sourceUrl: p.lead.sourceUrl }] : [];
+      });
+      if (items.length)
+        await createProfileService({ db: tx, clock: deps.clock }).createForScrapedLeads(
+          { ...owner, profileTypeId: ctx.profileType.id },
+          items,
+        );
+    }
+    return ids.length;
+  }
+
+  /**
+   * Writes `batch` and pays for pages up to `throughPage` in one transaction; when the balance is short,
+   * only the leads of the pages it paid for are stored. On failure the rows go back to the front of the
+   * buffer (and the pages stay unpaid) for the next write.
+   */
+  async function write(batch: Pending[], throughPage: number): Promise<void> {
+    const pages = throughPage - pagesSettled;
+    if (!batch.length && pages <= 0) return;
     try {
-      let inserted: number;
-      if (!ctx.profileType) {
-        // One statement, no transaction: nothing else has to commit with it.
-        inserted = (await leadsRepo.insertScraped(owner, leads)).length;
-      } else {
-        const profileType = ctx.profileType;
-        inserted = await deps.db.transaction(async (tx) => {
-          const ids = await leadRepository(tx).insertScraped(owner, leads);
-          const profileOf = new Map(batch.map((p) => [p.lead.id, p]));
-          const items = ids.flatMap((id) => {
-            const p = profileOf.get(id)!;
-            return p.profile ? [{ leadId: id, data: p.profile, sourceUrl: p.lead.sourceUrl }] : [];
-          });
-          if (items.length)
-            await createProfileService({ db: tx, clock: deps.clock }).createForScrapedLeads(
-              { ...owner, profileTypeId: profileType.id },
-              items,
-            );
-          return ids.length;
+      const { inserted, short } = await deps.db.transaction(async (tx) => {
+        const { paidUnits } = await deps.credits.spend(tx, ctx.userId, 'pages', pages, {
+          partial: true,
+          reason: `job ${ctx.jobId}`,
         });
-      }
+        const paidThrough = pagesSettled + paidUnits;
+        const rows = paidUnits < pages ? batch.filter((p) => p.page <= paidThrough) : batch;
+        return { inserted: await insert(tx, rows), short: paidUnits < pages };
+      });
+      pagesSettled = Math.max(pagesSettled, throughPage);
       failedWrites = 0;
       if (inserted) options.onStored?.(inserted);
+      if (short && !outOfCredits) {
+        outOfCredits = true;
+        options.onOutOfCredits?.();
+      }
     } catch (error) {
       buffer = batch.concat(buffer);
       if (++failedWrites >= MAX_FAILED_WRITES) gaveUp = error;
@@ -209,7 +241,7 @@ export function createLeadWriter(
         queued = undefined;
         const batch = buffer;
         buffer = [];
-        return write(batch);
+        return write(batch, pagesAdded);
       });
       queued = next;
       current = next.catch(() => {});
@@ -221,7 +253,7 @@ export function createLeadWriter(
   const writeFailed = (err: unknown) =>
     deps.logger.warn({ err, jobId: ctx.jobId }, 'storing leads failed; retrying with the next batch');
   const timer = setInterval(() => {
-    if (buffer.length && !queued) flush().catch(writeFailed);
+    if ((buffer.length || pagesAdded > pagesSettled) && !queued) flush().catch(writeFailed);
   }, LEAD_FLUSH_MS);
   timer.unref();
 
@@ -234,15 +266,19 @@ export function createLeadWriter(
     async add(page: CrawledPage): Promise<void> {
       // Nothing more is buffered once writes keep failing: the page fails, memory stays bounded.
       if (gaveUp) throw gaveUp;
+      // Pages the balance cannot pay for are not stored (the crawl is being stopped).
+      if (outOfCredits) return;
       const now = deps.clock.now();
-      const pending: Pending[] = [];
+      const pending: Array<Omit<Pending, 'page'>> = [];
       for (const item of page.items) {
         const lead = scrapedLead(item, page.url, now);
         if (!lead) continue;
         pending.push({ lead, profile: ctx.profileType ? await profileData(item, page.text) : undefined });
       }
+      // Numbered once its leads are ready, so ordinals follow the buffer's order.
+      const ordinal = ++pagesAdded;
       if (!pending.length) return;
-      buffer.push(...pending);
+      for (const p of pending) buffer.push({ ...p, page: ordinal });
       if (closed || buffer.length >= MAX_BUFFERED_ROWS) await flush();
       else if (buffer.length >= BATCH_ROWS && !queued) flush().catch(writeFailed);
     },

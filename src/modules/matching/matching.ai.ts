@@ -83,7 +83,9 @@ export async function evaluateWithAi(
     return { matched, matchScore: verdict.score, aiReasoning: verdict.reasoning, details: verdict, error: null };
   } catch (error) {
     if (signal?.aborted) throw error;
-    if (error instanceof AppError && error.code === 'AI_NOT_CONFIGURED') throw error;
+    // Neither is about this profile: the run stops (FAILED) instead of recording the error on every profile.
+    if (error instanceof AppError && (error.code === 'AI_NOT_CONFIGURED' || error.code === 'INSUFFICIENT_CREDITS'))
+      throw error;
     const message = error instanceof AppError ? error.message : 'The AI evaluation failed';
     return { matched: false, matchScore: null, aiReasoning: null, details: null, error: message };
   }

@@ -237,6 +237,7 @@ export function createMatchingService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss
     async execute(userId: string, ruleId: string): Promise<{ run: RunView; started: boolean }> {
       const rule = await owned(userId, ruleId, 'ruleId');
       requireAi(definitionOf(rule));
+      if (rule.type === 'AI') await deps.ai.assertCredits(userId);
       const started = await repo.startRun(userId, rule.id, deps.clock.now());
       if (!started) throw notFound('Matching rule', 'ruleId');
       if (started.created) {
@@ -267,6 +268,7 @@ export function createMatchingService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss
         profileTypeId = type.id;
       }
       requireAi(def);
+      if (def.type === 'AI') await deps.ai.assertCredits(userId);
       const max = def.type === 'AI' ? PREVIEW_MAX_AI_SAMPLE : Infinity;
       if ((input.sampleSize ?? 0) > max) throw validationError('sampleSize', `at most ${max} for AI rules`);
       if ((input.profileIds?.length ?? 0) > max) throw validationError('profileIds', `at most ${max} for AI rules`);

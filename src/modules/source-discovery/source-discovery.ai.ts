@@ -86,6 +86,8 @@ export function createProposer(deps: { ai: AiService; search: SearchProvider; lo
   return {
     async propose(request: ProposalRequest): Promise<{ method: DiscoveryMethod; sources: DiscoveredSource[] }> {
       const { userId, feature, brief, count, signal } = request;
+      // 402 before the web search: the model call after it would be refused.
+      await ai.assertCredits(userId);
       const results = await searchResults(request.searchQuery, count, signal);
       if (results.length) {
         const listing = results.map((r, i) => `${i + 1}. ${r.title}\n   ${r.url}\n   ${r.description}`).join('\n');

@@ -13,6 +13,7 @@ import type { Config } from '../../config.ts';
 import type { Db } from '../../db/client.ts';
 import { aiUsage } from '../../db/schema/index.ts';
 import { type Clock, systemClock } from '../clock.ts';
+import type { Credits } from '../credits.ts';
 import { AppError } from '../errors.ts';
 import { createLimiter } from './limiter.ts';
 import { withRetries } from './retry.ts';
@@ -52,7 +53,15 @@ export interface AiService {
   generateObject<T>(request: GenerateObjectRequest<T>): Promise<T>;
   /** The model itself, for callers that drive the SDK directly (tool calling, streaming chat). */
   model(): AiModel;
-  /** Records one call's tokens for `userId` and `feature` (never throws: a failed write is logged). */
+  /**
+   * 402 INSUFFICIENT_CREDITS unless `userId` can pay for at least one block of AI tokens; `generateObject`
+   * checks it itself, callers that drive the model directly (chat) call it before they start.
+   */
+  assertCredits(userId: string): Promise<void>;
+  /**
+   * Records one call's tokens for `userId` and `feature` and charges them as credits, in one transaction
+   * (never throws: a failed write is logged). Tokens already used are charged down to a zero balance.
+   */
   recordUsage(userId: string, feature: string, usage: AiUsage | undefined, modelId?: string): Promise<void>;
   /** Runs `fn` inside the same process-wide concurrency bound as `generateObject`. */
   limit<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T>;
@@ -63,6 +72,8 @@ export interface AiServiceDeps {
   db: Db;
   logger: Logger;
   clock?: Clock;
+  /** Metering of AI tokens; without it nothing is charged. */
+  credits?: Credits;
 }
 
 export interface AiServiceOverrides {
@@ -127,19 +138,27 @@ export function createAiService(deps: AiServiceDeps, overrides: AiServiceOverrid
     if (!usage) return;
     const inputTokens = usage.inputTokens ?? 0;
     const outputTokens = usage.outputTokens ?? 0;
+    const totalTokens = usage.totalTokens ?? inputTokens + outputTokens;
     try {
-      await db.insert(aiUsage).values({
-        userId,
-        feature,
-        model: usedModel ?? modelId ?? 'unknown',
-        inputTokens,
-        outputTokens,
-        totalTokens: usage.totalTokens ?? inputTokens + outputTokens,
-        createdAt: clock.now(),
+      await db.transaction(async (tx) => {
+        await tx.insert(aiUsage).values({
+          userId,
+          feature,
+          model: usedModel ?? modelId ?? 'unknown',
+          inputTokens,
+          outputTokens,
+          totalTokens,
+          createdAt: clock.now(),
+        });
+        await deps.credits?.spend(tx, userId, 'ai_tokens', totalTokens, { partial: true, reason: feature });
       });
     } catch (err) {
       logger.error({ err, userId, feature }, 'could not record AI usage');
     }
+  }
+
+  async function assertCredits(userId: string): Promise<void> {
+    await deps.credits?.assert(db, userId, 'ai_tokens', 1);
   }
 
   function toAppError(error: unknown, attempts: number): AppError {
@@ -163,6 +182,7 @@ export function createAiService(deps: AiServiceDeps, overrides: AiServiceOverrid
     async generateObject<T>(request: GenerateObjectRequest<T>): Promise<T> {
       if (!model) throw notConfigured();
       const { userId, feature, schema, schemaName, system, prompt, signal } = request;
+      await assertCredits(userId);
       let attempts = 0;
       try {
         return await withRetries(
@@ -229,6 +249,8 @@ export function createAiService(deps: AiServiceDeps, overrides: AiServiceOverrid
       if (!model) throw notConfigured();
       return model;
     },
+
+    assertCredits,
 
     recordUsage,
 

@@ -1,0 +1,94 @@
+import { and, desc, eq, gte, lt, sql } from 'drizzle-orm';
+import type { Db, Tx } from '../../db/client.ts';
+import { creditBalances, creditCheckouts, creditTransactions } from '../../db/schema/index.ts';
+
+export type CreditTransactionRow = typeof creditTransactions.$inferSelect;
+export type CreditCheckoutRow = typeof creditCheckouts.$inferSelect;
+
+/** The only code that writes the credit tables (balances, ledger, checkouts). */
+export function creditsRepository(db: Db | Tx) {
+  return {
+    /** The balance, row-locked until the caller's transaction ends; undefined when the user has no account yet. */
+    async lockBalance(userId: string): Promise<number | undefined> {
+      const [row] = await db
+        .select({ balance: creditBalances.balance })
+        .from(creditBalances)
+        .where(eq(creditBalances.userId, userId))
+        .for('update');
+      return row?.balance;
+    },
+    async readBalance(userId: string): Promise<number | undefined> {
+      const [row] = await db
+        .select({ balance: creditBalances.balance })
+        .from(creditBalances)
+        .where(eq(creditBalances.userId, userId));
+      return row?.balance;
+    },
+    /** Opens the account with `balance`; false when it exists already (a concurrent opener won). */
+    async openAccount(userId: string, balance: number, now: Date): Promise<boolean> {
+      const rows = await db
+        .insert(creditBalances)
+        .values({ userId, balance, updatedAt: now })
+        .onConflictDoNothing()
+        .returning({ userId: creditBalances.userId });
+      return rows.length > 0;
+    },
+    async setBalance(userId: string, balance: number, now: Date): Promise<void> {
+      await db.update(creditBalances).set({ balance, updatedAt: now }).where(eq(creditBalances.userId, userId));
+    },
+    async append(values: typeof creditTransactions.$inferInsert): Promise<CreditTransactionRow> {
+      const [row] = await db.insert(creditTransactions).values(values).returning();
+      return row!;
+    },
+    /** Newest first; `limit + 1` rows so the caller can tell whether another page exists. */
+    transactions(userId: string, limit: number, before?: string): Promise<CreditTransactionRow[]> {
+      return db
+        .select()
+        .from(creditTransactions)
+        .where(and(eq(creditTransactions.userId, userId), before ? lt(creditTransactions.id, before) : undefined))
+        .orderBy(desc(creditTransactions.id))
+        .limit(limit + 1);
+    },
+    /** Credits and units used per metered feature since `since`. */
+    usageSince(userId: string, since: Date): Promise<Array<{ feature: string; credits: number; units: number }>> {
+      return db
+        .select({
+          feature: sql<string>`coalesce(${creditTransactions.feature}, 'other')`,
+          credits: sql<number>`coalesce(-sum(${creditTransactions.amount}), 0)::int`,
+          units: sql<number>`coalesce(sum(${creditTransactions.units}), 0)::int`,
+        })
+        .from(creditTransactions)
+        .where(
+          and(
+            eq(creditTransactions.userId, userId),
+            eq(creditTransactions.kind, 'usage'),
+            gte(creditTransactions.createdAt, since),
+          ),
+        )
+        .groupBy(sql`1`)
+        .orderBy(sql`1`);
+    },
+
+    // ---- checkouts ----
+
+    async insertCheckout(values: typeof creditCheckouts.$inferInsert): Promise<CreditCheckoutRow> {
+      const [row] = await db.insert(creditCheckouts).values(values).returning();
+      return row!;
+    },
+    async setCheckoutSession(id: string, sessionId: string): Promise<void> {
+      await db.update(creditCheckouts).set({ sessionId }).where(eq(creditCheckouts.id, id));
+    },
+    async deleteCheckout(id: string): Promise<void> {
+      await db.delete(creditCheckouts).where(and(eq(creditCheckouts.id, id), eq(creditCheckouts.status, 'open')));
+    },
+    /** open → completed, once: the row when this call completed it, undefined otherwise (unknown or done). */
+    async completeCheckout(id: string, sessionId: string, now: Date): Promise<CreditCheckoutRow | undefined> {
+      const [row] = await db
+        .update(creditCheckouts)
+        .set({ status: 'completed', completedAt: now, sessionId })
+        .where(and(eq(creditCheckouts.id, id), eq(creditCheckouts.status, 'open')))
+        .returning();
+      return row;
+    },
+  };
+}

@@ -1,0 +1,35 @@
+import Stripe from 'stripe';
+import type { Config } from '../../config.ts';
+import { AppError } from '../../shared/errors.ts';
+
+/**
+ * The Stripe client, or undefined without STRIPE_SECRET_KEY. STRIPE_API_BASE points it at another server
+ * speaking Stripe's API (its protocol, host and port; Stripe's paths start at `/v1`).
+ */
+export function createStripeClient(config: Pick<Config, 'STRIPE_SECRET_KEY' | 'STRIPE_API_BASE'>): Stripe | undefined {
+  if (!config.STRIPE_SECRET_KEY) return undefined;
+  const base = config.STRIPE_API_BASE ? new URL(config.STRIPE_API_BASE) : undefined;
+  const https = base?.protocol !== 'http:';
+  return new Stripe(config.STRIPE_SECRET_KEY, {
+    maxNetworkRetries: 2,
+    timeout: 30_000,
+    telemetry: false,
+    ...(base && {
+      host: base.hostname.replace(/^\[(.*)\]$/, '$1'),
+      port: base.port || (https ? 443 : 80),
+      protocol: https ? 'https' : 'http',
+    }),
+  });
+}
+
+export const paymentsNotConfigured = (setting: string) =>
+  new AppError('PAYMENTS_NOT_CONFIGURED', `Payments are not configured on this service: set ${setting}`);
+
+/** A Stripe failure as the API reports it: the status, never Stripe's text (it may quote the request). */
+export function paymentProviderError(error: unknown): AppError {
+  const status = error instanceof Stripe.errors.StripeError ? error.statusCode : undefined;
+  return new AppError(
+    'PAYMENT_PROVIDER_ERROR',
+    status ? `The payment provider answered HTTP ${status}` : 'The payment provider could not be reached',
+  );
+}

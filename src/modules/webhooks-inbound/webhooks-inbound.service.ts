@@ -1,0 +1,133 @@
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import Stripe from 'stripe';
+import { z } from 'zod';
+import type { AppDeps } from '../../deps.ts';
+import { AppError, notFound, validationError } from '../../shared/errors.ts';
+import { type CreditsService, createCreditsService } from '../credits/credits.service.ts';
+import { paymentsNotConfigured } from '../credits/credits.stripe.ts';
+import { inboundWebhookRepository } from './webhooks-inbound.repository.ts';
+
+export const INBOUND_PROVIDERS = ['stripe', 'standard'] as const;
+export type InboundProvider = (typeof INBOUND_PROVIDERS)[number];
+
+/** Stripe events that may complete a credit purchase (an asynchronous payment succeeds later). */
+const CHECKOUT_EVENTS = new Set(['checkout.session.completed', 'checkout.session.async_payment_succeeded']);
+
+const eventId = z.string().min(1).max(255);
+const stripeEvent = z.object({
+  id: eventId,
+  type: z.string().min(1).max(255),
+  data: z.object({ object: z.record(z.string(), z.unknown()) }),
+});
+const checkoutSession = z.object({
+  id: z.string().min(1).max(255),
+  payment_status: z.string().nullish(),
+  metadata: z.record(z.string(), z.string()).nullish(),
+});
+const standardEvent = z.object({ type: z.string().min(1).max(255).optional() }).loose();
+
+const invalidSignature = (field: string, message: string) =>
+  new AppError('INVALID_SIGNATURE', `The webhook signature does not verify: ${message}`, {
+    details: [{ field, message }],
+  });
+
+/** A zod failure as a 400 naming the field, `prefix` first (`data.object.id`). */
+function parse<T extends z.ZodType>(schema: T, value: unknown, prefix = ''): z.output<T> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  throw validationError(`${prefix}${issue.path.join('.')}` || 'body', issue.message);
+}
+
+const header = (headers: Record<string, string | string[] | undefined>, name: string) => {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+};
+
+export interface VerifiedEvent {
+  id: string;
+  type: string | null;
+  payload: unknown;
+}
+
+/**
+ * Inbound webhooks (README "Inbound webhooks"): each provider's signature is checked on the raw body
+ * before anything is parsed or stored; a verified event is stored once per provider event id and
+ * processed in the same transaction, so a re-delivery, even a concurrent one, does nothing.
+ */
+export function createInboundWebhookService(
+  deps: Pick<AppDeps, 'db' | 'config' | 'clock' | 'credits' | 'logger'>,
+  options: { credits?: CreditsService } = {},
+) {
+  const credits = options.credits ?? createCreditsService(deps);
+  const standard = deps.config.INBOUND_WEBHOOK_SECRET ? new Webhook(deps.config.INBOUND_WEBHOOK_SECRET) : undefined;
+
+  function verifyStripe(raw: Buffer, headers: Record<string, string | string[] | undefined>): VerifiedEvent {
+    const secret = deps.config.STRIPE_WEBHOOK_SECRET;
+    if (!secret) throw paymentsNotConfigured('STRIPE_WEBHOOK_SECRET');
+    const signature = header(headers, 'stripe-signature');
+    if (!signature) throw invalidSignature('stripe-signature', 'the Stripe-Signature header is missing');
+    let event: unknown;
+    try {
+      event = Stripe.webhooks.constructEvent(raw, signature, secret);
+    } catch (error) {
+      if (error instanceof Stripe.errors.StripeSignatureVerificationError)
+        throw invalidSignature('stripe-signature', 'no signature matches the body, or it is too old');
+      throw validationError('body', 'must be a JSON event');
+    }
+    const parsed = parse(stripeEvent, event);
+    return { id: parsed.id, type: parsed.type, payload: event };
+  }
+
+  function verifyStandard(raw: Buffer, headers: Record<string, string | string[] | undefined>): VerifiedEvent {
+    if (!standard) throw notFound('Inbound webhook provider');
+    const wanted = ['webhook-id', 'webhook-timestamp', 'webhook-signature'] as const;
+    const given: Record<string, string> = {};
+    for (const name of wanted) {
+      const value = header(headers, name);
+      if (!value) throw invalidSignature(name, `the ${name} header is missing`);
+      given[name] = value;
+    }
+    let payload: unknown;
+    try {
+      payload = standard.verify(raw, given);
+    } catch (error) {
+      if (error instanceof WebhookVerificationError)
+        throw invalidSignature('webhook-signature', 'no signature matches the body, or it is too old');
+      throw validationError('body', 'must be JSON');
+    }
+    const parsed = parse(standardEvent, payload);
+    return { id: parse(eventId, given['webhook-id'], 'webhook-id'), type: parsed.type ?? null, payload };
+  }
+
+  return {
+    /** Verifies, stores and processes one delivery; `duplicate` when its event id was seen before. */
+    async receive(
+      provider: string,
+      raw: Buffer,
+      headers: Record<string, string | string[] | undefined>,
+    ): Promise<{ received: true; duplicate: boolean }> {
+      let event: VerifiedEvent;
+      if (provider === 'stripe') event = verifyStripe(raw, headers);
+      else if (provider === 'standard') event = verifyStandard(raw, headers);
+      else throw notFound('Inbound webhook provider');
+      const session =
+        provider === 'stripe' && event.type && CHECKOUT_EVENTS.has(event.type)
+          ? parse(checkoutSession, (event.payload as { data: { object: unknown } }).data.object, 'data.object.')
+          : undefined;
+      const fresh = await deps.db.transaction(async (tx) => {
+        const stored = await inboundWebhookRepository(tx).record({
+          provider,
+          eventId: event.id,
+          type: event.type,
+          payload: event.payload,
+          receivedAt: deps.clock.now(),
+        });
+        if (stored && session) await credits.completeCheckout(tx, session);
+        return stored;
+      });
+      if (!fresh) deps.logger.info({ provider, eventId: event.id }, 'inbound webhook seen before; ignored');
+      return { received: true, duplicate: !fresh };
+    },
+  };
+}

@@ -1,0 +1,225 @@
+import type { Config, CreditPrices } from '../config.ts';
+import type { Db, Tx } from '../db/client.ts';
+import type { CreditTransactionKind } from '../db/schema/index.ts';
+import { creditsRepository } from '../modules/credits/credits.repository.ts';
+import type { Clock } from './clock.ts';
+import { AppError, validationError } from './errors.ts';
+import { emitEvent } from './events.ts';
+
+/**
+ * Credits in one call from any service, inside the caller's transaction (README "Credits"). Every
+ * change locks the user's balance row, writes the new balance and appends one ledger row; the balance
+ * never goes below zero (and a CHECK constraint refuses it should code ever try).
+ */
+
+/** What is metered, each with its unit: a page crawled, an email validated, an AI token. */
+export const METERED_FEATURES = ['pages', 'email_validations', 'ai_tokens'] as const;
+export type MeteredFeature = (typeof METERED_FEATURES)[number];
+
+/** AI tokens are priced per block of this many (a call's tokens are rounded up to whole blocks). */
+export const AI_TOKENS_PER_PRICE_UNIT = 1_000;
+
+export const meteredUnit: Record<MeteredFeature, string> = {
+  pages: 'page crawled',
+  email_validations: 'email validated',
+  ai_tokens: `${AI_TOKENS_PER_PRICE_UNIT.toLocaleString('en')} AI tokens (input + output, rounded up per call)`,
+};
+
+/** Credits that `units` of `feature` cost. */
+export function costOf(prices: CreditPrices, feature: MeteredFeature, units: number): number {
+  if (units <= 0) return 0;
+  if (feature === 'ai_tokens') return Math.ceil(units / AI_TOKENS_PER_PRICE_UNIT) * prices.ai_tokens;
+  return units * prices[feature];
+}
+
+export interface SpendOptions {
+  /**
+   * Work already done (pages stored, tokens used): take what the balance has, down to zero, instead of
+   * refusing. `paidUnits` then says how many units were paid for.
+   */
+  partial?: boolean;
+  /** Shown on the ledger row: `job …`, `lead …`, the AI feature. */
+  reason?: string;
+}
+
+export interface SpendResult {
+  /** Credits taken. */
+  charged: number;
+  /** Units paid for: all of them unless a partial spend ran out. */
+  paidUnits: number;
+  /** The balance after; null when metering is off. */
+  balance: number | null;
+}
+
+type Conn = Db | Tx;
+
+export interface Credits {
+  /** CREDITS_ENABLED: false turns metering (assert/spend) into no-ops. */
+  readonly enabled: boolean;
+  readonly prices: CreditPrices;
+  /** Opens the user's account with the signup grant (CREDITS_SIGNUP_GRANT); does nothing when it exists. */
+  openAccount(db: Conn, userId: string): Promise<void>;
+  /** The balance (opening the account with the grant on first use). */
+  balance(db: Conn, userId: string): Promise<number>;
+  /** 402 INSUFFICIENT_CREDITS unless the balance pays for `units` of `feature`; nothing is taken. */
+  assert(db: Conn, userId: string, feature: MeteredFeature, units?: number): Promise<void>;
+  /** Takes the cost of `units` of `feature`: all of it or 402 (default), or what there is (`partial`). */
+  spend(db: Conn, userId: string, feature: MeteredFeature, units: number, options?: SpendOptions): Promise<SpendResult>;
+  /** An admin's change, either sign; a debit beyond the balance is a 400 naming `amount`. */
+  adjust(
+    db: Conn,
+    userId: string,
+    amount: number,
+    reason: string,
+    actor: string,
+    kind?: Extract<CreditTransactionKind, 'adjustment' | 'refund'>,
+  ): Promise<{ balance: number }>;
+  /** Credits a purchase once per `reference` (a Checkout Session id). */
+  purchase(db: Conn, userId: string, amount: number, reference: string): Promise<{ balance: number }>;
+}
+
+export const insufficientCredits = (needed: number, balance: number) =>
+  new AppError(
+    'INSUFFICIENT_CREDITS',
+    `Not enough credits: this needs ${needed}, the balance is ${balance}. Buy more with POST /api/credits/checkout.`,
+  );
+
+/** `emit` is where `credits.low` goes (the event outbox; tests record it). */
+export function createCredits(config: Config, clock: Clock, emit: typeof emitEvent = emitEvent): Credits {
+  const enabled = config.CREDITS_ENABLED;
+  const prices = config.CREDITS_PRICES;
+  const threshold = config.CREDITS_LOW_THRESHOLD;
+
+  /** The locked balance, opening the account (with its grant) first when there is none. */
+  async function locked(tx: Conn, userId: string): Promise<number> {
+    const repo = creditsRepository(tx);
+    const current = await repo.lockBalance(userId);
+    if (current !== undefined) return current;
+    await open(tx, userId);
+    return (await repo.lockBalance(userId)) ?? 0;
+  }
+
+  async function open(db: Conn, userId: string): Promise<void> {
+    const grant = config.CREDITS_SIGNUP_GRANT;
+    const now = clock.now();
+    await db.transaction(async (tx) => {
+      const repo = creditsRepository(tx);
+      if (!(await repo.openAccount(userId, grant, now)) || grant === 0) return;
+      await repo.append({
+        userId,
+        kind: 'grant',
+        amount: grant,
+        balanceAfter: grant,
+        reason: 'signup grant',
+        actor: 'system',
+        createdAt: now,
+      });
+    });
+  }
+
+  async function balance(db: Conn, userId: string): Promise<number> {
+    const current = await creditsRepository(db).readBalance(userId);
+    if (current !== undefined) return current;
+    await open(db, userId);
+    return (await creditsRepository(db).readBalance(userId)) ?? 0;
+  }
+
+  /** Applies `amount` (either sign) to a locked balance, appends the ledger row, and reports a low crossing. */
+  async function apply(
+    tx: Conn,
+    userId: string,
+    before: number,
+    row: {
+      kind: CreditTransactionKind;
+      amount: number;
+      feature?: string;
+      units?: number;
+      reason?: string;
+      actor?: string;
+      reference?: string;
+    },
+  ): Promise<number> {
+    const after = before + row.amount;
+    const now = clock.now();
+    const repo = creditsRepository(tx);
+    await repo.setBalance(userId, after, now);
+    await repo.append({ userId, ...row, balanceAfter: after, createdAt: now });
+    // Once per crossing: only the change that takes the balance from at/above the threshold to below it.
+    if (threshold > 0 && before >= threshold && after < threshold) {
+      await emit(tx, userId, 'credits.low', { balance: after, threshold });
+    }
+    return after;
+  }
+
+  return {
+    enabled,
+    prices,
+    openAccount: open,
+
+    balance,
+
+    async assert(db, userId, feature, units = 1) {
+      if (!enabled) return;
+      const needed = costOf(prices, feature, units);
+      if (needed === 0) return;
+      const current = await balance(db, userId);
+      if (current < needed) throw insufficientCredits(needed, current);
+    },
+
+    async spend(db, userId, feature, units, options = {}) {
+      const cost = costOf(prices, feature, units);
+      if (!enabled || cost === 0) return { charged: 0, paidUnits: units, balance: null };
+      // A savepoint inside the caller's transaction, or a transaction of its own.
+      return db.transaction(async (tx) => {
+        const before = await locked(tx, userId);
+        let charged = cost;
+        let paidUnits = units;
+        if (before < cost) {
+          if (!options.partial) throw insufficientCredits(cost, before);
+          if (feature === 'ai_tokens') {
+            charged = before;
+            paidUnits = Math.floor((units * before) / cost);
+          } else {
+            paidUnits = Math.floor(before / prices[feature]);
+            charged = paidUnits * prices[feature];
+          }
+        }
+        if (charged === 0) return { charged, paidUnits, balance: before };
+        const balance = await apply(tx, userId, before, {
+          kind: 'usage',
+          amount: -charged,
+          feature,
+          units: paidUnits,
+          reason: options.reason,
+          actor: 'system',
+        });
+        return { charged, paidUnits, balance };
+      });
+    },
+
+    async adjust(db, userId, amount, reason, actor, kind = 'adjustment') {
+      if (!Number.isSafeInteger(amount) || amount === 0) throw validationError('amount', 'a non-zero whole number');
+      return db.transaction(async (tx) => {
+        const before = await locked(tx, userId);
+        if (before + amount < 0) {
+          throw validationError('amount', `would take the balance below zero (the balance is ${before})`);
+        }
+        return { balance: await apply(tx, userId, before, { kind, amount, reason, actor }) };
+      });
+    },
+
+    async purchase(db, userId, amount, reference) {
+      return db.transaction(async (tx) => {
+        const before = await locked(tx, userId);
+        const balance = await apply(tx, userId, before, {
+          kind: 'purchase',
+          amount,
+          reason: 'credits purchased',
+          actor: 'stripe',
+          reference,
+        });
+        return { balance };
+      });
+    },
+  };
+}
