@@ -15,6 +15,12 @@ import { freePort } from '../test/helpers/process.ts';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
+/**
+ * The signup grant of bench users: metering stays on (its cost is part of every figure), with credits
+ * enough that no bench runs out.
+ */
+export const BENCH_CREDITS_GRANT = '100000000';
+
 export function percentile(sorted: number[], p: number): number {
   if (!sorted.length) return NaN;
   const idx = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
@@ -200,6 +206,7 @@ export async function startBenchService(name: string, options: { workers: boolea
     LOG_LEVEL: 'silent',
     DATA_DIR: dataDir,
     DATABASE_POOL_SIZE: '16',
+    CREDITS_SIGNUP_GRANT: BENCH_CREDITS_GRANT,
   });
   const runtime = await startRuntime(config, { http: true, workers: options.workers });
   const stop = async () => {

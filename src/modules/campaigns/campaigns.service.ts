@@ -142,6 +142,18 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
     return rules.map((r) => ({ ruleId: lower(r.ruleId), weight: r.weight }));
   }
 
+  /** The campaign's rules as they are must fit `profileTypeId` (a 400 naming `profileTypeId` otherwise). */
+  async function checkKeptRules(tx: Tx, userId: string, campaignId: string, profileTypeId: string): Promise<void> {
+    const kept = (await repo.links(tx).rulesOf([campaignId])).get(campaignId)!;
+    await checkRules(
+      tx,
+      userId,
+      kept.map((r) => ({ ...r, field: 'profileTypeId' })),
+      profileTypeId,
+      'profileTypeId',
+    );
+  }
+
   async function view(row: CampaignRow, q: Tx | undefined = undefined): Promise<CampaignView> {
     const l = q ? repo.links(q) : repo;
     const [sourceIds, rules] = await Promise.all([l.sourceIdsOf([row.id]), l.rulesOf([row.id])]);
@@ -220,14 +232,7 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
           links = await checkRules(tx, userId, rules, profileTypeId);
         } else if (profileTypeId && profileTypeId !== current.profileTypeId) {
           // The kept rules must fit the new profile type.
-          const kept = (await repo.links(tx).rulesOf([current.id])).get(current.id)!;
-          await checkRules(
-            tx,
-            userId,
-            kept.map((r) => ({ ...r, field: 'profileTypeId' })),
-            profileTypeId,
-            'profileTypeId',
-          );
+          await checkKeptRules(tx, userId, current.id, profileTypeId);
         }
         const values: Partial<CampaignRow> = {};
         if (input.name !== undefined) values.name = input.name;
@@ -345,14 +350,7 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
         if (locked.profileTypeId && locked.profileTypeId !== profileTypeId)
           throw validationError('profileTypeId', 'the campaign already has another profile type');
         if (!locked.profileTypeId) {
-          const kept = (await repo.links(tx).rulesOf([locked.id])).get(locked.id)!;
-          await checkRules(
-            tx,
-            userId,
-            kept.map((r) => ({ ...r, field: 'profileTypeId' })),
-            profileTypeId,
-            'profileTypeId',
-          );
+          await checkKeptRules(tx, userId, locked.id, profileTypeId);
         }
         const now = deps.clock.now();
         const created = await repo.insertRules(

@@ -9,6 +9,7 @@
  * `textOf` in extract-html.ts (same skipped and block tags).
  */
 import { errors, type Page } from 'playwright-core';
+import { BLOCK_TAGS, SKIP_TEXT } from './extract-html.ts';
 import { type ExtractOptions, type ExtractResult, postprocess, type RawExtraction } from './postprocess.ts';
 import { CrawlError } from './scraping.types.ts';
 import { type ParsedSelectors, parseSelector, type Sel } from './selectors.ts';
@@ -18,6 +19,8 @@ export type { ExtractOptions, ExtractResult } from './postprocess.ts';
 interface InPageArgs {
   parsed: ParsedSelectors;
   collectText: boolean;
+  skipText: string[];
+  blockTags: string[];
 }
 type InPageResult = RawExtraction | { error: string };
 
@@ -70,49 +73,9 @@ interface PHit {
 function extractInPageFunction(args: InPageArgs): InPageResult {
   const win = globalThis as unknown as PWindow;
   const doc = win.document;
-  const SKIP_TEXT = new Set(['script', 'style', 'noscript', 'template']);
-  const BLOCK_TAGS = new Set([
-    'address',
-    'article',
-    'aside',
-    'blockquote',
-    'br',
-    'caption',
-    'dd',
-    'div',
-    'dl',
-    'dt',
-    'fieldset',
-    'figcaption',
-    'figure',
-    'footer',
-    'form',
-    'h1',
-    'h2',
-    'h3',
-    'h4',
-    'h5',
-    'h6',
-    'header',
-    'hr',
-    'li',
-    'main',
-    'nav',
-    'ol',
-    'option',
-    'p',
-    'pre',
-    'section',
-    'table',
-    'tbody',
-    'td',
-    'tfoot',
-    'th',
-    'thead',
-    'title',
-    'tr',
-    'ul',
-  ]);
+  // The page function cannot import: the tag lists of the HTML extractor arrive as arguments.
+  const SKIP_TEXT = new Set(args.skipText);
+  const BLOCK_TAGS = new Set(args.blockTags);
   const LINK_TAGS = new Set(['a', 'area', 'link']);
 
   const textOf = (node: PNode): string => {
@@ -241,7 +204,12 @@ export async function extractInPage(
   pageUrl: string,
   opts: ExtractOptions = {},
 ): Promise<ExtractResult> {
-  const raw = await page.evaluate(extractInPageFunction, { parsed, collectText: !!opts.collectText });
+  const raw = await page.evaluate(extractInPageFunction, {
+    parsed,
+    collectText: !!opts.collectText,
+    skipText: [...SKIP_TEXT],
+    blockTags: [...BLOCK_TAGS],
+  });
   if ('error' in raw) throw new CrawlError('invalid_selector', raw.error);
   return postprocess(raw, parsed, pageUrl);
 }

@@ -40,7 +40,7 @@ const isElement = (n: AnyNode): n is Element => {
 };
 
 /** Subtrees whose text is not page text (and that browsers do not render as text). */
-const SKIP_TEXT = new Set(['script', 'style', 'noscript', 'template']);
+export const SKIP_TEXT = new Set(['script', 'style', 'noscript', 'template']);
 /** Elements whose boundaries separate words (`<p>a</p><p>b</p>` is "a b", not "ab"). */
 export const BLOCK_TAGS = new Set([
   'address',
