@@ -19,6 +19,7 @@ import { projectRoutes } from './modules/projects/projects.routes.ts';
 import { sourceDiscoveryRoutes } from './modules/source-discovery/source-discovery.routes.ts';
 import { sourceRoutes } from './modules/sources/sources.routes.ts';
 import { userRoutes } from './modules/users/users.routes.ts';
+import { webhookRoutes } from './modules/webhooks/webhooks.routes.ts';
 import type { RouteModule, TypedApp } from './route-module.ts';
 import { registerAuth } from './shared/auth.ts';
 import { answerClientError } from './shared/client-error.ts';
@@ -51,6 +52,8 @@ const routeModules: RouteModule[] = [
   accountRoutes,
   campaignRoutes,
   matchingRoutes,
+  // ---- outbound webhooks ----
+  webhookRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

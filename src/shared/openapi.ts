@@ -4,6 +4,7 @@ import scalar from '@scalar/fastify-api-reference';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
+import { openApiWebhooks } from './event-payloads.ts';
 
 /**
  * The OpenAPI document at `/api/openapi.json` (and the `/docs` page reading it), built from the route
@@ -30,6 +31,13 @@ export const openApiTags = [
   { name: 'Accounts', description: 'Companies computed from your leads (email domain or company name), with notes.' },
   { name: 'Deal Campaigns', description: 'An ideal-customer target tying sources, a profile type and matching rules.' },
   { name: 'Matching Engine', description: 'Rules (FILTER, SCORED or AI) qualifying the profiles of one type.' },
+  // ---- outbound webhooks ----
+  {
+    name: 'Webhooks',
+    description:
+      'Signed event deliveries to your endpoints (Standard Webhooks), retried with backoff; the events and their ' +
+      'payloads are listed under `webhooks`.',
+  },
 ];
 
 /**
@@ -123,6 +131,14 @@ export const operationIds: Record<string, string> = {
   'POST /api/matching/preview': 'previewMatchingRule',
   'POST /api/matching/execute': 'executeMatchingRule',
   'GET /api/matching/results': 'listMatchingResults',
+  // ---- outbound webhooks ----
+  'POST /api/webhooks': 'createWebhook',
+  'GET /api/webhooks': 'listWebhooks',
+  'PATCH /api/webhooks/{id}': 'updateWebhook',
+  'DELETE /api/webhooks/{id}': 'deleteWebhook',
+  'POST /api/webhooks/{id}/test': 'sendWebhookTest',
+  'GET /api/webhooks/{id}/deliveries': 'listWebhookDeliveries',
+  'POST /api/webhooks/deliveries/{deliveryId}/replay': 'replayWebhookDelivery',
 };
 
 /** `/api/leads/:id` → `/api/leads/{id}` (the document's form of a path). */
@@ -243,6 +259,8 @@ export async function registerOpenApi(app: FastifyInstance, config: Pick<Config,
         securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key `qk_live_…`' } },
       },
       security: [{ bearer: [] }],
+      // What Quarry POSTs to webhook endpoints: one entry per event type with its payload.
+      webhooks: openApiWebhooks() as Record<string, never>,
     },
     transform: (input) => {
       const { schema, url } = jsonSchemaTransform(input);

@@ -10,3 +10,4 @@ export * from './profiles.ts';
 export * from './projects.ts';
 export * from './sources.ts';
 export * from './users.ts';
+export * from './webhooks.ts';

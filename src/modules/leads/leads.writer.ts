@@ -8,7 +8,7 @@ import type { CrawledPage, ExtractedItem } from '../scraping/scraping.types.ts';
 import { LEAD_FIELD_KEYS, type LeadFieldKey } from '../scraping/selectors.ts';
 import { leadRepository, type ScrapedLead } from './leads.repository.ts';
 import { LEAD_LIMITS } from './leads.schemas.ts';
-import { initialLeadStatus } from './leads.service.ts';
+import { emitLeadsCreated, initialLeadStatus } from './leads.service.ts';
 
 /** Selector keys that fill lead columns (fullName is split into first/last by extraction); others are custom fields. */
 type LeadColumn = Exclude<LeadFieldKey, 'fullName'>;
@@ -116,7 +116,6 @@ export function createLeadWriter(
   const profileFields = ctx.profileType?.fields ?? [];
   const schema = ctx.profileType && deps.ai.configured ? profileSchema(profileFields) : undefined;
   const owner = { userId: ctx.userId, sourceId: ctx.sourceId, jobId: ctx.jobId };
-  const leadsRepo = leadRepository(deps.db);
   let buffer: Pending[] = [];
   // The write in progress (or the last one), and the one queued after it that takes the buffer when it starts.
   let current: Promise<void> = Promise.resolve();
@@ -172,14 +171,11 @@ export function createLeadWriter(
     if (!batch.length) return;
     const leads = batch.map((p) => p.lead);
     try {
-      let inserted: number;
-      if (!ctx.profileType) {
-        // One statement, no transaction: nothing else has to commit with it.
-        inserted = (await leadsRepo.insertScraped(owner, leads)).length;
-      } else {
+      // The leads, their profiles and the batch's `lead.created` event (README, Webhooks) commit together.
+      const inserted = await deps.db.transaction(async (tx) => {
+        const ids = await leadRepository(tx).insertScraped(owner, leads);
         const profileType = ctx.profileType;
-        inserted = await deps.db.transaction(async (tx) => {
-          const ids = await leadRepository(tx).insertScraped(owner, leads);
+        if (profileType) {
           const profileOf = new Map(batch.map((p) => [p.lead.id, p]));
           const items = ids.flatMap((id) => {
             const p = profileOf.get(id)!;
@@ -190,9 +186,10 @@ export function createLeadWriter(
               { ...owner, profileTypeId: profileType.id },
               items,
             );
-          return ids.length;
-        });
-      }
+        }
+        if (ids.length) await emitLeadsCreated(tx, ctx.userId, ids, { jobId: ctx.jobId, sourceId: ctx.sourceId });
+        return ids.length;
+      });
       failedWrites = 0;
       if (inserted) options.onStored?.(inserted);
     } catch (error) {
