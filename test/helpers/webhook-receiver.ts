@@ -15,10 +15,12 @@ export interface ReceivedRequest {
   body: string;
   /** Date.now() when the body had arrived. */
   at: number;
+  /** Set once the answer was written completely (not when the sender went away first). */
+  answered: boolean;
 }
 
-/** What to answer: a status and body, or `hang` (never answer; the sender times out). */
-export type Answer = { status: number; body?: string } | 'hang';
+/** What to answer: a status and body, after `delayMs`; or `hang` (never answer; the sender times out). */
+export type Answer = { status: number; body?: string; delayMs?: number } | 'hang';
 
 export interface WebhookReceiver {
   url: string;
@@ -45,6 +47,7 @@ export async function startWebhookReceiver(initial: Answer = { status: 200, body
         rawHeaders: req.rawHeaders,
         body: Buffer.concat(chunks).toString('utf8'),
         at: Date.now(),
+        answered: false,
       };
       requests.push(received);
       const a = typeof answer === 'function' ? answer(received, requests.length - 1) : answer;
@@ -53,8 +56,14 @@ export async function startWebhookReceiver(initial: Answer = { status: 200, body
         res.on('close', () => hanging.delete(res));
         return;
       }
-      res.writeHead(a.status, { 'content-type': 'text/plain' });
-      res.end(a.body ?? '');
+      res.on('finish', () => (received.answered = true));
+      const reply = () => {
+        if (res.destroyed) return;
+        res.writeHead(a.status, { 'content-type': 'text/plain' });
+        res.end(a.body ?? '');
+      };
+      if (a.delayMs) setTimeout(reply, a.delayMs);
+      else reply();
     });
   });
   server.keepAliveTimeout = 30_000;
