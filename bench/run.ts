@@ -2,8 +2,9 @@
  * `npm run bench`: measures the service against baselines taken in the same run and prints
  * PASS/FAIL against the figures the issues ask for; exits 1 when any figure is below its target. PostgreSQL: BENCH_DATABASE_URL, else
  * TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test (a scratch database is made).
- * Sections: `npm run bench -- foundation`, `npm run bench -- scraping`, `matching` (default: all).
+ * Sections: `npm run bench -- foundation`, `npm run bench -- scraping`, `matching`, `events` (default: all).
  */
+import { benchEvents } from './events.ts';
 import { benchFoundation } from './foundation.ts';
 import { printTable, type Row } from './lib.ts';
 import { benchMatching } from './matching.ts';
@@ -13,6 +14,7 @@ const sections: Record<string, () => Promise<Row[]>> = {
   foundation: benchFoundation,
   scraping: benchScraping,
   matching: benchMatching,
+  events: benchEvents,
 };
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const unknown = wanted.filter((name) => !(name in sections));

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { eq } from 'drizzle-orm';
-import { webhookEndpoints } from '../src/db/schema/index.ts';
+import { webhookAttempts, webhookEndpoints } from '../src/db/schema/index.ts';
 import { RETRY_DELAYS_MS, WEBHOOK_USER_AGENT } from '../src/modules/webhooks/webhooks.dispatcher.ts';
 import { DAY_MS, ManualClock } from '../src/shared/clock.ts';
 import { eventEnvelopeSchema } from '../src/shared/event-payloads.ts';
@@ -162,7 +162,10 @@ describe('endpoints: create, list, update, delete', () => {
     ] as const)
       assertError(await ctx.call(bob, method, url, body), 404, 'NOT_FOUND');
     assert.equal(await listed(bob, hook.id), undefined);
+    const attemptsOf = () => ctx.deps.db.select().from(webhookAttempts).where(eq(webhookAttempts.endpointId, hook.id));
+    await eventually(async () => (await attemptsOf()).length === 1);
     assert.equal((await ctx.call(alice, 'DELETE', `/api/webhooks/${hook.id}`)).statusCode, 200);
+    assert.deepEqual(await attemptsOf(), [], 'its deliveries and their attempts go with it');
     assertError(await ctx.call(alice, 'GET', `/api/webhooks/${hook.id}/deliveries`), 404, 'NOT_FOUND');
     assertError(await ctx.call(alice, 'POST', `/api/webhooks/deliveries/${deliveryId}/replay`), 404, 'NOT_FOUND');
   });

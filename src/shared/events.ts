@@ -59,8 +59,8 @@ export async function recordEvent(
       VALUES (${eventId}, ${userId}, ${type}, ${JSON.stringify(data)}::jsonb, ${at})
       RETURNING id
     ), dl AS (
-      INSERT INTO webhook_deliveries (id, user_id, event_id, endpoint_id, created_at, updated_at)
-      SELECT t.delivery_id, ${userId}, ev.id, t.endpoint_id, now(), now()
+      INSERT INTO webhook_deliveries (id, user_id, event_id, endpoint_id, next_attempt_at, created_at, updated_at)
+      SELECT t.delivery_id, ${userId}, ev.id, t.endpoint_id, '-infinity', now(), now()
       FROM ev, unnest(${uuidArray(deliveryIds)}::uuid[], ${uuidArray(endpoints.map((e) => e.id))}::uuid[])
         AS t(delivery_id, endpoint_id)
       RETURNING 1

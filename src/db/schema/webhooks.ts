@@ -73,7 +73,7 @@ export const webhookDeliveries = pgTable(
     status: text('status', { enum: webhookDeliveryStatuses }).notNull().default('pending'),
     /** Attempts made in the current schedule (a replay starts a new one). */
     attempts: integer('attempts').notNull().default(0),
-    /** When the next attempt is due; null: at once. */
+    /** When the next attempt of a pending delivery is due (`-infinity`: at once); null once it is done. */
     nextAttemptAt: tsColumn('next_attempt_at'),
     leaseOwner: text('lease_owner'),
     leaseUntil: tsColumn('lease_until'),
@@ -83,18 +83,20 @@ export const webhookDeliveries = pgTable(
   (t) => [
     uniqueIndex('webhook_deliveries_event_endpoint_idx').on(t.eventId, t.endpointId),
     index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.id),
-    index('webhook_deliveries_due_idx').on(t.nextAttemptAt.asc().nullsFirst()).where(sql`${t.status} = 'pending'`),
+    index('webhook_deliveries_due_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'pending'`),
   ],
 );
 
-/** Every attempt to send a delivery: what the endpoint answered (first 1 KB), how fast, and what comes next. */
+/**
+ * Every attempt to send a delivery: what the endpoint answered (first 1 KB), how fast, and what comes next.
+ * No foreign key: the per-row check would lock the delivery row again on every attempt; a statement-level
+ * trigger on `webhook_deliveries` (migration 0003) deletes the attempts of deleted deliveries.
+ */
 export const webhookAttempts = pgTable(
   'webhook_attempts',
   {
     id: idColumn(),
-    deliveryId: uuid('delivery_id')
-      .notNull()
-      .references(() => webhookDeliveries.id, { onDelete: 'cascade' }),
+    deliveryId: uuid('delivery_id').notNull(),
     endpointId: uuid('endpoint_id').notNull(),
     attempt: integer('attempt').notNull(),
     success: boolean('success').notNull(),

@@ -20,8 +20,8 @@ export const WEBHOOK_USER_AGENT = 'Quarry-Webhooks/1.0';
 /** Bytes of an endpoint's answer kept with the attempt. */
 const RESPONSE_EXCERPT_BYTES = 1024;
 const CLAIM_MAX = 200;
-const FLUSH_ROWS = 200;
-const FLUSH_EVERY_MS = 10;
+const FLUSH_ROWS = 500;
+const FLUSH_EVERY_MS = 25;
 
 export type WebhookDispatcher = ReturnType<typeof createWebhookDispatcher>;
 
@@ -44,9 +44,31 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
   // Claims are only made for sends that start at once: the lease covers the request and the recording.
   const leaseMs = 2 * timeoutMs + 5_000;
   const log = deps.logger.child({ component: 'webhooks' });
+  const secrets = new Map<string, string>();
+  /** Decrypted once per process (a secret changes only by rotation, which makes a new ciphertext). */
+  const openSecret = (sealed: string): string => {
+    let plain = secrets.get(sealed);
+    if (plain === undefined) {
+      plain = box.open(sealed);
+      if (secrets.size >= 10_000) secrets.delete(secrets.keys().next().value!);
+      secrets.set(sealed, plain);
+    }
+    return plain;
+  };
+  /** The body of the latest event, shared by its deliveries to several endpoints (claimed together). */
+  let lastBody: { eventId: string; body: string } | undefined;
+  const bodyOf = (row: ClaimedDelivery): string => {
+    if (lastBody?.eventId !== row.eventId) {
+      const body = JSON.stringify({ type: row.type, timestamp: row.createdAt.toISOString(), data: row.data });
+      lastBody = { eventId: row.eventId, body };
+    }
+    return lastBody.body;
+  };
 
   let stopped = true;
   let inFlight = 0;
+  /** Claimed here, waiting for a free slot. */
+  const waiting: ClaimedDelivery[] = [];
   let draining = false;
   let signals = 0;
   let mayHaveMore = false;
@@ -64,18 +86,25 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
     if (!draining && !stopped) void drain();
   }
 
+  /**
+   * Claims while fewer than 2 × WEBHOOK_CONCURRENCY deliveries are in flight or waiting here, so the next ones
+   * are at hand when a send ends (a claim is a database round trip). One waits at most one send's timeout for a
+   * free slot, well inside its lease.
+   */
   async function drain(): Promise<void> {
     draining = true;
     try {
       while (!stopped) {
-        if (inFlight >= concurrency) {
+        const room = 2 * concurrency - inFlight - waiting.length;
+        if (room < concurrency / 2) {
           mayHaveMore = true;
           return;
         }
         const seen = signals;
-        const want = Math.min(concurrency - inFlight, CLAIM_MAX);
+        const want = Math.min(room, CLAIM_MAX);
         const rows = await repo.claimDue(owner, deps.clock.now(), want, leaseMs);
-        for (const row of rows) start(row);
+        waiting.push(...rows);
+        startWaiting();
         if (rows.length < want && signals === seen) {
           mayHaveMore = false;
           return;
@@ -88,14 +117,18 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
     }
   }
 
-  function start(row: ClaimedDelivery): void {
-    inFlight++;
-    void send(row)
-      .catch((err) => log.error({ err, deliveryId: row.id }, 'webhook delivery crashed'))
-      .finally(() => {
-        inFlight--;
-        if (mayHaveMore && inFlight <= concurrency / 2) wake();
-      });
+  function startWaiting(): void {
+    while (inFlight < concurrency && waiting.length && !stopped) {
+      const row = waiting.shift()!;
+      inFlight++;
+      void send(row)
+        .catch((err) => log.error({ err, deliveryId: row.id }, 'webhook delivery crashed'))
+        .finally(() => {
+          inFlight--;
+          startWaiting();
+          if (mayHaveMore && inFlight + waiting.length <= concurrency) wake();
+        });
+    }
   }
 
   async function send(row: ClaimedDelivery): Promise<void> {
@@ -117,8 +150,8 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
     if (!row.enabled) return record({ ...result, cancelled: true });
     const began = performance.now();
     try {
-      const secrets = [row.secret, row.previousSecret].flatMap((s) => (s ? [box.open(s)] : []));
-      const body = JSON.stringify({ type: row.type, timestamp: row.createdAt.toISOString(), data: row.data });
+      const secrets = [row.secret, row.previousSecret].flatMap((s) => (s ? [openSecret(s)] : []));
+      const body = bodyOf(row);
       // The signature's timestamp is the wall clock: receivers check it against theirs (5-minute tolerance).
       const sentAt = new Date();
       const answer = await client.send({
@@ -227,6 +260,12 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
       for (const cleanup of cleanups.splice(0)) cleanup();
       clearTimeout(sweepTimer);
       clearTimeout(retryTimer);
+      await repo
+        .release(
+          owner,
+          waiting.splice(0).map((row) => row.id),
+        )
+        .catch(() => {});
       const deadline = Date.now() + timeoutMs + 1_000;
       while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       await flush();

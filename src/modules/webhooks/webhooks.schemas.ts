@@ -43,7 +43,10 @@ export const webhookHealthView = z
       .nullable()
       .describe('Share of the last 100 attempts (at most) answered 2xx, 0–1; null before the first attempt'),
     recentAttempts: z.int().describe('Attempts the success rate is computed over'),
-    lastSuccessAt: z.string().nullable(),
+    lastSuccessAt: z
+      .string()
+      .nullable()
+      .describe('Kept to the second: the successes of a busy endpoint are not each written'),
     lastFailureAt: z.string().nullable(),
     lastFailureReason: z.string().nullable(),
     failingSince: z.string().nullable().describe('Failing without a success since then; 5 days of it disable it'),

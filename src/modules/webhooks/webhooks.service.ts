@@ -187,7 +187,7 @@ export function createWebhookService(deps: Pick<AppDeps, 'db' | 'clock' | 'confi
         eventType: d.eventType,
         status: d.status,
         attemptCount: d.attempts,
-        nextAttemptAt: d.status === 'pending' ? (iso(d.nextAttemptAt) ?? d.updatedAt.toISOString()) : null,
+        nextAttemptAt: d.status === 'pending' ? iso(d.nextAttemptAt) : null,
         attempts: attempts.filter((a) => a.deliveryId === d.id).map(toAttemptView),
         createdAt: d.createdAt.toISOString(),
         updatedAt: d.updatedAt.toISOString(),
