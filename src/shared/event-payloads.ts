@@ -117,7 +117,7 @@ export function openApiWebhooks(): JsonObject {
             operationId: `${name}Webhook`,
             tags: ['Webhooks'],
             summary: type,
-            description: `${(eventDataSchemas[type] as z.ZodType).description ?? ''} Verify the signature before trusting it.`,
+            description: `${eventDataSchemas[type].description ?? ''} Verify the signature before trusting it.`,
             security: [],
             parameters: HEADERS.map(([header, description]) => ({
               name: header,

@@ -248,6 +248,11 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
     wake,
     async start(): Promise<void> {
       stopped = false;
+      if (deps.config.DATABASE_URL && !deps.config.SECRET_KEY)
+        log.warn(
+          'SECRET_KEY is not set: webhook secrets are sealed with DATA_DIR/secret.key, which processes on other ' +
+            'machines do not have (their deliveries would fail); set the same SECRET_KEY everywhere',
+        );
       cleanups.push(await deps.notifier.subscribe(WEBHOOK_WAKE_CHANNEL, wake));
       // Notifications sent while the listener was down are lost: look now.
       cleanups.push(deps.notifier.onReconnect(wake));
