@@ -6,7 +6,7 @@
  *   - throughput: BENCH_EVENTS events (default 10,000) × 5 endpoints, emitted in transactions of 100 while no
  *     dispatcher runs (the emission rate is shown), then one process's dispatcher started: deliveries/s until
  *     the last arrival, against a bare undici POST loop to the same receivers with the same concurrency
- *     (WEBHOOK_CONCURRENCY) measured in the same run.
+ *     (WEBHOOK_CONCURRENCY), run just before and just after in the same run (their mean).
  * `BENCH_EVENTS=500 npm run bench -- events` for a quick check.
  */
 import fs from 'node:fs';
@@ -155,6 +155,8 @@ export async function benchEvents(): Promise<Row[]> {
 
     // --- throughput ------------------------------------------------------------------------------
     await dispatcher.stop();
+    // The baseline before and after the service's turn (the machine's load drifts; their mean is used).
+    const bareBefore = await bareLoop(receivers, Math.min(EVENTS * ENDPOINTS, 50_000), config.WEBHOOK_CONCURRENCY);
     const base = total(receivers);
     const deliveries = EVENTS * ENDPOINTS;
     const emitStart = performance.now();
@@ -180,7 +182,8 @@ export async function benchEvents(): Promise<Row[]> {
       );
       left = row!.n;
     }
-    const bare = await bareLoop(receivers, Math.min(deliveries, 50_000), config.WEBHOOK_CONCURRENCY);
+    const bareAfter = await bareLoop(receivers, Math.min(deliveries, 50_000), config.WEBHOOK_CONCURRENCY);
+    const bare = (bareBefore + bareAfter) / 2;
     rows.push({
       name: `events emitted, transactions of ${EMIT_BATCH} (outbox and fan-out to ${ENDPOINTS} endpoints)`,
       value: `${emitRate.toFixed(0)} events/s`,
@@ -195,7 +198,7 @@ export async function benchEvents(): Promise<Row[]> {
     });
     rows.push({
       name: `bare undici POST loop, concurrency ${config.WEBHOOK_CONCURRENCY}, same receivers`,
-      value: `${bare.toFixed(0)}/s`,
+      value: `${bare.toFixed(0)}/s (${bareBefore.toFixed(0)} before, ${bareAfter.toFixed(0)} after)`,
       target: 'baseline',
       pass: null,
     });

@@ -20,8 +20,8 @@ export const WEBHOOK_USER_AGENT = 'Quarry-Webhooks/1.0';
 /** Bytes of an endpoint's answer kept with the attempt. */
 const RESPONSE_EXCERPT_BYTES = 1024;
 const CLAIM_MAX = 200;
-const FLUSH_ROWS = 500;
-const FLUSH_EVERY_MS = 25;
+const FLUSH_ROWS = 1000;
+const FLUSH_EVERY_MS = 50;
 
 export type WebhookDispatcher = ReturnType<typeof createWebhookDispatcher>;
 
