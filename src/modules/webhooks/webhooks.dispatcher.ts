@@ -41,7 +41,8 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
   const owner = `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const concurrency = deps.config.WEBHOOK_CONCURRENCY;
   const timeoutMs = deps.config.WEBHOOK_TIMEOUT_MS;
-  // Claims are only made for sends that start at once: the lease covers the request and the recording.
+  // A claimed delivery waits at most one send's timeout for a slot (claims stop at 2 × WEBHOOK_CONCURRENCY), then
+  // takes at most one timeout itself: the lease covers both and the recording.
   const leaseMs = 2 * timeoutMs + 5_000;
   const log = deps.logger.child({ component: 'webhooks' });
   const secrets = new Map<string, string>();
