@@ -21,6 +21,7 @@ import { sourceDiscoveryRoutes } from './modules/source-discovery/source-discove
 import { sourceRoutes } from './modules/sources/sources.routes.ts';
 import { userRoutes } from './modules/users/users.routes.ts';
 import { inboundWebhookRoutes } from './modules/webhooks-inbound/webhooks-inbound.routes.ts';
+import { webhookRoutes } from './modules/webhooks/webhooks.routes.ts';
 import type { RouteModule, TypedApp } from './route-module.ts';
 import { registerAuth } from './shared/auth.ts';
 import { answerClientError } from './shared/client-error.ts';
@@ -56,6 +57,8 @@ const routeModules: RouteModule[] = [
   // ---- credits and inbound webhooks ----
   creditRoutes,
   inboundWebhookRoutes,
+  // ---- outbound webhooks ----
+  webhookRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

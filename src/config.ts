@@ -108,6 +108,14 @@ const envSchema = z.object({
     .optional(),
   /** Run pg-boss workers inside the API process (default). `false` makes an API-only process. */
   RUN_WORKERS: bool.default(true),
+  // ---- Outbound webhooks (README, Webhooks) ----
+  /** Webhook deliveries one worker process sends at once. */
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32),
+  /** A delivery attempt with no complete answer by then fails (and is retried). */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  /** Events, their deliveries and attempts are kept this long. */
+  WEBHOOK_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  // ---- end of outbound webhooks ----
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_URL: z.url().optional(),
   // ---- Credits and payments (README "Credits") ----

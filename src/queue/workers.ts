@@ -11,6 +11,8 @@ import { createMatchingRecovery } from '../modules/matching/matching.recovery.ts
 import { createMatchingRunner } from '../modules/matching/matching.runner.ts';
 import type { MatchingJob } from '../modules/matching/matching.service.ts';
 import type { RunCrawl } from '../modules/scraping/scraping.types.ts';
+import { createWebhookDispatcher } from '../modules/webhooks/webhooks.dispatcher.ts';
+import { pruneWebhookHistory } from '../modules/webhooks/webhooks.service.ts';
 import { pruneIdempotencyKeys } from '../shared/idempotency.ts';
 import { pruneRateLimitEvents } from '../shared/rate-limit.ts';
 import { QUEUES } from './queues.ts';
@@ -26,6 +28,7 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
   await boss.work(QUEUES.maintenance, async () => {
     await pruneRateLimitEvents(deps.db, deps.clock);
     await pruneIdempotencyKeys(deps.db, deps.clock);
+    await pruneWebhookHistory(deps);
   });
   const accounts = createAccountService(deps);
   await boss.work(QUEUES.accountRollups, async () => {
@@ -72,11 +75,15 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
   if (deps.database.pglite) await recovery.recoverOrphans();
   recovery.start();
 
+  // Outbound webhooks: deliveries claimed from their table under a lease, woken by NOTIFY at each event's commit.
+  const webhooks = createWebhookDispatcher(deps);
+  await webhooks.start();
+
   return {
     async stop() {
       recovery.stop();
       matchingRecovery.stop();
-      await runner.stop();
+      await Promise.all([runner.stop(), webhooks.stop()]);
     },
   };
 }

@@ -1,4 +1,6 @@
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import zlib from 'node:zlib';
 import { hash as argonHash, verify as argonVerify } from '@node-rs/argon2';
 
@@ -61,4 +63,69 @@ export function safeEqual(a: string, b: string): boolean {
   const ab = Buffer.from(a);
   const bb = Buffer.from(b);
   return ab.length === bb.length && crypto.timingSafeEqual(ab, bb);
+}
+
+// ---- Secrets encrypted at rest (webhook signing secrets; third-party credentials) ----
+
+/** Encrypts and decrypts short secrets with AES-256-GCM under a key derived from SECRET_KEY. */
+export interface SecretBox {
+  seal(plaintext: string): string;
+  /** Throws when the value was sealed under another key (SECRET_KEY changed) or was altered. */
+  open(sealed: string): string;
+}
+
+const SEALED_PREFIX = 'v1';
+
+export function createSecretBox(keyMaterial: string): SecretBox {
+  const key = Buffer.from(crypto.hkdfSync('sha256', keyMaterial, 'quarry', 'quarry secrets at rest v1', 32));
+  return {
+    seal(plaintext) {
+      const iv = crypto.randomBytes(12);
+      const cipher = crypto.createCipheriv('aes-256-gcm', key, iv);
+      const data = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+      return [SEALED_PREFIX, iv, cipher.getAuthTag(), data]
+        .map((p) => (typeof p === 'string' ? p : p.toString('base64url')))
+        .join('.');
+    },
+    open(sealed) {
+      const [version, iv, tag, data] = sealed.split('.');
+      if (version !== SEALED_PREFIX || !iv || !tag || data === undefined) throw new Error('not a sealed secret');
+      const decipher = crypto.createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+      try {
+        return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
+      } catch {
+        throw new Error('the secret cannot be decrypted: SECRET_KEY is not the one it was stored under');
+      }
+    },
+  };
+}
+
+const keyFiles = new Map<string, string>();
+
+/**
+ * SECRET_KEY, or else a random key kept in `DATA_DIR/secret.key` (made on first use, mode 0600): enough for
+ * one machine; processes on several machines must share one SECRET_KEY (README, Configuration).
+ */
+export function secretKeyMaterial(config: { SECRET_KEY?: string; dataDir: string }): string {
+  if (config.SECRET_KEY) return config.SECRET_KEY;
+  const file = path.join(config.dataDir, 'secret.key');
+  let material = keyFiles.get(file);
+  if (material) return material;
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  if (!fs.existsSync(file)) {
+    // Written aside, then linked into place: two processes starting at once end up with the same complete key.
+    const draft = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}`;
+    fs.writeFileSync(draft, `${crypto.randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
+    try {
+      fs.linkSync(draft, file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    } finally {
+      fs.rmSync(draft, { force: true });
+    }
+  }
+  material = fs.readFileSync(file, 'utf8').trim();
+  keyFiles.set(file, material);
+  return material;
 }

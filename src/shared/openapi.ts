@@ -4,6 +4,7 @@ import scalar from '@scalar/fastify-api-reference';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
+import { openApiWebhooks } from './event-payloads.ts';
 
 /**
  * The OpenAPI document at `/api/openapi.json` (and the `/docs` page reading it), built from the route
@@ -30,10 +31,14 @@ export const openApiTags = [
   { name: 'Accounts', description: 'Companies computed from your leads (email domain or company name), with notes.' },
   { name: 'Deal Campaigns', description: 'An ideal-customer target tying sources, a profile type and matching rules.' },
   { name: 'Matching Engine', description: 'Rules (FILTER, SCORED or AI) qualifying the profiles of one type.' },
-  // ---- credits and inbound webhooks ----
+  // ---- credits, webhooks (outbound and inbound) ----
   { name: 'Credits', description: 'The balance and its ledger, prices of metered work, buying credits (Stripe).' },
-  // The outbound webhooks share this tag: one entry of it is kept.
-  { name: 'Webhooks', description: 'Outbound event notifications, and inbound events verified by signature.' },
+  {
+    name: 'Webhooks',
+    description:
+      'Signed event deliveries to your endpoints (Standard Webhooks), retried with backoff; the events and their ' +
+      'payloads are listed under `webhooks`. Inbound events from providers, verified by signature.',
+  },
 ];
 
 /**
@@ -132,6 +137,14 @@ export const operationIds: Record<string, string> = {
   'GET /api/credits/pricing': 'getCreditPricing',
   'POST /api/credits/checkout': 'createCreditCheckout',
   'POST /api/webhooks/inbound/{provider}': 'receiveInboundWebhook',
+  // ---- outbound webhooks ----
+  'POST /api/webhooks': 'createWebhook',
+  'GET /api/webhooks': 'listWebhooks',
+  'PATCH /api/webhooks/{id}': 'updateWebhook',
+  'DELETE /api/webhooks/{id}': 'deleteWebhook',
+  'POST /api/webhooks/{id}/test': 'sendWebhookTest',
+  'GET /api/webhooks/{id}/deliveries': 'listWebhookDeliveries',
+  'POST /api/webhooks/deliveries/{deliveryId}/replay': 'replayWebhookDelivery',
 };
 
 /** `/api/leads/:id` → `/api/leads/{id}` (the document's form of a path). */
@@ -252,6 +265,8 @@ export async function registerOpenApi(app: FastifyInstance, config: Pick<Config,
         securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key `qk_live_…`' } },
       },
       security: [{ bearer: [] }],
+      // What Quarry POSTs to webhook endpoints: one entry per event type with its payload.
+      webhooks: openApiWebhooks() as Record<string, never>,
     },
     transform: (input) => {
       const { schema, url } = jsonSchemaTransform(input);

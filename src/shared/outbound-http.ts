@@ -1,5 +1,5 @@
 /**
- * The client of every outbound request to a URL a user gave (analyze's documents; webhooks and
+ * The client of every outbound request to a URL a user gave (analyze's documents, webhooks;
  * exports use it too): the settings crawls use (SCRAPER_PROXY_URL, the SSRF guard of
  * ALLOW_PRIVATE_NETWORK, SCRAPER_USER_AGENT), a timeout over the whole exchange, a limit on the
  * (decompressed) response body, and redirects followed by hand so each hop is checked.
@@ -8,7 +8,7 @@
  * Through a proxy the connection goes to the proxy, so each hop's host is resolved and checked first
  * (as the crawler's client does); the proxy itself is the operator's and may be on a private network.
  */
-import { type Dispatcher, ProxyAgent, fetch as undiciFetch } from 'undici';
+import { type Dispatcher, ProxyAgent, fetch as undiciFetch, request as undiciRequest } from 'undici';
 import type { Config } from '../config.ts';
 import { assertPublicHost, sharedGuardedDispatcher, ssrfCause } from './ssrf.ts';
 
@@ -70,8 +70,28 @@ export class OutboundError extends Error {
   }
 }
 
+/** A request sent exactly as given: webhooks send the event and their own headers, nothing else. */
+export interface ExactRequest {
+  url: string;
+  method: 'POST' | 'PUT';
+  /** Every header sent besides `host`, `content-length` and `connection` (no defaults are added). */
+  headers: Record<string, string>;
+  body: string;
+  timeoutMs: number;
+  /** Bytes of the answer kept (the rest is read, up to 64 KB, and dropped). */
+  keepBytes: number;
+}
+
+export interface ExactResponse {
+  status: number;
+  /** The first `keepBytes` of the answer. */
+  body: Buffer;
+}
+
 export interface OutboundClient {
   request(request: OutboundRequest): Promise<OutboundResponse>;
+  /** One hop, never a redirect followed (a 3xx is answered as it is). */
+  send(request: ExactRequest): Promise<ExactResponse>;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -204,14 +224,51 @@ export function createOutboundClient(settings: OutboundSettings): OutboundClient
           };
         }
       } catch (error) {
-        if (error instanceof OutboundError) throw error;
-        const blocked = ssrfCause(error);
-        if (blocked) throw new OutboundError('blocked', blocked.message, current.href, { cause: blocked });
-        if (req.signal?.aborted) throw req.signal.reason;
-        if (timeout.aborted)
-          throw new OutboundError('timeout', `no answer within ${timeoutMs / 1000} s`, current.href, { cause: error });
-        throw new OutboundError('network', networkReason(error), current.href, { cause: error });
+        if (req.signal?.aborted && !(error instanceof OutboundError) && !ssrfCause(error)) throw req.signal.reason;
+        throw failureOf(error, current.href, timeout.aborted, timeoutMs);
+      }
+    },
+
+    async send(req) {
+      const url = new URL(req.url);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:')
+        throw new OutboundError('unsupported_url', `only http(s) URLs, not ${url.protocol}`, url.href);
+      const timeout = AbortSignal.timeout(req.timeoutMs);
+      try {
+        await checkTarget(url);
+        const response = await undiciRequest(url, {
+          method: req.method,
+          headers: req.headers,
+          body: req.body,
+          signal: timeout,
+          dispatcher,
+        });
+        const kept: Buffer[] = [];
+        let size = 0;
+        for await (const chunk of response.body as AsyncIterable<Buffer>) {
+          if (size < req.keepBytes) kept.push(chunk.subarray(0, req.keepBytes - size));
+          size += chunk.byteLength;
+          // A large answer is not read to its end (the connection is dropped instead of reused).
+          if (size > EXACT_READ_LIMIT) {
+            response.body.destroy();
+            break;
+          }
+        }
+        return { status: response.statusCode, body: Buffer.concat(kept) };
+      } catch (error) {
+        throw failureOf(error, url.href, timeout.aborted, req.timeoutMs);
       }
     },
   };
+}
+
+/** Bytes of an exact request's answer read before the connection is dropped instead. */
+const EXACT_READ_LIMIT = 64 * 1024;
+
+function failureOf(error: unknown, url: string, timedOut: boolean, timeoutMs: number): OutboundError {
+  if (error instanceof OutboundError) return error;
+  const blocked = ssrfCause(error);
+  if (blocked) return new OutboundError('blocked', blocked.message, url, { cause: blocked });
+  if (timedOut) return new OutboundError('timeout', `no answer within ${timeoutMs / 1000} s`, url, { cause: error });
+  return new OutboundError('network', networkReason(error), url, { cause: error });
 }

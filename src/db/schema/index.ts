@@ -12,3 +12,4 @@ export * from './profiles.ts';
 export * from './projects.ts';
 export * from './sources.ts';
 export * from './users.ts';
+export * from './webhooks.ts';

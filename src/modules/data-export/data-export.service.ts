@@ -2,6 +2,7 @@ import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../queue/queues.ts';
 import { DAY_MS } from '../../shared/clock.ts';
 import { AppError, notFound } from '../../shared/errors.ts';
+import { emitEvent } from '../../shared/events.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { rateLimitError } from '../../shared/rate-limit.ts';
@@ -75,7 +76,18 @@ export function createDataExportService(deps: Pick<AppDeps, 'db' | 'clock' | 'bo
       try {
         const file = await buildExportFile(deps.db, meta.userId, meta.format, deps.clock.now());
         const completedAt = deps.clock.now();
-        await repo.complete(meta.id, file, completedAt, new Date(completedAt.getTime() + EXPORT_DOWNLOAD_MS));
+        const expiry = new Date(completedAt.getTime() + EXPORT_DOWNLOAD_MS);
+        // The file and its `export.completed` event (README, Webhooks) commit together.
+        await deps.db.transaction(async (tx) => {
+          await dataExportRepository(tx).complete(meta.id, file, completedAt, expiry);
+          await emitEvent(tx, meta.userId, 'export.completed', {
+            exportId: meta.id,
+            format: meta.format,
+            fileName: file.fileName,
+            downloadExpiresAt: expiry.toISOString(),
+            completedAt: completedAt.toISOString(),
+          });
+        });
       } catch (err) {
         const final = attempt.retryCount >= attempt.retryLimit;
         await repo.fail(meta.id, err instanceof Error ? err.message : String(err), final).catch(() => {});

@@ -2,7 +2,7 @@ import { and, eq, gte, inArray, lt } from 'drizzle-orm';
 import { jobs } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { STALE_AFTER_MS } from './jobs.runner.ts';
-import { type JobService, publishJobUpdate } from './jobs.service.ts';
+import { emitJobEvent, type JobService, publishJobUpdate } from './jobs.service.ts';
 
 /** A job whose worker died this many times is failed rather than started again. */
 export const MAX_ATTEMPTS = 3;
@@ -27,17 +27,21 @@ export function createJobRecovery(
     const now = deps.clock.now();
     const staleBefore = new Date(now.getTime() - STALE_AFTER_MS);
     const stale = and(eq(jobs.status, 'RUNNING'), lt(jobs.heartbeatAt, staleBefore));
-    const failed = await deps.db
-      .update(jobs)
-      .set({
-        status: 'FAILED',
-        error: `The worker running this job stopped responding ${MAX_ATTEMPTS} times; it was not started again.`,
-        finishedAt: now,
-        workerId: null,
-        updatedAt: now,
-      })
-      .where(and(stale, gte(jobs.attempts, MAX_ATTEMPTS)))
-      .returning();
+    const failed = await deps.db.transaction(async (tx) => {
+      const rows = await tx
+        .update(jobs)
+        .set({
+          status: 'FAILED',
+          error: `The worker running this job stopped responding ${MAX_ATTEMPTS} times; it was not started again.`,
+          finishedAt: now,
+          workerId: null,
+          updatedAt: now,
+        })
+        .where(and(stale, gte(jobs.attempts, MAX_ATTEMPTS)))
+        .returning();
+      for (const row of rows) await emitJobEvent(tx, row);
+      return rows;
+    });
     const requeued = await deps.db
       .update(jobs)
       .set({ status: 'PENDING', workerId: null, heartbeatAt: null, updatedAt: now })

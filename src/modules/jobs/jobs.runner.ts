@@ -10,7 +10,7 @@ import type { SourceRow } from '../sources/sources.repository.ts';
 import type { CrawlOptions } from '../sources/sources.schemas.ts';
 import { createSourceService } from '../sources/sources.service.ts';
 import { type JobRow, jobRepository } from './jobs.repository.ts';
-import { JOB_CANCEL_CHANNEL, publishJobUpdate } from './jobs.service.ts';
+import { emitJobEvent, JOB_CANCEL_CHANNEL, publishJobUpdate } from './jobs.service.ts';
 
 /** A running job writes its heartbeat this often; one silent for STALE_AFTER_MS belongs to a dead worker. */
 export const HEARTBEAT_MS = 5_000;
@@ -76,6 +76,13 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
   let stopping = false;
 
   const publish = (row: JobRow) => publishJobUpdate(deps.notifier, row);
+  /** A state change of the job and its webhook event, in one transaction. */
+  const withEvent = (change: (r: ReturnType<typeof jobRepository>) => Promise<JobRow | undefined>) =>
+    deps.db.transaction(async (tx) => {
+      const row = await change(jobRepository(tx));
+      if (row) await emitJobEvent(tx, row);
+      return row;
+    });
 
   async function load(job: JobRow) {
     const source = await sourceService.findForJob(job.userId, job.sourceId);
@@ -87,7 +94,7 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
   async function run(jobId: string): Promise<void> {
     if (stopping) return;
     const now = deps.clock.now();
-    const job = await repo.claim(jobId, workerId, now, new Date(now.getTime() - STALE_AFTER_MS));
+    const job = await withEvent((r) => r.claim(jobId, workerId, now, new Date(now.getTime() - STALE_AFTER_MS)));
     if (!job) return; // cancelled, finished, deleted, or held by a live worker: nothing to do
     await publish(job);
     const log = deps.logger.child({ jobId, sourceId: job.sourceId, workerId });
@@ -120,15 +127,15 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
     let writer: LeadWriter | undefined;
     let outOfCredits = false;
     const fail = async (error: string) => {
-      const failed = await repo
-        .finish(jobId, workerId, deps.clock.now(), {
+      const failed = await withEvent((r) =>
+        r.finish(jobId, workerId, deps.clock.now(), {
           status: 'FAILED',
           error,
           pagesVisited: progress.pagesVisited,
           pagesFailed: progress.pagesFailed,
           leadsFound,
-        })
-        .catch((err) => void log.error({ err }, 'could not mark the job failed'));
+        }),
+      ).catch((err) => void log.error({ err }, 'could not mark the job failed'));
       if (failed) await publish(failed);
     };
 
@@ -177,13 +184,15 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
         if (stopping) await release(jobId);
         return;
       }
-      const done = await repo.finish(jobId, workerId, deps.clock.now(), {
-        status: 'COMPLETED',
-        progress: 100,
-        pagesVisited: result.pagesVisited,
-        pagesFailed: result.pagesFailed,
-        leadsFound,
-      });
+      const done = await withEvent((r) =>
+        r.finish(jobId, workerId, deps.clock.now(), {
+          status: 'COMPLETED',
+          progress: 100,
+          pagesVisited: result.pagesVisited,
+          pagesFailed: result.pagesFailed,
+          leadsFound,
+        }),
+      );
       if (done) await publish(done);
       log.info({ pages: result.pagesVisited, failed: result.pagesFailed, leadsFound }, 'scrape job completed');
     } catch (error) {

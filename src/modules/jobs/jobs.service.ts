@@ -1,6 +1,8 @@
+import type { Db, Tx } from '../../db/client.ts';
 import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../queue/queues.ts';
 import { AppError, notFound } from '../../shared/errors.ts';
+import { emitEvent } from '../../shared/events.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { sourceRepository } from '../sources/sources.repository.ts';
@@ -49,6 +51,31 @@ export const jobUpdatePayload = (
 /** Tells every SSE stream (in any process) that a job changed; a lost notification is caught by their poll. */
 export const publishJobUpdate = (notifier: AppDeps['notifier'], row: JobRow) =>
   notifier.publish(JOB_UPDATE_CHANNEL, jobUpdatePayload(row)).catch(() => {});
+
+/**
+ * The webhook event of a job that started, completed or failed (README, Webhooks), written in the transaction
+ * of the change.
+ */
+export function emitJobEvent(tx: Db | Tx, row: JobRow): Promise<void> {
+  const base = { jobId: row.id, sourceId: row.sourceId, name: row.name };
+  const counts = { leadsFound: row.leadsFound, pagesVisited: row.pagesVisited, pagesFailed: row.pagesFailed };
+  const finishedAt = (row.finishedAt ?? row.updatedAt).toISOString();
+  switch (row.status) {
+    case 'RUNNING':
+      return emitEvent(tx, row.userId, 'job.started', { ...base, attempt: row.attempts });
+    case 'COMPLETED':
+      return emitEvent(tx, row.userId, 'job.completed', {
+        ...base,
+        ...counts,
+        startedAt: row.startedAt?.toISOString() ?? null,
+        finishedAt,
+      });
+    case 'FAILED':
+      return emitEvent(tx, row.userId, 'job.failed', { ...base, ...counts, error: row.error ?? '', finishedAt });
+    default:
+      return Promise.resolve();
+  }
+}
 
 export type JobService = ReturnType<typeof createJobService>;
 

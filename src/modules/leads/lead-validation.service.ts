@@ -4,6 +4,7 @@ import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../queue/queues.ts';
 import { createEmailValidator, type EmailValidation, type EmailValidator } from '../../shared/email/validate.ts';
 import { AppError } from '../../shared/errors.ts';
+import { emitEvent } from '../../shared/events.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { leadRepository } from './leads.repository.ts';
 import { distinctIds } from './leads.service.ts';
@@ -38,9 +39,25 @@ export function createLeadValidationService(
     const result = await validator.validateEmail(email, { userId });
     const now = deps.clock.now();
     const stored: EmailValidationResult = { ...result, email, checkedAt: now.toISOString() };
+    // The charge, the result and its `lead.validated` event (README, Webhooks) commit together.
     await deps.db.transaction(async (tx) => {
       await deps.credits.spend(tx, userId, 'email_validations', 1, { reason: `lead ${leadId}` });
-      await leadRepository(tx).saveValidation(userId, leadId, email, stored, statusFor[result.status], now);
+      const leadStatus = await leadRepository(tx).saveValidation(
+        userId,
+        leadId,
+        email,
+        stored,
+        statusFor[result.status],
+        now,
+      );
+      if (leadStatus)
+        await emitEvent(tx, userId, 'lead.validated', {
+          leadId,
+          email,
+          result: result.status,
+          leadStatus,
+          checkedAt: stored.checkedAt,
+        });
     });
     return { ...result, checkedAt: stored.checkedAt };
   }

@@ -260,7 +260,8 @@ export function leadRepository(db: Db) {
 
     /**
      * Stores a validation result and moves the status (`newStatus`; null keeps it) unless the lead is
-     * past validation in the pipeline. Skipped when the email changed since it was read.
+     * past validation in the pipeline. Skipped (undefined) when the email changed since it was read; else the
+     * lead's status after it.
      */
     async saveValidation(
       userId: string,
@@ -269,7 +270,7 @@ export function leadRepository(db: Db) {
       result: EmailValidationResult,
       newStatus: LeadStatus | null,
       now: Date,
-    ): Promise<boolean> {
+    ): Promise<LeadStatus | undefined> {
       const status = newStatus
         ? sql`CASE WHEN ${leads.status} IN (${validationStatusList}) THEN ${newStatus}::text ELSE ${leads.status} END`
         : sql`${leads.status}`;
@@ -277,8 +278,8 @@ export function leadRepository(db: Db) {
         .update(leads)
         .set({ emailValidation: result, validatedAt: now, updatedAt: now, status })
         .where(and(eq(leads.id, id), eq(leads.userId, userId), eq(leads.email, email)))
-        .returning({ id: leads.id });
-      return rows.length > 0;
+        .returning({ status: leads.status });
+      return rows[0]?.status;
     },
   };
 }

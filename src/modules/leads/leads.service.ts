@@ -1,8 +1,10 @@
+import type { Db, Tx } from '../../db/client.ts';
 import type { LeadStatus } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { isUniqueViolation, pgConstraint } from '../../shared/db-errors.ts';
 import { isEmailSyntaxValid } from '../../shared/email/syntax.ts';
 import { AppError, notFound } from '../../shared/errors.ts';
+import { emitEvent } from '../../shared/events.ts';
 import { findOwned, isUuid, storedId } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { type LeadListRow, type LeadRow, type LeadWithRelations, leadRepository } from './leads.repository.ts';
@@ -19,6 +21,14 @@ import {
 /** A lead whose email passes the syntax check starts as VALID, any other as NEW. */
 export const initialLeadStatus = (email: string | null | undefined): LeadStatus =>
   email && isEmailSyntaxValid(email) ? 'VALID' : 'NEW';
+
+/** One `lead.created` event for the leads one write stored (README, Webhooks), in that write's transaction. */
+export const emitLeadsCreated = (
+  tx: Db | Tx,
+  userId: string,
+  leadIds: string[],
+  from: { jobId: string | null; sourceId: string | null },
+) => emitEvent(tx, userId, 'lead.created', { leadIds, count: leadIds.length, ...from });
 
 export const toLeadListItem = (r: LeadListRow): LeadListItem => ({
   id: r.id,
@@ -101,18 +111,22 @@ export function createLeadService(deps: Pick<AppDeps, 'db' | 'clock'>) {
 
     async create(userId: string, input: CreateLeadInput): Promise<LeadView> {
       const now = deps.clock.now();
-      const lead = await repo.insert({
-        userId,
-        sourceUrl: input.sourceUrl,
-        firstName: input.firstName ?? null,
-        lastName: input.lastName ?? null,
-        email: input.email ?? null,
-        phone: input.phone ?? null,
-        company: input.company ?? null,
-        jobTitle: input.jobTitle ?? null,
-        status: initialLeadStatus(input.email),
-        createdAt: now,
-        updatedAt: now,
+      const lead = await deps.db.transaction(async (tx) => {
+        const row = await leadRepository(tx).insert({
+          userId,
+          sourceUrl: input.sourceUrl,
+          firstName: input.firstName ?? null,
+          lastName: input.lastName ?? null,
+          email: input.email ?? null,
+          phone: input.phone ?? null,
+          company: input.company ?? null,
+          jobTitle: input.jobTitle ?? null,
+          status: initialLeadStatus(input.email),
+          createdAt: now,
+          updatedAt: now,
+        });
+        await emitLeadsCreated(tx, userId, [row.id], { jobId: null, sourceId: null });
+        return row;
       });
       return toLeadView({ lead, job: null, source: null });
     },

@@ -9,7 +9,7 @@ import type { CrawledPage, ExtractedItem } from '../scraping/scraping.types.ts';
 import { LEAD_FIELD_KEYS, type LeadFieldKey } from '../scraping/selectors.ts';
 import { leadRepository, type ScrapedLead } from './leads.repository.ts';
 import { LEAD_LIMITS } from './leads.schemas.ts';
-import { initialLeadStatus } from './leads.service.ts';
+import { emitLeadsCreated, initialLeadStatus } from './leads.service.ts';
 
 /** Selector keys that fill lead columns (fullName is split into first/last by extraction); others are custom fields. */
 type LeadColumn = Exclude<LeadFieldKey, 'fullName'>;
@@ -199,6 +199,8 @@ export function createLeadWriter(
           items,
         );
     }
+    // The batch's `lead.created` event (README, Webhooks) commits with its leads.
+    if (ids.length) await emitLeadsCreated(tx, ctx.userId, ids, { jobId: ctx.jobId, sourceId: ctx.sourceId });
     return ids.length;
   }
 

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { AppDeps } from '../../deps.ts';
 import { AppError } from '../../shared/errors.ts';
+import { emitEvent } from '../../shared/events.ts';
 import { newId } from '../../shared/ids.ts';
 import { evaluateWithAi } from './matching.ai.ts';
 import {
@@ -195,12 +196,27 @@ export function createMatchingRunner(
         await repo.deleteStaleResults(rule.id, scope);
         const end = deps.clock.now();
         // Profiles added mid-run were evaluated too: the total is at least what was processed.
-        await repo.updateLeasedRun(lease, {
-          status: 'COMPLETED',
-          total: sql`GREATEST(total, processed)`,
-          leaseUntil: null,
-          finishedAt: end,
-          updatedAt: end,
+        // The run's end and its `matching.run.completed` event (README, Webhooks) commit together.
+        await deps.db.transaction(async (tx) => {
+          const txRepo = matchingRepository(tx);
+          const completed = await txRepo.updateLeasedRun(lease, {
+            status: 'COMPLETED',
+            total: sql`GREATEST(total, processed)`,
+            leaseUntil: null,
+            finishedAt: end,
+            updatedAt: end,
+          });
+          const final = completed ? await txRepo.findRun(run.id) : undefined;
+          if (final)
+            await emitEvent(tx, rule.userId, 'matching.run.completed', {
+              runId: final.id,
+              ruleId: final.ruleId,
+              total: final.total,
+              processed: final.processed,
+              matched: final.matched,
+              failed: final.failed,
+              finishedAt: end.toISOString(),
+            });
         });
       } catch (err) {
         if (err instanceof RunGone || !(await repo.findRun(run.id))) return;

@@ -1,0 +1,219 @@
+/**
+ * Outbound webhook figures on PostgreSQL, through the real service (API + in-process workers), 5 endpoints on
+ * loopback receivers (a plain node:http server each, answering 200 at once):
+ *   - event → first attempt: events emitted one per transaction, 20 a second; the time from each commit to the
+ *     arrival of each of its deliveries (p50, p95);
+ *   - throughput: BENCH_EVENTS events (default 10,000) × 5 endpoints, emitted in transactions of 100 while no
+ *     dispatcher runs (the emission rate is shown), then one process's dispatcher started: deliveries/s until
+ *     the last arrival, against a bare undici POST loop to the same receivers with the same concurrency
+ *     (WEBHOOK_CONCURRENCY), run just before and just after in the same run (their mean).
+ * `BENCH_EVENTS=500 npm run bench -- events` for a quick check.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Agent, request } from 'undici';
+import { loadConfig } from '../src/config.ts';
+import { createWebhookDispatcher } from '../src/modules/webhooks/webhooks.dispatcher.ts';
+import { createWebhookService } from '../src/modules/webhooks/webhooks.service.ts';
+import { startRuntime } from '../src/runtime.ts';
+import { emitEvent, recordEvent } from '../src/shared/events.ts';
+import { newId } from '../src/shared/ids.ts';
+import { signedUpClient } from '../test/helpers/http-client.ts';
+import { freePort } from '../test/helpers/process.ts';
+import { freshBenchDatabase, percentile, type Row } from './lib.ts';
+
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
+const ENDPOINTS = 5;
+const LATENCY_EVENTS = 200;
+const LATENCY_RATE_PER_S = 20;
+const EMIT_BATCH = 100;
+
+interface Receiver {
+  url: string;
+  /** Requests answered, and the arrival time (performance.now()) of each webhook-id seen first here. */
+  count: number;
+  arrivals: Map<string, number>;
+  trackArrivals: boolean;
+  close(): Promise<void>;
+}
+
+async function startReceiver(): Promise<Receiver> {
+  const receiver: Receiver = { url: '', count: 0, arrivals: new Map(), trackArrivals: false, close: async () => {} };
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const id = req.headers['webhook-id'];
+      if (receiver.trackArrivals && typeof id === 'string' && !receiver.arrivals.has(id))
+        receiver.arrivals.set(id, performance.now());
+      receiver.count++;
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2' });
+      res.end('ok');
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  receiver.close = async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  };
+  return receiver;
+}
+
+const total = (receivers: Receiver[]) => receivers.reduce((n, r) => n + r.count, 0);
+
+async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!check()) {
+    if (performance.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+const leadEvent = () => ({ leadIds: [newId(), newId(), newId()], count: 3, jobId: newId(), sourceId: newId() });
+
+/** `count` POSTs spread over the receivers from `concurrency` loops; requests per second. */
+async function bareLoop(receivers: Receiver[], count: number, concurrency: number): Promise<number> {
+  const agent = new Agent({ connections: concurrency, keepAliveTimeout: 10_000 });
+  const body = JSON.stringify({ type: 'lead.created', timestamp: new Date().toISOString(), data: leadEvent() });
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) {
+        const i = next++;
+        const res = await request(receivers[i % receivers.length]!.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'webhook-id': `bare-${i}` },
+          body,
+          dispatcher: agent,
+        });
+        await res.body.text();
+      }
+    }),
+  );
+  const rate = count / ((performance.now() - started) / 1000);
+  await agent.close();
+  return rate;
+}
+
+export async function benchEvents(): Promise<Row[]> {
+  const database = await freshBenchDatabase('quarry_bench_events');
+  const port = await freePort();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-bench-events-'));
+  const config = loadConfig({
+    DATABASE_URL: database.url,
+    PORT: String(port),
+    LOG_LEVEL: 'silent',
+    DATA_DIR: dataDir,
+    ALLOW_PRIVATE_NETWORK: 'true',
+  });
+  const receivers = await Promise.all(Array.from({ length: ENDPOINTS }, startReceiver));
+  // The API and one dispatcher, as a `RUN_WORKERS=false` process with the webhook worker of `npm run worker`.
+  const runtime = await startRuntime(config, { http: true, workers: false });
+  let dispatcher = createWebhookDispatcher(runtime.deps);
+  const rows: Row[] = [];
+  try {
+    const { db } = runtime.deps;
+    await signedUpClient(`http://127.0.0.1:${port}`, 'bench-events@example.com');
+    const [user] = await runtime.deps.database.query<{ id: string }>(
+      `SELECT id FROM users WHERE email = 'bench-events@example.com'`,
+    );
+    const userId = user!.id;
+    const webhooks = createWebhookService(runtime.deps);
+    for (const r of receivers) await webhooks.create(userId, { url: r.url, eventTypes: ['lead.created'] });
+
+    // --- event → first attempt, at a steady pace ------------------------------------------------
+    await dispatcher.start();
+    for (const r of receivers) r.trackArrivals = true;
+    const committed = new Map<string, number>();
+    for (let i = 0; i < LATENCY_EVENTS; i++) {
+      const tick = performance.now();
+      const recorded = await db.transaction((tx) => recordEvent(tx, userId, 'lead.created', leadEvent()));
+      if (!recorded) throw new Error('the event reached no endpoint');
+      committed.set(recorded.eventId, performance.now());
+      const wait = 1000 / LATENCY_RATE_PER_S - (performance.now() - tick);
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    }
+    await until(() => total(receivers) >= LATENCY_EVENTS * ENDPOINTS, 60_000, 'latency deliveries');
+    const latencies: number[] = [];
+    for (const r of receivers) {
+      for (const [id, at] of r.arrivals) latencies.push(at - committed.get(id)!);
+      r.trackArrivals = false;
+    }
+    latencies.sort((a, b) => a - b);
+    const p50 = percentile(latencies, 50);
+    rows.push({
+      name: `event → first attempt p50 (${LATENCY_EVENTS} events at ${LATENCY_RATE_PER_S}/s × ${ENDPOINTS} endpoints)`,
+      value: `${p50.toFixed(1)} ms (p95 ${percentile(latencies, 95).toFixed(1)} ms)`,
+      target: '< 200 ms',
+      pass: latencies.length === LATENCY_EVENTS * ENDPOINTS && p50 < 200,
+    });
+
+    // --- throughput ------------------------------------------------------------------------------
+    await dispatcher.stop();
+    // The baseline before and after the service's turn (the machine's load drifts; their mean is used).
+    const bareBefore = await bareLoop(receivers, Math.min(EVENTS * ENDPOINTS, 50_000), config.WEBHOOK_CONCURRENCY);
+    const base = total(receivers);
+    const deliveries = EVENTS * ENDPOINTS;
+    const emitStart = performance.now();
+    for (let sent = 0; sent < EVENTS; sent += EMIT_BATCH) {
+      await db.transaction(async (tx) => {
+        for (let i = sent; i < Math.min(EVENTS, sent + EMIT_BATCH); i++)
+          await emitEvent(tx, userId, 'lead.created', leadEvent());
+      });
+    }
+    const emitRate = EVENTS / ((performance.now() - emitStart) / 1000);
+    dispatcher = createWebhookDispatcher(runtime.deps);
+    const started = performance.now();
+    await dispatcher.start();
+    await until(() => total(receivers) - base >= deliveries, 600_000, 'throughput deliveries');
+    const secs = (performance.now() - started) / 1000;
+    const rate = deliveries / secs;
+    // Every attempt is recorded in the database (a moment after its answer).
+    let left = -1;
+    for (let tries = 0; left !== 0 && tries < 100; tries++) {
+      if (tries) await new Promise((r) => setTimeout(r, 100));
+      const [row] = await runtime.deps.database.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM webhook_deliveries WHERE status <> 'succeeded'`,
+      );
+      left = row!.n;
+    }
+    const bareAfter = await bareLoop(receivers, Math.min(deliveries, 50_000), config.WEBHOOK_CONCURRENCY);
+    const bare = (bareBefore + bareAfter) / 2;
+    rows.push({
+      name: `events emitted, transactions of ${EMIT_BATCH} (outbox and fan-out to ${ENDPOINTS} endpoints)`,
+      value: `${emitRate.toFixed(0)} events/s`,
+      target: 'informational',
+      pass: null,
+    });
+    rows.push({
+      name: `deliveries/s, ${EVENTS.toLocaleString('en')} events × ${ENDPOINTS} endpoints, one dispatcher`,
+      value: `${rate.toFixed(0)}/s in ${secs.toFixed(1)} s`,
+      target: 'informational',
+      pass: null,
+    });
+    rows.push({
+      name: `bare undici POST loop, concurrency ${config.WEBHOOK_CONCURRENCY}, same receivers`,
+      value: `${bare.toFixed(0)}/s (${bareBefore.toFixed(0)} before, ${bareAfter.toFixed(0)} after)`,
+      target: 'baseline',
+      pass: null,
+    });
+    rows.push({
+      name: 'deliveries/s ÷ bare POST loop (signed, recorded, every attempt in the database)',
+      value: (rate / bare).toFixed(2),
+      target: '≥ 0.5',
+      pass: rate / bare >= 0.5 && left === 0,
+    });
+  } finally {
+    await dispatcher.stop();
+    await runtime.stop();
+    for (const r of receivers) await r.close();
+    await database.drop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+  return rows;
+}

@@ -1,0 +1,374 @@
+import { and, desc, eq, inArray, lt, sql } from 'drizzle-orm';
+import { type Db, queryRows, type Tx } from '../../db/client.ts';
+import { newestFirstPage } from '../../db/keyset.ts';
+import {
+  type WebhookDeliveryStatus,
+  webhookAttempts,
+  webhookDeliveries,
+  webhookEndpoints,
+  webhookEvents,
+} from '../../db/schema/index.ts';
+import { WEBHOOK_WAKE_CHANNEL } from '../../shared/events.ts';
+import { newId } from '../../shared/ids.ts';
+
+export type EndpointRow = typeof webhookEndpoints.$inferSelect;
+export type AttemptRow = typeof webhookAttempts.$inferSelect;
+
+/** How many of an endpoint's latest attempts its success rate covers. */
+export const HEALTH_WINDOW = 100;
+const ATTEMPTS_SHOWN = 20;
+
+const uuidArray = (ids: readonly string[]) => `{${ids.join(',')}}`;
+
+/**
+ * The dispatcher's bookkeeping (claims, recorded attempts) commits without waiting for the WAL flush: what a
+ * database crash could lose of it is a lease (the delivery is claimed again) or a recorded attempt (it is sent
+ * again), both within at-least-once delivery; the events and deliveries themselves are written by the emitting
+ * transaction, durably. A flush per claim and per batch was most of the cost of a delivery.
+ */
+const ASYNC_COMMIT = sql`SELECT set_config('synchronous_commit', 'off', true)`;
+
+/** A due delivery taken by a dispatcher, with what it needs to send it. */
+export interface ClaimedDelivery {
+  id: string;
+  eventId: string;
+  endpointId: string;
+  /** Attempts already made in this schedule. */
+  attempts: number;
+  type: string;
+  data: Record<string, unknown>;
+  createdAt: Date;
+  url: string;
+  enabled: boolean;
+  secret: string;
+  /** Set while a rotation's overlap lasts. */
+  previousSecret: string | null;
+}
+
+/** What one attempt came to, as the dispatcher records it. */
+export interface AttemptResult {
+  deliveryId: string;
+  endpointId: string;
+  /** The delivery's endpoint was disabled before it was sent: no attempt, the delivery fails. */
+  cancelled?: boolean;
+  attempt: number;
+  startedAt: Date;
+  success: boolean;
+  /** 410 Gone: the endpoint is disabled at once. */
+  gone: boolean;
+  statusCode: number | null;
+  latencyMs: number;
+  responseBody: string | null;
+  error: string | null;
+  /** When the next attempt is due; null when the schedule is over (or it succeeded). */
+  nextAttemptAt: Date | null;
+}
+
+interface EndpointOutcome {
+  id: string;
+  gone: boolean;
+  success_at?: Date;
+  failure_at?: Date;
+  failure_reason?: string;
+  /** First failure after the batch's last success; null when the batch ends on a success. */
+  failing_from: Date | null;
+}
+
+export const DISABLED_GONE = 'The endpoint answered 410 Gone';
+export const DISABLED_FAILING = 'Every attempt failed for 5 days';
+export const DISABLED_BY_USER = 'Disabled by its owner';
+
+export interface EndpointHealth {
+  endpointId: string;
+  attempts: number;
+  successes: number;
+}
+
+export function webhookRepository(db: Db | Tx) {
+  return {
+    async insertEndpoint(values: typeof webhookEndpoints.$inferInsert): Promise<EndpointRow> {
+      const [row] = await db.insert(webhookEndpoints).values(values).returning();
+      return row!;
+    },
+    listEndpoints(userId: string, before: string | undefined, limit: number): Promise<EndpointRow[]> {
+      return newestFirstPage(db as Db, webhookEndpoints, userId, [], limit, before);
+    },
+    async findEndpoint(userId: string, id: string): Promise<EndpointRow | undefined> {
+      const [row] = await db
+        .select()
+        .from(webhookEndpoints)
+        .where(and(eq(webhookEndpoints.userId, userId), eq(webhookEndpoints.id, id)))
+        .limit(1);
+      return row;
+    },
+    async updateEndpoint(
+      userId: string,
+      id: string,
+      values: Partial<typeof webhookEndpoints.$inferInsert>,
+    ): Promise<EndpointRow | undefined> {
+      const [row] = await db
+        .update(webhookEndpoints)
+        .set(values)
+        .where(and(eq(webhookEndpoints.userId, userId), eq(webhookEndpoints.id, id)))
+        .returning();
+      return row;
+    },
+    async deleteEndpoint(userId: string, id: string): Promise<boolean> {
+      const rows = await db
+        .delete(webhookEndpoints)
+        .where(and(eq(webhookEndpoints.userId, userId), eq(webhookEndpoints.id, id)))
+        .returning({ id: webhookEndpoints.id });
+      return rows.length > 0;
+    },
+    /** Success counts over each endpoint's latest HEALTH_WINDOW attempts. */
+    health(endpointIds: string[]): Promise<EndpointHealth[]> {
+      if (!endpointIds.length) return Promise.resolve([]);
+      return queryRows<EndpointHealth>(
+        db,
+        sql`SELECT e.id AS "endpointId", h.attempts, h.successes
+        FROM unnest(${uuidArray(endpointIds)}::uuid[]) AS e(id)
+        CROSS JOIN LATERAL (
+          SELECT count(*)::int AS attempts, (count(*) FILTER (WHERE success))::int AS successes
+          FROM (SELECT success FROM webhook_attempts WHERE endpoint_id = e.id ORDER BY id DESC LIMIT ${HEALTH_WINDOW}) a
+        ) h`,
+      );
+    },
+    /** Pending deliveries of an endpoint that nobody is sending right now fail (the endpoint was disabled). */
+    async failPending(endpointIds: string[], now: Date): Promise<void> {
+      if (!endpointIds.length) return;
+      await db.execute(sql`UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = ${now}
+        WHERE endpoint_id = ANY(${uuidArray(endpointIds)}::uuid[]) AND status = 'pending'
+          AND (lease_until IS NULL OR lease_until < now())`);
+    },
+
+    // ---- deliveries as the API shows them ----
+
+    async listDeliveries(
+      endpointId: string,
+      filters: { status?: WebhookDeliveryStatus; eventType?: string },
+      before: string | undefined,
+      limit: number,
+    ) {
+      return db
+        .select({
+          id: webhookDeliveries.id,
+          eventId: webhookDeliveries.eventId,
+          eventType: webhookEvents.type,
+          status: webhookDeliveries.status,
+          attempts: webhookDeliveries.attempts,
+          // `-infinity` (due at once) is shown as the time it was queued.
+          nextAttemptAt: sql`CASE WHEN ${webhookDeliveries.nextAttemptAt} = '-infinity'
+            THEN ${webhookDeliveries.updatedAt} ELSE ${webhookDeliveries.nextAttemptAt} END`.mapWith(
+            webhookDeliveries.nextAttemptAt,
+          ),
+          createdAt: webhookDeliveries.createdAt,
+          updatedAt: webhookDeliveries.updatedAt,
+        })
+        .from(webhookDeliveries)
+        .innerJoin(webhookEvents, eq(webhookEvents.id, webhookDeliveries.eventId))
+        .where(
+          and(
+            eq(webhookDeliveries.endpointId, endpointId),
+            filters.status ? eq(webhookDeliveries.status, filters.status) : undefined,
+            filters.eventType ? eq(webhookEvents.type, filters.eventType) : undefined,
+            before ? lt(webhookDeliveries.id, before) : undefined,
+          ),
+        )
+        .orderBy(desc(webhookDeliveries.id))
+        .limit(limit + 1);
+    },
+    /** The latest ATTEMPTS_SHOWN attempts of each delivery, oldest first. */
+    async attemptsOf(deliveryIds: string[]): Promise<AttemptRow[]> {
+      if (!deliveryIds.length) return [];
+      const rows = await queryRows<{ id: string }>(
+        db,
+        sql`SELECT a.id FROM unnest(${uuidArray(deliveryIds)}::uuid[]) AS d(id)
+        CROSS JOIN LATERAL (SELECT id FROM webhook_attempts WHERE delivery_id = d.id
+          ORDER BY id DESC LIMIT ${ATTEMPTS_SHOWN}) a`,
+      );
+      if (!rows.length) return [];
+      return db
+        .select()
+        .from(webhookAttempts)
+        .where(
+          inArray(
+            webhookAttempts.id,
+            rows.map((r) => r.id),
+          ),
+        )
+        .orderBy(webhookAttempts.id);
+    },
+    async findDelivery(userId: string, id: string) {
+      const [row] = await db
+        .select({
+          id: webhookDeliveries.id,
+          eventId: webhookDeliveries.eventId,
+          endpointId: webhookDeliveries.endpointId,
+          enabled: webhookEndpoints.enabled,
+        })
+        .from(webhookDeliveries)
+        .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookDeliveries.endpointId))
+        .where(and(eq(webhookDeliveries.userId, userId), eq(webhookDeliveries.id, id)))
+        .limit(1);
+      return row;
+    },
+    /**
+     * Puts a delivery back to pending with a new schedule, due at once, and wakes the dispatchers at commit;
+     * false while a dispatcher holds it (it is being sent right now).
+     */
+    async requeue(id: string, now: Date): Promise<boolean> {
+      const rows = await queryRows(
+        db,
+        sql`WITH d AS (
+          UPDATE webhook_deliveries SET status = 'pending', attempts = 0, next_attempt_at = '-infinity',
+            lease_owner = NULL, lease_until = NULL, updated_at = ${now}
+          WHERE id = ${id} AND (lease_until IS NULL OR lease_until < now())
+          RETURNING id
+        ) SELECT pg_notify(${WEBHOOK_WAKE_CHANNEL}, '1') FROM d`,
+      );
+      return rows.length > 0;
+    },
+
+    // ---- the dispatcher's side ----
+
+    /**
+     * Takes up to `limit` due deliveries (pending, due by `now`, not leased by a live dispatcher) under a lease
+     * of `leaseMs` (the database's clock), each with its event and endpoint.
+     */
+    async claimDue(owner: string, now: Date, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+      const rows = await queryRows<ClaimedDelivery>(
+        db,
+        sql`WITH due AS (
+          SELECT id FROM webhook_deliveries
+          WHERE status = 'pending' AND next_attempt_at <= ${now} AND (lease_until IS NULL OR lease_until < now())
+          ORDER BY next_attempt_at
+          LIMIT ${limit}
+          FOR UPDATE SKIP LOCKED
+        ), claimed AS (
+          UPDATE webhook_deliveries d SET lease_owner = ${owner},
+            lease_until = now() + ${leaseMs} * interval '1 millisecond'
+          FROM due WHERE d.id = due.id
+          RETURNING d.id, d.event_id, d.endpoint_id, d.attempts
+        )
+        SELECT c.id, c.event_id AS "eventId", c.endpoint_id AS "endpointId", c.attempts, ev.type, ev.data,
+          ev.created_at AS "createdAt", ep.url, ep.enabled, ep.secret_encrypted AS secret,
+          CASE WHEN ep.previous_secret_expires_at > ${now} THEN ep.previous_secret_encrypted END AS "previousSecret"
+        FROM claimed c
+        JOIN webhook_events ev ON ev.id = c.event_id
+        JOIN webhook_endpoints ep ON ep.id = c.endpoint_id
+        CROSS JOIN (${ASYNC_COMMIT}) AS async_commit
+        ORDER BY c.event_id`,
+      );
+      // Raw rows: the drivers differ in whether timestamps and jsonb arrive parsed.
+      for (const row of rows) {
+        row.createdAt = new Date(row.createdAt);
+        if (typeof row.data === 'string') row.data = JSON.parse(row.data);
+      }
+      return rows;
+    },
+    /** Gives back the leases of deliveries this dispatcher claimed but did not send (shutdown). */
+    async release(owner: string, ids: string[]): Promise<void> {
+      if (!ids.length) return;
+      await db.execute(sql`UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL
+        WHERE id = ANY(${uuidArray(ids)}::uuid[]) AND lease_owner = ${owner}`);
+    },
+    /**
+     * Records a batch of attempts in one transaction (the caller's): endpoint health (last success and failure,
+     * the start of the current failing run), endpoints disabled by a 410 or by failing since `failingCutoff`
+     * (their other pending deliveries fail), then each delivery's next state and its attempt, fenced by the
+     * lease (a dispatcher whose lease ran out records nothing). Returns the endpoints it disabled.
+     */
+    async recordResults(owner: string, results: AttemptResult[], failingCutoff: Date, now: Date): Promise<string[]> {
+      await db.execute(ASYNC_COMMIT);
+      const sent = results.filter((r) => !r.cancelled).sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime());
+      const health = new Map<string, EndpointOutcome>();
+      for (const r of sent) {
+        const h = health.get(r.endpointId) ?? { id: r.endpointId, gone: false, failing_from: null };
+        if (r.success) Object.assign(h, { success_at: r.startedAt, failing_from: null });
+        else {
+          h.failure_at = r.startedAt;
+          h.failure_reason = r.error ?? `HTTP ${r.statusCode}`;
+          h.failing_from ??= r.startedAt;
+          h.gone ||= r.gone;
+        }
+        health.set(r.endpointId, h);
+      }
+      let disabled: string[] = [];
+      if (health.size) {
+        await db.execute(sql`UPDATE webhook_endpoints e SET
+            last_success_at = COALESCE(v.success_at, e.last_success_at),
+            last_failure_at = COALESCE(v.failure_at, e.last_failure_at),
+            last_failure_reason = COALESCE(v.failure_reason, e.last_failure_reason),
+            failing_since = CASE WHEN v.failing_from IS NULL THEN NULL WHEN v.success_at IS NOT NULL THEN v.failing_from
+              ELSE COALESCE(e.failing_since, v.failing_from) END
+          FROM jsonb_to_recordset(${JSON.stringify([...health.values()])}::jsonb)
+            AS v(id uuid, success_at timestamptz, failure_at timestamptz, failure_reason text, failing_from timestamptz)
+          WHERE e.id = v.id AND (v.failure_at IS NOT NULL OR e.failing_since IS NOT NULL OR e.last_success_at IS NULL
+            OR e.last_success_at < v.success_at - interval '1 second')`);
+        const gone = [...health.values()].filter((h) => h.gone).map((h) => h.id);
+        const rows = await queryRows<{ id: string }>(
+          db,
+          sql`UPDATE webhook_endpoints SET enabled = false, disabled_at = ${now},
+            disabled_reason = CASE WHEN id = ANY(${uuidArray(gone)}::uuid[]) THEN ${DISABLED_GONE}
+              ELSE ${DISABLED_FAILING} END
+          WHERE id = ANY(${uuidArray([...health.keys()])}::uuid[]) AND enabled
+            AND (id = ANY(${uuidArray(gone)}::uuid[]) OR failing_since <= ${failingCutoff})
+          RETURNING id`,
+        );
+        disabled = rows.map((r) => r.id);
+        await this.failPending(disabled, now);
+      }
+      const deliveries = results.map((r) => ({
+        id: r.deliveryId,
+        status: r.success ? 'succeeded' : r.nextAttemptAt ? 'pending' : 'failed',
+        attempts: r.cancelled ? r.attempt - 1 : r.attempt,
+        next_at: r.nextAttemptAt,
+      }));
+      const attempts = sent.map((r) => ({
+        id: newId(),
+        delivery_id: r.deliveryId,
+        endpoint_id: r.endpointId,
+        attempt: r.attempt,
+        success: r.success,
+        status_code: r.statusCode,
+        latency_ms: r.latencyMs,
+        response_body: r.responseBody,
+        error: r.error,
+        created_at: r.startedAt,
+      }));
+      // An endpoint disabled meanwhile (here, or by its owner) gets no further attempt.
+      await db.execute(sql`WITH v AS (
+          SELECT * FROM jsonb_to_recordset(${JSON.stringify(deliveries)}::jsonb)
+            AS v(id uuid, status text, attempts int, next_at timestamptz)
+        ), upd AS (
+          UPDATE webhook_deliveries d SET
+            status = CASE WHEN v.status = 'pending' AND NOT ep.enabled THEN 'failed' ELSE v.status END,
+            attempts = v.attempts,
+            next_attempt_at = CASE WHEN ep.enabled THEN v.next_at END,
+            lease_owner = NULL, lease_until = NULL, updated_at = ${now}
+          FROM v, webhook_endpoints ep
+          WHERE d.id = v.id AND ep.id = d.endpoint_id AND d.lease_owner = ${owner} AND d.status = 'pending'
+          RETURNING d.id, d.next_attempt_at
+        )
+        INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, attempt, success, status_code, latency_ms,
+          response_body, error, next_retry_at, created_at)
+        SELECT a.id, a.delivery_id, a.endpoint_id, a.attempt, a.success, a.status_code, a.latency_ms,
+          a.response_body, a.error, upd.next_attempt_at, a.created_at
+        FROM jsonb_to_recordset(${JSON.stringify(attempts)}::jsonb) AS a(id uuid, delivery_id uuid, endpoint_id uuid,
+          attempt int, success boolean, status_code int, latency_ms int, response_body text, error text,
+          created_at timestamptz)
+        JOIN upd ON upd.id = a.delivery_id`);
+      return disabled;
+    },
+    /** Deletes events (their deliveries and attempts with them) older than `before`. */
+    async pruneEvents(before: Date): Promise<number> {
+      const rows = await db
+        .delete(webhookEvents)
+        .where(lt(webhookEvents.createdAt, before))
+        .returning({ id: webhookEvents.id });
+      return rows.length;
+    },
+  };
+}
+
+export type WebhookRepository = ReturnType<typeof webhookRepository>;

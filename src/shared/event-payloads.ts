@@ -1,0 +1,140 @@
+import { z } from 'zod';
+import { EVENT_TYPES, type EventType } from './events.ts';
+
+/**
+ * The `data` of each event type, as receivers get it in `{ type, timestamp, data }` (README, Webhooks). The
+ * OpenAPI document lists them under `webhooks`; sections that emit an event later may add fields.
+ */
+const id = z.uuid();
+const time = z.iso.datetime({ offset: true });
+const jobBase = { jobId: id, sourceId: id, name: z.string() };
+const jobCounts = { leadsFound: z.int(), pagesVisited: z.int(), pagesFailed: z.int() };
+
+export const eventDataSchemas = {
+  'job.started': z
+    .object({ ...jobBase, attempt: z.int().describe('1 for the first run; more after a worker crash or a retry') })
+    .describe('A scraping job started running on a worker.'),
+  'job.completed': z
+    .object({ ...jobBase, ...jobCounts, startedAt: time.nullable(), finishedAt: time })
+    .describe('A scraping job finished; its leads are stored.'),
+  'job.failed': z
+    .object({ ...jobBase, ...jobCounts, error: z.string(), finishedAt: time })
+    .describe('A scraping job failed (it can be retried with POST /api/jobs/{id}/retry).'),
+  'lead.created': z
+    .object({
+      leadIds: z.array(id).describe('The leads stored by one write: a batch of a job, or one lead made by hand'),
+      count: z.int(),
+      jobId: id.nullable(),
+      sourceId: id.nullable(),
+    })
+    .describe('Leads were stored: one event per batch, not one per lead.'),
+  'lead.validated': z
+    .object({
+      leadId: id,
+      email: z.string(),
+      result: z.enum(['valid', 'risky', 'invalid', 'unknown']),
+      leadStatus: z.string().describe('The lead status after validation'),
+      checkedAt: time,
+    })
+    .describe("A lead's email was validated."),
+  'export.completed': z
+    .object({ exportId: id, format: z.string(), fileName: z.string(), downloadExpiresAt: time, completedAt: time })
+    .describe('A data export is ready for download (GET /api/users/export/download).'),
+  'matching.run.completed': z
+    .object({
+      runId: id,
+      ruleId: id,
+      total: z.int(),
+      processed: z.int(),
+      matched: z.int(),
+      failed: z.int(),
+      finishedAt: time,
+    })
+    .describe('A matching rule finished running over its profiles.'),
+  'credits.low': z
+    .looseObject({ balance: z.number(), threshold: z.number() })
+    .describe('The credit balance fell below the low-balance threshold.'),
+  'webhook.test': z
+    .object({ endpointId: id, message: z.string() })
+    .describe('Sent by POST /api/webhooks/{id}/test to that endpoint only.'),
+  'email.bounced': z
+    .looseObject({ email: z.string(), leadId: id.nullable().optional(), bounceType: z.enum(['hard', 'soft', 'block']) })
+    .describe('An outreach email bounced.'),
+  'email.replied': z
+    .looseObject({ email: z.string(), leadId: id.nullable().optional() })
+    .describe('A lead replied to an outreach email.'),
+  'warmup.auto_paused': z
+    .looseObject({ domain: z.string(), reason: z.string() })
+    .describe('Warmup of a sending domain was paused automatically.'),
+  'browser.session.ended': z.looseObject({ sessionId: id }).describe('A cloud browser session ended.'),
+} satisfies Record<EventType, z.ZodType>;
+
+/** The body of a delivery of `type`. */
+export const eventEnvelopeSchema = (type: EventType) =>
+  z.object({
+    type: z.literal(type),
+    timestamp: time.describe('When the event happened'),
+    data: eventDataSchemas[type],
+  });
+
+type JsonObject = Record<string, unknown>;
+
+/** Drops what zod spells out that the format already says (uuid and date-time regexes, safe-integer bounds). */
+function plain(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const item of node) plain(item);
+    return;
+  }
+  if (typeof node !== 'object' || node === null) return;
+  const o = node as JsonObject;
+  if (o.format === 'uuid' || o.format === 'date-time') delete o.pattern;
+  if (o.type === 'integer' && o.minimum === Number.MIN_SAFE_INTEGER) delete o.minimum;
+  if (o.type === 'integer' && o.maximum === Number.MAX_SAFE_INTEGER) delete o.maximum;
+  for (const value of Object.values(o)) plain(value);
+}
+
+const HEADERS = [
+  ['webhook-id', 'The event id: the same on every retry and replay (de-duplicate on it)'],
+  ['webhook-timestamp', 'Seconds since the epoch when this attempt was signed'],
+  [
+    'webhook-signature',
+    'Space-separated `v1,<base64 HMAC-SHA256 of id.timestamp.body>`; two entries during a secret rotation',
+  ],
+] as const;
+
+/** The OpenAPI 3.1 `webhooks` section: one operation per event type, with its payload schema. */
+export function openApiWebhooks(): JsonObject {
+  return Object.fromEntries(
+    EVENT_TYPES.map((type) => {
+      const schema = z.toJSONSchema(eventEnvelopeSchema(type), { io: 'output' }) as JsonObject;
+      delete schema.$schema;
+      plain(schema);
+      const name = type.replace(/[._](\w)/g, (_m, c: string) => c.toUpperCase());
+      return [
+        type,
+        {
+          post: {
+            operationId: `${name}Webhook`,
+            tags: ['Webhooks'],
+            summary: type,
+            description: `${eventDataSchemas[type].description ?? ''} Verify the signature before trusting it.`,
+            security: [],
+            parameters: HEADERS.map(([header, description]) => ({
+              name: header,
+              in: 'header',
+              required: true,
+              description,
+              schema: { type: 'string' },
+            })),
+            requestBody: { required: true, content: { 'application/json': { schema } } },
+            responses: {
+              '200': { description: 'Any 2xx: delivered' },
+              '410': { description: 'Gone: the endpoint is disabled at once' },
+              default: { description: 'Anything else (or no answer in 10 s): retried on the schedule' },
+            },
+          },
+        },
+      ];
+    }),
+  );
+}
