@@ -3,9 +3,10 @@
  * PASS/FAIL against the figures the issues ask for; exits 1 when any figure is below its target.
  * PostgreSQL: BENCH_DATABASE_URL, else TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test
  * (a scratch database is made).
- * Sections: `npm run bench -- foundation`, `scraping`, `matching`, `accounts` (default: all).
+ * Sections: `npm run bench -- foundation`, `scraping`, `matching`, `accounts`, `analytics` (default: all).
  */
 import { benchAccounts } from './accounts.ts';
+import { benchAnalytics } from './analytics.ts';
 import { benchFoundation } from './foundation.ts';
 import { printTable, type Row } from './lib.ts';
 import { benchMatching } from './matching.ts';
@@ -16,6 +17,7 @@ const sections: Record<string, () => Promise<Row[]>> = {
   scraping: benchScraping,
   matching: benchMatching,
   accounts: benchAccounts,
+  analytics: benchAnalytics,
 };
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const unknown = wanted.filter((name) => !(name in sections));

@@ -34,6 +34,9 @@ export const openApiTags = [
   { name: 'Credits', description: 'The balance and its ledger, prices of metered work, buying credits (Stripe).' },
   // The outbound webhooks share this tag: one entry of it is kept.
   { name: 'Webhooks', description: 'Outbound event notifications, and inbound events verified by signature.' },
+  // ---- analytics and admin ----
+  { name: 'Analytics', description: 'Figures over your pipeline, sources, capacity and credits, computed in SQL.' },
+  { name: 'Admin', description: 'Operators only (ADMIN_EMAILS or role admin): platform figures, users, audit.' },
 ];
 
 /**
@@ -132,6 +135,14 @@ export const operationIds: Record<string, string> = {
   'GET /api/credits/pricing': 'getCreditPricing',
   'POST /api/credits/checkout': 'createCreditCheckout',
   'POST /api/webhooks/inbound/{provider}': 'receiveInboundWebhook',
+  // ---- analytics and admin ----
+  'GET /api/analytics/pipeline-overview': 'getPipelineOverview',
+  'GET /api/analytics/sources': 'getSourceAnalytics',
+  'GET /api/analytics/capacity': 'getCapacityAnalytics',
+  'GET /api/analytics/credit-burn-rate': 'getCreditBurnRate',
+  'GET /api/admin/stats': 'getAdminStats',
+  'GET /api/admin/users': 'listAdminUsers',
+  'PATCH /api/admin/users/{id}': 'updateAdminUser',
 };
 
 /** `/api/leads/:id` → `/api/leads/{id}` (the document's form of a path). */
