@@ -3,6 +3,8 @@ import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-z
 import type { AppDeps } from './deps.ts';
 import { accountDeletionRoutes } from './modules/account-deletion/account-deletion.routes.ts';
 import { accountRoutes } from './modules/accounts/accounts.routes.ts';
+import { adminRoutes } from './modules/admin/admin.routes.ts';
+import { analyticsRoutes } from './modules/analytics/analytics.routes.ts';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { authRoutes } from './modules/auth/auth.routes.ts';
 import { campaignRoutes } from './modules/campaigns/campaigns.routes.ts';
@@ -59,6 +61,9 @@ const routeModules: RouteModule[] = [
   inboundWebhookRoutes,
   // ---- outbound webhooks ----
   webhookRoutes,
+  // ---- analytics and admin ----
+  analyticsRoutes,
+  adminRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

@@ -4,31 +4,13 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { openDatabase } from '../src/db/client.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { accountRepository } from '../src/modules/accounts/accounts.repository.ts';
+import { migrationsBefore } from './helpers/migrations.ts';
 import { oracleAccounts } from './oracles/accounts.ts';
-
-const migrations = path.join(path.dirname(fileURLToPath(import.meta.url)), '../src/db/migrations');
-
-/** A copy of the migrations folder that stops before `tag`. */
-function migrationsBefore(tag: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-migrations-'));
-  const journal = JSON.parse(fs.readFileSync(path.join(migrations, 'meta/_journal.json'), 'utf8'));
-  const stop = journal.entries.findIndex((e: { tag: string }) => e.tag === tag);
-  assert.ok(stop > 0, `no migration ${tag}`);
-  journal.entries = journal.entries.slice(0, stop);
-  fs.mkdirSync(path.join(dir, 'meta'));
-  fs.writeFileSync(path.join(dir, 'meta/_journal.json'), JSON.stringify(journal));
-  for (const e of journal.entries)
-    fs.copyFileSync(path.join(migrations, `${e.tag}.sql`), path.join(dir, `${e.tag}.sql`));
-  return dir;
-}
 
 test('0003_accounts_at_scale keys the leads already there and their accounts read as before', async () => {
   const dir = migrationsBefore('0003_accounts_at_scale');

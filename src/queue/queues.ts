@@ -11,6 +11,7 @@ export const QUEUES = {
   sourceScheduler: 'source-scheduler',
   matching: 'matching',
   accountRollups: 'account-rollups',
+  leadStats: 'lead-stats',
 } as const;
 
 /** pg-boss on the service's own database: PGlite in-process, or PostgreSQL shared by any number of processes. */
@@ -50,6 +51,7 @@ export async function startBoss(
     boss.createQueue(QUEUES.accountPurge, { retryLimit: 3, retryDelay: 60, expireInSeconds: 900 }),
     boss.createQueue(QUEUES.maintenance, { retryLimit: 1, expireInSeconds: 600 }),
     boss.createQueue(QUEUES.accountRollups, { retryLimit: 0, expireInSeconds: 300 }),
+    boss.createQueue(QUEUES.leadStats, { retryLimit: 0, expireInSeconds: 300 }),
     // A crawl's own retries are per request; a crashed worker's job is recovered from the jobs
     // table (heartbeats), so pg-boss does not retry or expire scrape messages early.
     boss.createQueue(QUEUES.scrape, { retryLimit: 0, expireInSeconds: 86_400, notify: true }),

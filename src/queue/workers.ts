@@ -1,6 +1,7 @@
 import type { AppDeps } from '../deps.ts';
 import { createAccountDeletionService } from '../modules/account-deletion/account-deletion.service.ts';
 import { createAccountService } from '../modules/accounts/accounts.service.ts';
+import { createAnalyticsService } from '../modules/analytics/analytics.service.ts';
 import { createDataExportService, type DataExportJob } from '../modules/data-export/data-export.service.ts';
 import { createJobRecovery } from '../modules/jobs/jobs.recovery.ts';
 import { createJobRunner } from '../modules/jobs/jobs.runner.ts';
@@ -33,6 +34,10 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
   const accounts = createAccountService(deps);
   await boss.work(QUEUES.accountRollups, async () => {
     await accounts.refreshPending();
+  });
+  const analytics = createAnalyticsService(deps);
+  await boss.work(QUEUES.leadStats, async () => {
+    await analytics.compactLeadStats();
   });
   const dataExports = createDataExportService(deps);
   // NOTIFY wakes a busy worker only once for a burst of sends: poll every 2 s so queued exports don't wait 30 s.
@@ -94,6 +99,8 @@ export async function registerSchedules(deps: AppDeps): Promise<void> {
   await deps.boss.schedule(QUEUES.accountPurge, '7 * * * *', null, { tz: 'UTC' });
   // Every minute: account rollups catch up with lead changes, so a read after a big import finds them done.
   await deps.boss.schedule(QUEUES.accountRollups, '* * * * *', null, { tz: 'UTC' });
+  // Every minute: the analytics lead counts fold what was appended since (README "Analytics").
+  await deps.boss.schedule(QUEUES.leadStats, '* * * * *', null, { tz: 'UTC' });
   // Every minute: start the runs of HOURLY, DAILY and WEEKLY sources that are due.
   await deps.boss.schedule(QUEUES.sourceScheduler, '* * * * *', null, { tz: 'UTC' });
 }

@@ -10,7 +10,10 @@ export interface Principal {
   scopes: string[];
 }
 
-/** What authentication needs from the API-key module: a bearer token resolved to its caller. */
+/**
+ * What authentication needs from the API-key module: a bearer token resolved to its caller (undefined when
+ * it is no live key; throws 403 ACCOUNT_SUSPENDED for a live key of a suspended user).
+ */
 export interface Authenticator {
   authenticate(token: string): Promise<Principal | undefined>;
 }

@@ -15,6 +15,7 @@ export const errorStatus = {
   INVALID_CREDENTIALS: 401,
   FORBIDDEN: 403,
   INSUFFICIENT_SCOPE: 403,
+  ACCOUNT_SUSPENDED: 403,
   NOT_FOUND: 404,
   REQUEST_TIMEOUT: 408,
   CONFLICT: 409,
@@ -67,3 +68,7 @@ export const notFound = (what: string, field?: string) =>
 
 export const validationError = (field: string, message: string) =>
   new AppError('VALIDATION_ERROR', `${field}: ${message}`, { details: [{ field, message }] });
+
+/** A suspended user's key or login (README "Admin"). */
+export const accountSuspended = () =>
+  new AppError('ACCOUNT_SUSPENDED', 'This account is suspended; contact the operator of this service');

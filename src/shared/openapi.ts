@@ -39,6 +39,9 @@ export const openApiTags = [
       'Signed event deliveries to your endpoints (Standard Webhooks), retried with backoff; the events and their ' +
       'payloads are listed under `webhooks`. Inbound events from providers, verified by signature.',
   },
+  // ---- analytics and admin ----
+  { name: 'Analytics', description: 'Figures over your pipeline, sources, capacity and credits, computed in SQL.' },
+  { name: 'Admin', description: 'Operators only (ADMIN_EMAILS or role admin): platform figures, users, audit.' },
 ];
 
 /**
@@ -145,6 +148,14 @@ export const operationIds: Record<string, string> = {
   'POST /api/webhooks/{id}/test': 'sendWebhookTest',
   'GET /api/webhooks/{id}/deliveries': 'listWebhookDeliveries',
   'POST /api/webhooks/deliveries/{deliveryId}/replay': 'replayWebhookDelivery',
+  // ---- analytics and admin ----
+  'GET /api/analytics/pipeline-overview': 'getPipelineOverview',
+  'GET /api/analytics/sources': 'getSourceAnalytics',
+  'GET /api/analytics/capacity': 'getCapacityAnalytics',
+  'GET /api/analytics/credit-burn-rate': 'getCreditBurnRate',
+  'GET /api/admin/stats': 'getAdminStats',
+  'GET /api/admin/users': 'listAdminUsers',
+  'PATCH /api/admin/users/{id}': 'updateAdminUser',
 };
 
 /** `/api/leads/:id` → `/api/leads/{id}` (the document's form of a path). */

@@ -1,5 +1,6 @@
 import type { Db } from '../../src/db/client.ts';
 import {
+  type EmailValidationResult,
   type LeadStatus,
   leads,
   type ProfileFieldDefinition,
@@ -24,6 +25,9 @@ export interface SeedLead {
   tags?: string[];
   customFields?: Record<string, unknown>;
   sourceId?: string | null;
+  jobId?: string | null;
+  emailValidation?: EmailValidationResult | null;
+  validatedAt?: Date | null;
   createdAt?: Date;
   updatedAt?: Date;
 }

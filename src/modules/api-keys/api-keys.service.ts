@@ -2,7 +2,7 @@ import type { Db } from '../../db/client.ts';
 import type { Principal } from '../../shared/auth.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { generateToken, sha256, tokenLooksValid } from '../../shared/crypto.ts';
-import { AppError, notFound, validationError } from '../../shared/errors.ts';
+import { AppError, accountSuspended, notFound, validationError } from '../../shared/errors.ts';
 import { findOwned } from '../../shared/ids.ts';
 import type { Notifier } from '../../shared/notify.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
@@ -107,8 +107,10 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
         cache.set(keyHash, entry);
       }
       const { identity } = entry;
-      if (identity.revokedAt || identity.userStatus !== 'active') return undefined;
+      if (identity.revokedAt) return undefined;
       if (identity.expiresAt && identity.expiresAt.getTime() <= now) return undefined;
+      // A live key of a suspended user (README "Admin"): refused, and told why.
+      if (identity.userStatus !== 'active') throw accountSuspended();
       if (now - entry.touchedAt >= 60_000) {
         // lastUsedAt is written at most once a minute per process, off the request's path.
         entry.touchedAt = now;

@@ -31,7 +31,8 @@ export const authRoutes: RouteModule = (app, deps) => {
     schema: {
       tags: ['Authentication'],
       summary: 'Exchange email and password for a new API key',
-      description: 'Rate limit: 5 requests per 15 minutes per client IP.',
+      description:
+        'Rate limit: 5 requests per 15 minutes per client IP. 403 ACCOUNT_SUSPENDED when an admin suspended the account.',
       security: [],
       body: loginBody,
       response: { 200: envelope(sessionView), ...errorResponses(400, 401, 403, 429) },

@@ -2,7 +2,7 @@ import { consentEvents, users } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { hashPassword, verifyPassword } from '../../shared/crypto.ts';
 import { isUniqueViolation } from '../../shared/db-errors.ts';
-import { AppError } from '../../shared/errors.ts';
+import { AppError, accountSuspended } from '../../shared/errors.ts';
 import { userRepository } from '../users/users.repository.ts';
 import { toUserView } from '../users/users.schemas.ts';
 
@@ -69,7 +69,7 @@ export function createAuthService(deps: Pick<AppDeps, 'db' | 'clock' | 'apiKeys'
       const user = await repo.findByEmail(email);
       const valid = await verifyPassword(user?.passwordHash ?? (await DUMMY_HASH), password);
       if (!user || !valid) throw new AppError('INVALID_CREDENTIALS', 'Email or password is incorrect');
-      if (user.status !== 'active') throw new AppError('FORBIDDEN', 'This account is suspended');
+      if (user.status !== 'active') throw accountSuspended();
       const { key } = await deps.apiKeys.mint(user.id, {
         name: `login ${deps.clock.now().toISOString()}`,
         scopes: ['*'],

@@ -1,10 +1,10 @@
 import { eq, sql } from 'drizzle-orm';
-import { type Db, queryRows } from '../../db/client.ts';
+import { type Db, queryRows, type Tx } from '../../db/client.ts';
 import { jobs, leads, sources, users } from '../../db/schema/index.ts';
 
 export type UserRow = typeof users.$inferSelect;
 
-export function userRepository(db: Db) {
+export function userRepository(db: Db | Tx) {
   return {
     async findById(id: string): Promise<UserRow | undefined> {
       const [row] = await db.select().from(users).where(eq(users.id, id)).limit(1);
@@ -24,6 +24,21 @@ export function userRepository(db: Db) {
       );
       const r = rows[0]!;
       return { sources: Number(r.sources), jobs: Number(r.jobs), leads: Number(r.leads) };
+    },
+    /** The user, row-locked until the caller's transaction ends (an admin's change, README "Admin"). */
+    async lockById(id: string): Promise<UserRow | undefined> {
+      const [row] = await db.select().from(users).where(eq(users.id, id)).for('update');
+      return row;
+    },
+    async setAccountState(
+      id: string,
+      values: { status?: UserRow['status']; role?: UserRow['role'] },
+      at: Date,
+    ): Promise<void> {
+      await db
+        .update(users)
+        .set({ ...values, updatedAt: at })
+        .where(eq(users.id, id));
     },
     async updatePassword(id: string, passwordHash: string, at: Date): Promise<void> {
       await db.update(users).set({ passwordHash, updatedAt: at }).where(eq(users.id, id));

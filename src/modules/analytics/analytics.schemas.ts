@@ -1,0 +1,169 @@
+import { z } from 'zod';
+import { leadStatuses } from '../../db/schema/index.ts';
+import { isUuid } from '../../shared/ids.ts';
+import { nextCursor } from '../../shared/pagination.ts';
+
+/** Days of the daily series: a window longer than this is a 400 naming `from`. */
+export const MAX_SERIES_DAYS = 366;
+
+/** A UTC calendar day `YYYY-MM-DD` that exists (2025-02-30 is refused). */
+const day = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD (UTC)')
+  .refine((v) => {
+    const d = new Date(`${v}T00:00:00Z`);
+    return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(v) && v >= '1970-01-01' && v <= '9999-12-31';
+  }, 'must be a real date YYYY-MM-DD (UTC)');
+
+const windowShape = {
+  from: day.optional().describe('First UTC day of the window (YYYY-MM-DD), included'),
+  to: day.optional().describe('Last UTC day of the window (YYYY-MM-DD), included'),
+};
+const projectId = z
+  .string()
+  .refine(isUuid, 'must be a UUID')
+  .optional()
+  .describe('Only sources of this project of yours (and their jobs and leads)');
+
+const fromNotAfterTo = (q: { from?: string; to?: string }, ctx: z.RefinementCtx) => {
+  if (q.from && q.to && q.from > q.to) {
+    ctx.addIssue({ code: 'custom', path: ['from'], message: 'must not be after to' });
+  }
+};
+
+export const windowQuery = z.object({ ...windowShape, projectId }).superRefine(fromNotAfterTo);
+export type WindowQuery = z.infer<typeof windowQuery>;
+
+export const sourcesQuery = z
+  .object({
+    ...windowShape,
+    projectId,
+    limit: z.coerce.number().int().min(1).max(1000).default(50),
+    cursor: z.string().max(200).optional(),
+  })
+  .superRefine(fromNotAfterTo);
+export type SourcesQuery = z.infer<typeof sourcesQuery>;
+
+/** Credits belong to the user, not to a project: the route refuses a `projectId` (400 naming it). */
+export const burnQuery = z.object(windowShape).superRefine(fromNotAfterTo);
+export type BurnQuery = z.infer<typeof burnQuery>;
+
+const count = z.number().int();
+const rate = z.number().nullable();
+const dayString = z.string().describe('YYYY-MM-DD (UTC)');
+
+const windowView = z.object({
+  from: dayString.nullable().describe('null: from the first lead'),
+  to: dayString.nullable().describe('null: up to now'),
+  projectId: z.string().nullable(),
+});
+
+export const pipelineView = z
+  .object({
+    window: windowView,
+    totalLeads: count.describe('Leads created in the window (sum of `byStatus`)'),
+    byStatus: z.record(z.enum(leadStatuses), count).describe('Leads created in the window, by current status'),
+    funnel: z
+      .array(
+        z.object({
+          stage: z.enum(['total', 'contacted', 'replied', 'qualified', 'converted']),
+          leads: count.describe('Leads whose current status is this stage or a later one'),
+          rateFromPrevious: rate.describe('leads ÷ leads of the previous stage (null when that is 0)'),
+          rateFromTotal: rate.describe('leads ÷ totalLeads (null when 0)'),
+        }),
+      )
+      .describe('total ⊇ contacted ⊇ replied ⊇ qualified ⊇ converted, from current statuses (see the description)'),
+    emailValidation: z.object({
+      withEmail: count.describe('Leads with an email'),
+      validated: count.describe('Leads with a stored validation result'),
+      validatedRate: rate.describe('validated ÷ withEmail'),
+      results: z
+        .record(z.enum(['valid', 'risky', 'invalid', 'unknown']), z.object({ leads: count, rate }))
+        .describe('Per result: leads, and leads ÷ validated'),
+    }),
+    recentActivity: z.object({
+      from: dayString,
+      to: dayString,
+      days: z.array(
+        z.object({
+          date: dayString,
+          leadsCreated: count,
+          leadsValidated: count.describe('Leads whose latest email validation was that day'),
+          jobsCompleted: count,
+          jobsFailed: count,
+        }),
+      ),
+    }),
+  })
+  .meta({ id: 'PipelineOverview' });
+
+export const sourceAnalyticsView = z
+  .object({
+    sourceId: z.string(),
+    name: z.string(),
+    status: z.string(),
+    scrapeType: z.string(),
+    projectId: z.string().nullable(),
+    leads: count.describe("The source's leads stored now that were created in the window"),
+    runs: z.object({
+      finished: count.describe('Runs that ended (COMPLETED, FAILED or CANCELLED) in the window'),
+      completed: count,
+      failed: count,
+      cancelled: count,
+    }),
+    successRate: rate.describe('completed ÷ (completed + failed); cancelled runs are left out'),
+    leadsFound: count.describe('Sum of `leadsFound` of the finished runs'),
+    leadsPerRun: rate.describe('leadsFound ÷ finished runs'),
+    leadsPerPage: rate.describe('leadsFound ÷ pages visited by the finished runs'),
+    avgRunSeconds: rate.describe('Mean of finishedAt − startedAt over the completed runs'),
+    lastRunAt: z.string().nullable(),
+  })
+  .meta({ id: 'SourceAnalytics' });
+
+export const sourcesView = z.object({
+  window: windowView,
+  sources: z.array(sourceAnalyticsView).describe('Newest source first'),
+  nextCursor,
+});
+
+export const capacityView = z
+  .object({
+    projectId: z.string().nullable(),
+    activeSources: count,
+    scheduledSources: count.describe('ACTIVE sources with an HOURLY, DAILY or WEEKLY schedule'),
+    scheduledRunsNext24h: count,
+    queue: z.object({
+      pending: count.describe('Your jobs waiting for a worker (PENDING)'),
+      running: count,
+      oldestPendingAt: z.string().nullable(),
+    }),
+    throughput: z.object({
+      from: dayString,
+      to: dayString,
+      completedRuns: count,
+      runsPerDay: rate,
+      avgRunSeconds: rate,
+      leadsPerRun: rate,
+      leadsPerHour: rate.describe('Leads found per hour of run time'),
+      pagesPerMinute: rate.describe('Pages visited per minute of run time'),
+    }),
+    estimatedLeadsNext24h: count.nullable().describe('scheduledRunsNext24h × leadsPerRun, rounded'),
+  })
+  .meta({ id: 'CapacityAnalytics' });
+
+export const creditBurnView = z
+  .object({
+    from: dayString,
+    to: dayString,
+    balance: count,
+    usedInWindow: count.describe('Credits taken by metered work in the window'),
+    averagePerDay: z.number().describe('usedInWindow ÷ days in the window'),
+    trendPerDay: rate.describe('Least-squares slope of daily usage (credits per day, per day); null for one day'),
+    byFeature: z.array(z.object({ feature: z.string(), credits: count, units: count })),
+    days: z.array(z.object({ date: dayString, credits: count })),
+    projection: z.object({
+      daysLeft: rate.describe('balance ÷ averagePerDay; null when nothing was used'),
+      runsOutOn: dayString.nullable().describe('Today (UTC) + floor(daysLeft) days'),
+    }),
+  })
+  .meta({ id: 'CreditBurnRate' });
