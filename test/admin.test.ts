@@ -104,6 +104,19 @@ describe('GET /api/admin/stats', () => {
       units: 100,
       createdAt: new Date(NOW.getTime() - 60 * DAY),
     });
+    // Webhook attempts: three in the last day (one failed), one failed a week ago; one endpoint disabled.
+    await ctx.deps.database.query(
+      `INSERT INTO webhook_endpoints (id, user_id, url, event_types, enabled, secret_encrypted)
+       VALUES (gen_random_uuid(), $1, 'https://hooks.example.com/', '{job.completed}', false, 'sealed')`,
+      [alice.id],
+    );
+    await ctx.deps.database.query(
+      `INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, attempt, success, latency_ms, created_at)
+       SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 1, ok, 5, $1::timestamptz - age
+       FROM (VALUES (true, interval '1 hour'), (true, interval '2 hours'), (false, interval '3 hours'),
+                    (false, interval '7 days')) AS v(ok, age)`,
+      [NOW.toISOString()],
+    );
 
     const data = (await call(root, 'GET', '/api/admin/stats')).json().data;
     assert.deepEqual(data.users, { total: 4, active: 4, suspended: 0, admins: 1, newLast7Days: 4 });
@@ -123,6 +136,12 @@ describe('GET /api/admin/stats', () => {
       usedLast30Days: 47,
       usedTotal: 147,
       outstandingBalance: balances.reduce((a, b) => a + b, 0),
+    });
+    assert.deepEqual(data.webhooks, {
+      attemptsLast24Hours: 3,
+      failedLast24Hours: 1,
+      failureRate: 1 / 3,
+      disabledEndpoints: 1,
     });
   });
 });

@@ -85,7 +85,7 @@ export function adminRepository(db: Db | Tx) {
     },
 
     /** Platform figures: users, jobs by state, pg-boss queue depth, credits (README "Admin"). */
-    async stats(adminEmails: readonly string[], weekAgo: Date, monthAgo: Date) {
+    async stats(adminEmails: readonly string[], dayAgo: Date, weekAgo: Date, monthAgo: Date) {
       const [u] = await queryRows<Record<string, number>>(
         db,
         sql`SELECT count(*)::int AS total, count(*) FILTER (WHERE status = 'active')::int AS active,
@@ -112,7 +112,14 @@ export function adminRepository(db: Db | Tx) {
                    (SELECT coalesce(sum(balance), 0) FROM ${creditBalances})::int AS outstanding
             FROM ${creditTransactions} WHERE kind = 'usage'`,
       );
-      return { users: u!, jobRows, queueRows, credits: c! };
+      // Webhook attempts are pruned after WEBHOOK_RETENTION_DAYS, so the scan stays bounded.
+      const [w] = await queryRows<Record<string, number>>(
+        db,
+        sql`SELECT (SELECT count(*) FROM webhook_attempts WHERE created_at >= ${dayAgo})::int AS attempts,
+                   (SELECT count(*) FROM webhook_attempts WHERE created_at >= ${dayAgo} AND NOT success)::int AS failed,
+                   (SELECT count(*) FROM webhook_endpoints WHERE NOT enabled)::int AS disabled`,
+      );
+      return { users: u!, jobRows, queueRows, credits: c!, webhooks: w! };
     },
   };
 }

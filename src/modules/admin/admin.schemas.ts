@@ -91,5 +91,11 @@ export const adminStatsView = z
       usedTotal: count,
       outstandingBalance: count.describe('Sum of every balance'),
     }),
+    webhooks: z.object({
+      attemptsLast24Hours: count.describe('Delivery attempts to every endpoint in the last 24 hours'),
+      failedLast24Hours: count.describe('Of those, attempts that failed (no answer, timeout or not 2xx)'),
+      failureRate: z.number().min(0).max(1).nullable().describe('failed ÷ attempts; null when there was none'),
+      disabledEndpoints: count.describe('Endpoints disabled (410, five days failing, or by their owner)'),
+    }),
   })
   .meta({ id: 'AdminStats' });

@@ -75,7 +75,7 @@ export function createAdminService(deps: Pick<AppDeps, 'db' | 'clock' | 'config'
     async stats() {
       const now = deps.clock.now().getTime();
       const [figures, leads] = await Promise.all([
-        repo.stats(adminEmails, new Date(now - 7 * DAY_MS), new Date(now - 30 * DAY_MS)),
+        repo.stats(adminEmails, new Date(now - DAY_MS), new Date(now - 7 * DAY_MS), new Date(now - 30 * DAY_MS)),
         analytics.platformLeadTotals(),
       ]);
       const byStatus = Object.fromEntries(jobStatuses.map((s) => [s, 0])) as Record<
@@ -104,6 +104,12 @@ export function createAdminService(deps: Pick<AppDeps, 'db' | 'clock' | 'config'
           usedLast30Days: figures.credits.last_30_days!,
           usedTotal: figures.credits.total!,
           outstandingBalance: figures.credits.outstanding!,
+        },
+        webhooks: {
+          attemptsLast24Hours: figures.webhooks.attempts!,
+          failedLast24Hours: figures.webhooks.failed!,
+          failureRate: figures.webhooks.attempts ? figures.webhooks.failed! / figures.webhooks.attempts : null,
+          disabledEndpoints: figures.webhooks.disabled!,
         },
       };
     },
