@@ -217,3 +217,24 @@ describe('events of the services', () => {
     assert.deepEqual([event!.data.total, event!.data.processed, event!.data.matched, event!.data.failed], [3, 3, 2, 0]);
   });
 });
+
+describe('credits.low', () => {
+  test('reaches a subscribed endpoint once when a charge takes the balance below the threshold', async () => {
+    const carol = await ctx.signup();
+    const hook = await subscribe(carol, ['credits.low']);
+    const threshold = ctx.deps.config.CREDITS_LOW_THRESHOLD;
+    const balance = await ctx.deps.credits.balance(ctx.deps.db, carol.id);
+    // Down to just above the threshold: nothing sent; then across it: one event; then below it: nothing more.
+    await ctx.deps.db.transaction((tx) => ctx.deps.credits.spend(tx, carol.id, 'pages', balance - threshold - 5));
+    await ctx.deps.db.transaction((tx) => ctx.deps.credits.spend(tx, carol.id, 'pages', 10));
+    await ctx.deps.db.transaction((tx) => ctx.deps.credits.spend(tx, carol.id, 'pages', 10));
+    await hook.receiver.waitFor(1);
+    await new Promise((r) => setTimeout(r, 500));
+    const events = hook.events();
+    assert.equal(events.length, 1);
+    assert.deepEqual(
+      { type: events[0]!.type, ...events[0]!.data },
+      { type: 'credits.low', balance: threshold - 5, threshold },
+    );
+  });
+});
