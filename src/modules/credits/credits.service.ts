@@ -34,7 +34,9 @@ export type CreditsServiceDeps = Pick<AppDeps, 'db' | 'config' | 'clock' | 'cred
 
 export function createCreditsService(deps: CreditsServiceDeps, options: { stripe?: Stripe } = {}) {
   const repo = creditsRepository(deps.db);
-  const stripe = options.stripe ?? createStripeClient(deps.config);
+  let stripeClient: Promise<Stripe | undefined> | undefined;
+  const stripeOf = () =>
+    (stripeClient ??= options.stripe ? Promise.resolve(options.stripe) : createStripeClient(deps.config));
 
   /** Where Stripe sends the buyer back: the request's URL, else PUBLIC_URL, else a 400 naming the field. */
   function returnUrl(given: string | undefined, field: string, outcome: string): string {
@@ -95,6 +97,7 @@ export function createCreditsService(deps: CreditsServiceDeps, options: { stripe
       }
       const successUrl = returnUrl(input.successUrl, 'successUrl', 'success');
       const cancelUrl = returnUrl(input.cancelUrl, 'cancelUrl', 'cancelled');
+      const stripe = await stripeOf();
       if (!stripe) throw paymentsNotConfigured('STRIPE_SECRET_KEY');
       const checkoutId = newId();
       await repo.insertCheckout({

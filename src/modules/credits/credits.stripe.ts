@@ -1,13 +1,26 @@
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import type { Config } from '../../config.ts';
 import { AppError } from '../../shared/errors.ts';
+
+/**
+ * The `stripe` package, loaded on first use: its hundreds of modules would add about a second to every
+ * start (README "Running"), and most installs never take a payment.
+ */
+let stripeModule: typeof Stripe | undefined;
+export async function loadStripe(): Promise<typeof Stripe> {
+  stripeModule ??= (await import('stripe')).default;
+  return stripeModule;
+}
 
 /**
  * The Stripe client, or undefined without STRIPE_SECRET_KEY. STRIPE_API_BASE points it at another server
  * speaking Stripe's API (its protocol, host and port; Stripe's paths start at `/v1`).
  */
-export function createStripeClient(config: Pick<Config, 'STRIPE_SECRET_KEY' | 'STRIPE_API_BASE'>): Stripe | undefined {
+export async function createStripeClient(
+  config: Pick<Config, 'STRIPE_SECRET_KEY' | 'STRIPE_API_BASE'>,
+): Promise<Stripe | undefined> {
   if (!config.STRIPE_SECRET_KEY) return undefined;
+  const Stripe = await loadStripe();
   const base = config.STRIPE_API_BASE ? new URL(config.STRIPE_API_BASE) : undefined;
   const https = base?.protocol !== 'http:';
   return new Stripe(config.STRIPE_SECRET_KEY, {
@@ -27,7 +40,8 @@ export const paymentsNotConfigured = (setting: string) =>
 
 /** A Stripe failure as the API reports it: the status, never Stripe's text (it may quote the request). */
 export function paymentProviderError(error: unknown): AppError {
-  const status = error instanceof Stripe.errors.StripeError ? error.statusCode : undefined;
+  // The package is loaded: the error came from a call through it.
+  const status = stripeModule && error instanceof stripeModule.errors.StripeError ? error.statusCode : undefined;
   return new AppError(
     'PAYMENT_PROVIDER_ERROR',
     status ? `The payment provider answered HTTP ${status}` : 'The payment provider could not be reached',

@@ -1,10 +1,9 @@
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
-import Stripe from 'stripe';
 import { z } from 'zod';
 import type { AppDeps } from '../../deps.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
 import { type CreditsService, createCreditsService } from '../credits/credits.service.ts';
-import { paymentsNotConfigured } from '../credits/credits.stripe.ts';
+import { loadStripe, paymentsNotConfigured } from '../credits/credits.stripe.ts';
 import { inboundWebhookRepository } from './webhooks-inbound.repository.ts';
 
 export const INBOUND_PROVIDERS = ['stripe', 'standard'] as const;
@@ -62,11 +61,15 @@ export function createInboundWebhookService(
   const credits = options.credits ?? createCreditsService(deps);
   const standard = deps.config.INBOUND_WEBHOOK_SECRET ? new Webhook(deps.config.INBOUND_WEBHOOK_SECRET) : undefined;
 
-  function verifyStripe(raw: Buffer, headers: Record<string, string | string[] | undefined>): VerifiedEvent {
+  async function verifyStripe(
+    raw: Buffer,
+    headers: Record<string, string | string[] | undefined>,
+  ): Promise<VerifiedEvent> {
     const secret = deps.config.STRIPE_WEBHOOK_SECRET;
     if (!secret) throw paymentsNotConfigured('STRIPE_WEBHOOK_SECRET');
     const signature = header(headers, 'stripe-signature');
     if (!signature) throw invalidSignature('stripe-signature', 'the Stripe-Signature header is missing');
+    const Stripe = await loadStripe();
     let event: unknown;
     try {
       event = Stripe.webhooks.constructEvent(raw, signature, secret);
@@ -108,7 +111,7 @@ export function createInboundWebhookService(
       headers: Record<string, string | string[] | undefined>,
     ): Promise<{ received: true; duplicate: boolean }> {
       let event: VerifiedEvent;
-      if (provider === 'stripe') event = verifyStripe(raw, headers);
+      if (provider === 'stripe') event = await verifyStripe(raw, headers);
       else if (provider === 'standard') event = verifyStandard(raw, headers);
       else throw notFound('Inbound webhook provider');
       const session =
