@@ -81,14 +81,15 @@ describe('DYNAMIC', { skip: chromiumMissing ? CHROMIUM_SKIP : false }, () => {
       dynamic({
         url: `${site.origin}/js-directory?case=never`,
         selectors: { ...DIRECTORY_SELECTORS, waitFor: '.never' },
-        requestTimeoutSecs: 1,
+        // Long enough that a loaded machine still loads the page itself in time: the wait must be what fails.
+        requestTimeoutSecs: 3,
         maxRetries: 0,
       }),
     );
     assert.equal(run.error?.kind, 'all_failed');
     assert.equal(
       run.error?.message,
-      `GET ${site.origin}/js-directory?case=never failed: the waitFor selector .never did not appear within 1 s`,
+      `GET ${site.origin}/js-directory?case=never failed: the waitFor selector .never did not appear within 3 s`,
     );
   });
 
