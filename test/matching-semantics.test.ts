@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Condition, ConditionGroup } from '../src/modules/matching/matching.conditions.ts';
+import {
+  type Condition,
+  type ConditionGroup,
+  conditionOperators,
+} from '../src/modules/matching/matching.conditions.ts';
 import { matchingRepository, type ProfileWithLead } from '../src/modules/matching/matching.repository.ts';
 import type { SetRule } from '../src/modules/matching/matching.sql.ts';
 import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
@@ -395,21 +399,7 @@ function randomCondition(): Condition {
   const field = rand() < 0.1 ? 'lead.createdAt' : pick([...JSON_FIELDS, ...TEXT_FIELDS]);
   const caseSensitive = rand() < 0.25 ? true : undefined;
   if (field === 'lead.createdAt') return dated();
-  const op = pick([
-    'equals',
-    'not_equals',
-    'in',
-    'not_in',
-    'contains',
-    'not_contains',
-    'gt',
-    'gte',
-    'lt',
-    'lte',
-    'exists',
-    'not_exists',
-    'regex',
-  ] as const);
+  const op = pick(conditionOperators);
   let value: Condition['value'];
   if (op === 'equals' || op === 'not_equals')
     value = pick([() => pick(STRINGS.filter(Boolean)), () => pick(NUMBERS), () => rand() < 0.5])();
