@@ -6,7 +6,8 @@
  *   - throughput: BENCH_EVENTS events (default 10,000) × 5 endpoints, emitted in transactions of 100 while no
  *     dispatcher runs (the emission rate is shown), then one process's dispatcher started: deliveries/s until
  *     the last arrival, against a bare undici POST loop to the same receivers with the same concurrency
- *     (WEBHOOK_CONCURRENCY), run just before and just after in the same run (their mean).
+ *     (WEBHOOK_CONCURRENCY) sending the same body and headers (signed once), run just before and just after in the
+ *     same run (their mean).
  * `BENCH_EVENTS=500 npm run bench -- events` for a quick check.
  */
 import fs from 'node:fs';
@@ -16,8 +17,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { Agent, request } from 'undici';
 import { loadConfig } from '../src/config.ts';
-import { createWebhookDispatcher } from '../src/modules/webhooks/webhooks.dispatcher.ts';
+import { createWebhookDispatcher, WEBHOOK_USER_AGENT } from '../src/modules/webhooks/webhooks.dispatcher.ts';
 import { createWebhookService } from '../src/modules/webhooks/webhooks.service.ts';
+import { newSigningSecret, signatureHeader } from '../src/modules/webhooks/webhooks.signing.ts';
 import { startRuntime } from '../src/runtime.ts';
 import { emitEvent, recordEvent } from '../src/shared/events.ts';
 import { newId } from '../src/shared/ids.ts';
@@ -79,6 +81,14 @@ const leadEvent = () => ({ leadIds: [newId(), newId(), newId()], count: 3, jobId
 async function bareLoop(receivers: Receiver[], count: number, concurrency: number): Promise<number> {
   const agent = new Agent({ connections: concurrency, keepAliveTimeout: 10_000 });
   const body = JSON.stringify({ type: 'lead.created', timestamp: new Date().toISOString(), data: leadEvent() });
+  // The headers a delivery carries (signed once): the receivers parse as much per request as from the dispatcher.
+  const sentAt = new Date();
+  const headers = {
+    'content-type': 'application/json',
+    'user-agent': WEBHOOK_USER_AGENT,
+    'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
+    'webhook-signature': signatureHeader([newSigningSecret()], newId(), sentAt, body),
+  };
   let next = 0;
   const started = performance.now();
   await Promise.all(
@@ -87,7 +97,7 @@ async function bareLoop(receivers: Receiver[], count: number, concurrency: numbe
         const i = next++;
         const res = await request(receivers[i % receivers.length]!.url, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'webhook-id': `bare-${i}` },
+          headers: { ...headers, 'webhook-id': `bare-${i}` },
           body,
           dispatcher: agent,
         });

@@ -20,6 +20,12 @@ export const WEBHOOK_USER_AGENT = 'Quarry-Webhooks/1.0';
 /** Bytes of an endpoint's answer kept with the attempt. */
 const RESPONSE_EXCERPT_BYTES = 1024;
 const CLAIM_MAX = 200;
+/**
+ * Rounds of WEBHOOK_CONCURRENCY sends one process holds at most (sending and waiting), and the rounds still waiting
+ * when it claims more: a claim is a database round trip, and at loopback speed a round of sends takes less.
+ */
+const HELD_ROUNDS = 8;
+const REFILL_ROUNDS = 3;
 const FLUSH_ROWS = 1000;
 const FLUSH_EVERY_MS = 50;
 
@@ -41,9 +47,11 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
   const owner = `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const concurrency = deps.config.WEBHOOK_CONCURRENCY;
   const timeoutMs = deps.config.WEBHOOK_TIMEOUT_MS;
-  // A claimed delivery waits at most one send's timeout for a slot (claims stop at 2 × WEBHOOK_CONCURRENCY), then
-  // takes at most one timeout itself: the lease covers both and the recording.
+  const maxHeld = HELD_ROUNDS * concurrency;
+  const refillBelow = REFILL_ROUNDS * concurrency;
   const leaseMs = 2 * timeoutMs + 5_000;
+  /** A delivery that waited here this long is given back unsent: its lease could run out during its send. */
+  const staleAfterMs = leaseMs - timeoutMs - 2_000;
   const log = deps.logger.child({ component: 'webhooks' });
   const secrets = new Map<string, string>();
   /** Decrypted once per process (a secret changes only by rotation, which makes a new ciphertext). */
@@ -60,7 +68,7 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
   let lastBody: { eventId: string; body: string } | undefined;
   const bodyOf = (row: ClaimedDelivery): string => {
     if (lastBody?.eventId !== row.eventId) {
-      const body = JSON.stringify({ type: row.type, timestamp: row.createdAt.toISOString(), data: row.data });
+      const body = `{"type":${JSON.stringify(row.type)},"timestamp":"${row.createdAt.toISOString()}","data":${row.dataJson}}`;
       lastBody = { eventId: row.eventId, body };
     }
     return lastBody.body;
@@ -68,8 +76,8 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
 
   let stopped = true;
   let inFlight = 0;
-  /** Claimed here, waiting for a free slot. */
-  const waiting: ClaimedDelivery[] = [];
+  /** Claimed here, waiting for a free slot, with when (performance.now()). */
+  const waiting: Array<{ row: ClaimedDelivery; claimedAt: number }> = [];
   let draining = false;
   let signals = 0;
   let mayHaveMore = false;
@@ -88,23 +96,23 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
   }
 
   /**
-   * Claims while fewer than 2 × WEBHOOK_CONCURRENCY deliveries are in flight or waiting here, so the next ones
-   * are at hand when a send ends (a claim is a database round trip). One waits at most one send's timeout for a
-   * free slot, well inside its lease.
+   * Claims while fewer than REFILL_ROUNDS of sends wait here (and fewer than `maxHeld` are held), so the next ones
+   * are at hand when sends end. A delivery that waits too long for a slot is given back (see startWaiting).
    */
   async function drain(): Promise<void> {
     draining = true;
     try {
       while (!stopped) {
-        const room = 2 * concurrency - inFlight - waiting.length;
-        if (room < concurrency / 2) {
+        const room = maxHeld - inFlight - waiting.length;
+        if (waiting.length >= refillBelow || room < Math.ceil(concurrency / 2)) {
           mayHaveMore = true;
           return;
         }
         const seen = signals;
         const want = Math.min(room, CLAIM_MAX);
         const rows = await repo.claimDue(owner, deps.clock.now(), want, leaseMs);
-        waiting.push(...rows);
+        const claimedAt = performance.now();
+        for (const row of rows) waiting.push({ row, claimedAt });
         startWaiting();
         if (rows.length < want && signals === seen) {
           mayHaveMore = false;
@@ -119,17 +127,27 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
   }
 
   function startWaiting(): void {
+    const stale: string[] = [];
     while (inFlight < concurrency && waiting.length && !stopped) {
-      const row = waiting.shift()!;
+      const { row, claimedAt } = waiting.shift()!;
+      if (performance.now() - claimedAt > staleAfterMs) {
+        stale.push(row.id);
+        continue;
+      }
       inFlight++;
       void send(row)
         .catch((err) => log.error({ err, deliveryId: row.id }, 'webhook delivery crashed'))
         .finally(() => {
           inFlight--;
           startWaiting();
-          if (mayHaveMore && inFlight + waiting.length <= concurrency) wake();
+          if (mayHaveMore && waiting.length < refillBelow) wake();
         });
     }
+    // Slow endpoints held the slots: anyone (this process too) claims these again.
+    if (stale.length)
+      repo
+        .release(owner, stale, deps.clock.now())
+        .then(wake, (err) => log.warn({ err }, 'could not give back webhook deliveries'));
   }
 
   async function send(row: ClaimedDelivery): Promise<void> {
@@ -269,7 +287,8 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
       await repo
         .release(
           owner,
-          waiting.splice(0).map((row) => row.id),
+          waiting.splice(0).map(({ row }) => row.id),
+          deps.clock.now(),
         )
         .catch(() => {});
       const deadline = Date.now() + timeoutMs + 1_000;
