@@ -20,9 +20,11 @@ const HOUR = 3_600_000;
 
 let ctx: TestContext;
 let alice: TestUser;
+let root: TestUser;
 before(async () => {
-  ctx = await createTestContext({ workers: false, clock });
+  ctx = await createTestContext({ workers: false, clock, env: { ADMIN_EMAILS: 'root@example.com' } });
   alice = await ctx.signup();
+  root = await ctx.signup({ email: 'root@example.com' });
 });
 after(async () => ctx?.close());
 
@@ -104,6 +106,24 @@ describe('source schedules', () => {
     await dispatch();
     for (const s of [manual, draft, paused]) assert.equal((await jobsOf(s.id)).length, 0);
     assert.equal((await view(manual.id)).nextRunAt, null);
+  });
+
+  test("a suspended user's sources do not run; reactivated, they run at the next tick", async () => {
+    const hourly = await source('HOURLY');
+    const setStatus = async (status: string) => {
+      const res = await ctx.call(root, 'PATCH', `/api/admin/users/${alice.id}`, { status });
+      assert.equal(res.statusCode, 200, res.body);
+    };
+    await setStatus('suspended');
+    try {
+      advance(3 * HOUR);
+      await dispatch();
+      assert.equal((await jobsOf(hourly.id)).length, 0, 'not run while suspended');
+    } finally {
+      await setStatus('active');
+    }
+    await dispatch();
+    assert.equal((await jobsOf(hourly.id)).length, 1, 'one catch-up run once active again');
   });
 
   test('the tick is a pg-boss cron schedule, every minute', async () => {

@@ -60,7 +60,8 @@ export const adminRoutes: RouteModule = (app, deps) => {
         `${WHO} Everything given is applied in one transaction with one audit record (who, the changed ` +
         'fields before and after, when); a field equal to its current value changes nothing, and a request ' +
         'that changes nothing writes no record (`audit: null`). `status: suspended`: every API key of the ' +
-        'user answers 403 ACCOUNT_SUSPENDED at once, in every process; nothing of theirs is deleted, and ' +
+        'user answers 403 ACCOUNT_SUSPENDED at once, in every process, and their scheduled sources do not ' +
+        'run (each overdue one runs once after reactivation); nothing of theirs is deleted, and ' +
         '`active` restores access. `creditAdjustment`: a ledger row of kind adjustment with the reason (the ' +
         'balance cannot go below 0: 400 naming `creditAdjustment.amount`). An admin cannot suspend or ' +
         'demote themselves: 409 CONFLICT naming `status` or `role`. An ADMIN_EMAILS admin stays an admin ' +

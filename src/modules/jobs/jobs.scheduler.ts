@@ -12,6 +12,8 @@ const BATCH = 500;
  * processes). Each due ACTIVE source is claimed atomically (its `next_run_at` moves to the next
  * period after now, FOR UPDATE SKIP LOCKED), so even overlapping ticks start one run per period. A
  * source whose previous run is still PENDING or RUNNING is not started twice; its period is skipped.
+ * The sources of a suspended user (README "Admin") are left as they are: not run, not advanced, so they run
+ * once at the first tick after the user is reactivated.
  */
 export async function dispatchDueSources(
   deps: Pick<AppDeps, 'db' | 'clock' | 'logger'>,
@@ -31,6 +33,7 @@ export async function dispatchDueSources(
            WHERE s.schedule_type = p.type
              AND s.id IN (SELECT id FROM sources
                            WHERE status = 'ACTIVE' AND schedule_type <> 'MANUAL' AND next_run_at <= ${now}::timestamptz
+                             AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = sources.user_id AND u.status = 'suspended')
                            ORDER BY next_run_at LIMIT ${BATCH} FOR UPDATE SKIP LOCKED)
        RETURNING s.id, s.user_id, s.name`,
     );
