@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { strFromU8, unzipSync } from 'fflate';
-import { jobs, leads, profiles, profileTypes, projects, sources } from '../src/db/schema/index.ts';
+import {
+  adminAuditEvents,
+  jobs,
+  leads,
+  profiles,
+  profileTypes,
+  projects,
+  sources,
+  webhookEndpoints,
+} from '../src/db/schema/index.ts';
 import { DAY_MS, ManualClock } from '../src/shared/clock.ts';
 import { csvCell, csvRow, parseCsv, parseCsvObjects, toCsv } from '../src/shared/csv.ts';
 import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
@@ -93,6 +102,19 @@ async function userWithData(label: string) {
     .insert(profiles)
     .values({ userId: u.id, profileTypeId: type!.id, data: { rate: 4.5, label } })
     .returning();
+  await db.insert(webhookEndpoints).values({
+    userId: u.id,
+    url: `https://hooks.example.com/${label}`,
+    eventTypes: ['lead.created'],
+    secretEncrypted: `sealed-secret-${label}`,
+    previousSecretEncrypted: `sealed-previous-${label}`,
+  });
+  await db.insert(adminAuditEvents).values({
+    targetUserId: u.id,
+    action: 'user.update',
+    before: { status: 'active' },
+    after: { status: 'suspended' },
+  });
   return {
     user: u,
     project: project!,
@@ -285,6 +307,17 @@ describe('GET /api/users/export/download', () => {
       'scopes',
     ]);
     assert.equal(doc.apiKeys[0].prefix, mine.user.apiKey.slice(0, 12));
+    assert.deepEqual(
+      doc.webhooks.map((w: { url: string }) => w.url),
+      ['https://hooks.example.com/mine'],
+    );
+    assert.ok(!text.includes('sealed-secret-mine') && !text.includes('sealed-previous-mine'), 'no signing secret');
+    assert.ok(!('secretEncrypted' in doc.webhooks[0]) && !('previousSecretEncrypted' in doc.webhooks[0]));
+    assert.deepEqual(
+      doc.adminChanges.map((a: { after: unknown }) => a.after),
+      [{ status: 'suspended' }],
+      'what admins changed about the account',
+    );
     // Secrets never leave the database.
     assert.ok(!text.includes('$argon2'), 'no password hash');
     assert.ok(!/password/i.test(text), 'no password field');
@@ -311,17 +344,29 @@ describe('GET /api/users/export/download', () => {
       assert.match(String(res.headers['content-disposition']), /^attachment; filename="quarry-export-[\d-]+\.zip"$/);
       const files = unzipSync(new Uint8Array(res.rawPayload));
       assert.deepEqual(Object.keys(files).sort(), [
+        'account_notes.csv',
+        'admin_changes.csv',
+        'ai_usage.csv',
         'api_keys.csv',
+        'campaigns.csv',
+        'chat_approvals.csv',
+        'chat_conversations.csv',
+        'chat_messages.csv',
         'consent_history.csv',
+        'credit_checkouts.csv',
         'credit_transactions.csv',
         'jobs.csv',
         'leads.csv',
+        'matching_rules.csv',
+        'matching_runs.csv',
         'profile.csv',
         'profile_types.csv',
         'profiles.csv',
         'projects.csv',
         'sources.csv',
         'suppressions.csv',
+        'webhook_events.csv',
+        'webhooks.csv',
       ]);
       const leadsCsv = strFromU8(files['leads.csv']!);
       // The note is quoted, inner quotes doubled, the newline kept inside the quotes.

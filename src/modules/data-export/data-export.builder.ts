@@ -3,31 +3,62 @@ import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
 import { strToU8, zipSync } from 'fflate';
 import type { Db } from '../../db/client.ts';
 import {
+  accountMetadata,
+  adminAuditEvents,
+  aiUsage,
   apiKeys,
+  campaigns,
+  chatApprovals,
+  chatConversations,
+  chatMessages,
   consentEvents,
+  creditCheckouts,
   creditTransactions,
   jobs,
   leads,
+  matchingRules,
+  matchingRuns,
   profiles,
   profileTypes,
   projects,
   sources,
   suppressions,
   users,
+  webhookEndpoints,
+  webhookEvents,
 } from '../../db/schema/index.ts';
 import { toCsv } from '../../shared/csv.ts';
 import type { ExportFormat } from './data-export.schemas.ts';
 
 type Columns = Record<string, PgColumn>;
 
+/** Every column of a table but the named ones (secrets). */
+function columnsWithout<T extends PgTable>(table: T, ...secret: Array<keyof T['_']['columns']>): Columns {
+  const columns: Columns = { ...getTableColumns(table) };
+  for (const name of secret) delete columns[name as string];
+  return columns;
+}
+
+/** A table whose rows belong to the user by `userId`, all columns. */
+const owned = (name: string, table: PgTable & { userId: PgColumn; id: PgColumn }) => ({
+  name,
+  table,
+  owner: table.userId,
+  columns: getTableColumns(table) as Columns,
+  orderBy: table.id,
+});
+
 /**
- * What an export holds: one section per table the user owns. Columns are listed explicitly where
- * a table holds secrets (password hash, key hashes): those never leave the database.
+ * What an export holds: one section per table the user owns, and the admin changes made to their account.
+ * Columns are listed explicitly where a table holds secrets (password hash, key hashes, signing secrets):
+ * those never leave the database. Figures the database derives from other rows (account rollups, lead
+ * statistics, matching results) and delivery bookkeeping are left out: the rows they come from are here.
  */
-const sections: Array<{ name: string; table: PgTable & { userId: PgColumn }; columns: Columns; orderBy: PgColumn }> = [
+const sections: Array<{ name: string; table: PgTable; owner: PgColumn; columns: Columns; orderBy: PgColumn }> = [
   {
     name: 'consent_history',
     table: consentEvents,
+    owner: consentEvents.userId,
     columns: {
       consentType: consentEvents.consentType,
       granted: consentEvents.granted,
@@ -39,6 +70,7 @@ const sections: Array<{ name: string; table: PgTable & { userId: PgColumn }; col
   {
     name: 'api_keys',
     table: apiKeys,
+    owner: apiKeys.userId,
     columns: {
       id: apiKeys.id,
       name: apiKeys.name,
@@ -51,18 +83,37 @@ const sections: Array<{ name: string; table: PgTable & { userId: PgColumn }; col
     },
     orderBy: apiKeys.id,
   },
-  { name: 'projects', table: projects, columns: getTableColumns(projects), orderBy: projects.id },
-  { name: 'sources', table: sources, columns: getTableColumns(sources), orderBy: sources.id },
-  { name: 'jobs', table: jobs, columns: getTableColumns(jobs), orderBy: jobs.id },
-  { name: 'leads', table: leads, columns: getTableColumns(leads), orderBy: leads.id },
-  { name: 'profile_types', table: profileTypes, columns: getTableColumns(profileTypes), orderBy: profileTypes.id },
-  { name: 'profiles', table: profiles, columns: getTableColumns(profiles), orderBy: profiles.id },
-  { name: 'suppressions', table: suppressions, columns: getTableColumns(suppressions), orderBy: suppressions.id },
+  owned('projects', projects),
+  owned('sources', sources),
+  owned('jobs', jobs),
+  owned('leads', leads),
+  owned('profile_types', profileTypes),
+  owned('profiles', profiles),
+  owned('suppressions', suppressions),
+  owned('credit_transactions', creditTransactions),
+  owned('credit_checkouts', creditCheckouts),
+  owned('ai_usage', aiUsage),
+  owned('account_notes', accountMetadata),
+  owned('matching_rules', matchingRules),
+  owned('matching_runs', matchingRuns),
+  owned('campaigns', campaigns),
+  owned('chat_conversations', chatConversations),
+  owned('chat_messages', chatMessages),
+  owned('chat_approvals', chatApprovals),
   {
-    name: 'credit_transactions',
-    table: creditTransactions,
-    columns: getTableColumns(creditTransactions),
-    orderBy: creditTransactions.id,
+    name: 'webhooks',
+    table: webhookEndpoints,
+    owner: webhookEndpoints.userId,
+    columns: columnsWithout(webhookEndpoints, 'secretEncrypted', 'previousSecretEncrypted'),
+    orderBy: webhookEndpoints.id,
+  },
+  owned('webhook_events', webhookEvents),
+  {
+    name: 'admin_changes',
+    table: adminAuditEvents,
+    owner: adminAuditEvents.targetUserId,
+    columns: columnsWithout(adminAuditEvents, 'targetUserId'),
+    orderBy: adminAuditEvents.id,
   },
 ];
 
@@ -100,7 +151,7 @@ export async function collectUserData(
     const rows = (await db
       .select(s.columns)
       .from(s.table as never)
-      .where(eq(s.table.userId, userId))
+      .where(eq(s.owner, userId))
       .orderBy(asc(s.orderBy))) as Row[];
     tables.push({ name: s.name, columns: Object.keys(s.columns), rows });
   }

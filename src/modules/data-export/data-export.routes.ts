@@ -17,6 +17,11 @@ export const dataExportRoutes: RouteModule = (app, deps) => {
       summary: 'Request a copy of all your data (GDPR art. 15/20); generated in the background',
       description:
         'Answers the request as PENDING; poll `GET /api/users/export/status` until COMPLETED, then download it. ' +
+        'It holds the profile, consent history, API keys (no hashes), projects, sources, jobs, leads, profile ' +
+        'types, profiles, suppressions, the credit ledger and checkouts, AI usage, account notes, matching rules ' +
+        'and runs, campaigns, chat conversations, messages and approvals, webhook endpoints (no signing secrets) ' +
+        'and events, and the changes admins made to the account; JSON: one document, CSV: a ZIP, one file per ' +
+        'section. ' +
         'Rate limit: 3 accepted requests per rolling week per user (429 with Retry-After).',
       body: createExportBody,
       response: { 200: envelope(exportView), ...errorResponses(400, 401, 429) },
