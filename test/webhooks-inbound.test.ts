@@ -155,6 +155,48 @@ describe('POST /api/webhooks/inbound/stripe', () => {
     assert.equal(await balanceOf(user), 5100);
   });
 
+  test('charge.refunded takes back the refunded share of the credits, once per event, never below zero', async () => {
+    const user = await ctx.signup();
+    const session = await checkout(user); // starter: 5,000 credits for 10.00 USD
+    const paymentIntent = `pi_${randomBytes(6).toString('hex')}`;
+    await deliverStripe(JSON.stringify(sessionEvent({ ...session, payment_intent: paymentIntent } as never)));
+    assert.equal(await balanceOf(user), 5100);
+    const refund = (amountRefunded: number, intent = paymentIntent) =>
+      JSON.stringify({
+        id: `evt_${randomBytes(8).toString('hex')}`,
+        object: 'event',
+        type: 'charge.refunded',
+        data: {
+          object: {
+            id: `ch_${intent}`,
+            object: 'charge',
+            amount: 1_000,
+            amount_refunded: amountRefunded,
+            refunded: amountRefunded === 1_000,
+            payment_intent: intent,
+          },
+        },
+      });
+    const quarter = refund(250);
+    assert.equal((await deliverStripe(quarter)).statusCode, 200);
+    assert.equal(await balanceOf(user), 5100 - 1250, 'a quarter of the money: a quarter of the credits');
+    assert.equal((await deliverStripe(quarter)).json().data.duplicate, true);
+    await deliverStripe(refund(250)); // the same refund again under another event id
+    assert.equal(await balanceOf(user), 3850, 'nothing taken twice');
+    await deliverStripe(refund(400, `pi_${randomBytes(6).toString('hex')}`));
+    assert.equal(await balanceOf(user), 3850, "another payment's refund takes nothing");
+
+    await ctx.deps.credits.spend(ctx.deps.db, user.id, 'pages', 3800);
+    await deliverStripe(refund(1_000));
+    assert.equal(await balanceOf(user), 0, 'what was spent cannot be taken back: the balance stops at zero');
+    const [row] = (await ctx.call(user, 'GET', '/api/credits/balance')).json().data.transactions;
+    assert.equal(row.kind, 'refund');
+    assert.equal(row.amount, -50);
+    assert.match(row.reason, /3750 credits due back/);
+    await deliverStripe(refund(800)); // an older event arriving late
+    assert.equal(await balanceOf(user), 0);
+  });
+
   test('the signature is checked on the raw bytes: JSON spelled unusually still verifies', async () => {
     const user = await ctx.signup();
     const session = await checkout(user);

@@ -76,6 +76,17 @@ export interface Credits {
   ): Promise<{ balance: number }>;
   /** Credits a purchase once per `reference` (a Checkout Session id). */
   purchase(db: Conn, userId: string, amount: number, reference: string): Promise<{ balance: number }>;
+  /**
+   * Takes back up to `credits` for refunded money (a `refund` row, once per `reference`): what was already spent
+   * cannot be taken back, so the balance stops at zero and `taken` says how much was.
+   */
+  takeBack(
+    db: Conn,
+    userId: string,
+    credits: number,
+    reason: string,
+    reference: string,
+  ): Promise<{ taken: number; balance: number }>;
 }
 
 export const insufficientCredits = (needed: number, balance: number) =>
@@ -205,6 +216,22 @@ export function createCredits(config: Config, clock: Clock, emit: typeof emitEve
           throw validationError('amount', `would take the balance below zero (the balance is ${before})`);
         }
         return { balance: await apply(tx, userId, before, { kind, amount, reason, actor }) };
+      });
+    },
+
+    async takeBack(db, userId, credits, reason, reference) {
+      return db.transaction(async (tx) => {
+        const before = await locked(tx, userId);
+        const taken = Math.min(credits, before);
+        if (taken <= 0) return { taken: 0, balance: before };
+        const balance = await apply(tx, userId, before, {
+          kind: 'refund',
+          amount: -taken,
+          reason,
+          actor: 'stripe',
+          reference,
+        });
+        return { taken, balance };
       });
     },
 

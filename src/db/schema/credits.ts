@@ -71,7 +71,15 @@ export const creditCheckouts = pgTable(
       .notNull()
       .default('open'),
     completedAt: tsColumn('completed_at'),
+    /** The Session's PaymentIntent (set on completion): a `charge.refunded` names it. */
+    paymentIntentId: text('payment_intent_id'),
+    /** What Stripe refunded of `amount` so far (minor units): each refund takes back its share of `credits`. */
+    refundedAmount: integer('refunded_amount').notNull().default(0),
     createdAt: createdAt(),
   },
-  (t) => [uniqueIndex('credit_checkouts_session_key').on(t.sessionId), index('credit_checkouts_user_idx').on(t.userId)],
+  (t) => [
+    uniqueIndex('credit_checkouts_session_key').on(t.sessionId),
+    index('credit_checkouts_user_idx').on(t.userId),
+    uniqueIndex('credit_checkouts_payment_intent_key').on(t.paymentIntentId),
+  ],
 );

@@ -1,9 +1,13 @@
 import { and, desc, eq, gte, lt, sql } from 'drizzle-orm';
-import type { Db, Tx } from '../../db/client.ts';
+import { type Db, queryRows, type Tx } from '../../db/client.ts';
 import { creditBalances, creditCheckouts, creditTransactions } from '../../db/schema/index.ts';
 
 export type CreditTransactionRow = typeof creditTransactions.$inferSelect;
 export type CreditCheckoutRow = typeof creditCheckouts.$inferSelect;
+/** A checkout a refund moved, with what had been refunded before it. */
+export type RefundedCheckout = Pick<CreditCheckoutRow, 'id' | 'userId' | 'credits' | 'amount' | 'currency'> & {
+  refundedBefore: number;
+};
 
 /** The only code that writes the credit tables (balances, ledger, checkouts). */
 export function creditsRepository(db: Db | Tx) {
@@ -82,12 +86,33 @@ export function creditsRepository(db: Db | Tx) {
       await db.delete(creditCheckouts).where(and(eq(creditCheckouts.id, id), eq(creditCheckouts.status, 'open')));
     },
     /** open → completed, once: the row when this call completed it, undefined otherwise (unknown or done). */
-    async completeCheckout(id: string, sessionId: string, now: Date): Promise<CreditCheckoutRow | undefined> {
+    async completeCheckout(
+      id: string,
+      sessionId: string,
+      paymentIntentId: string | null,
+      now: Date,
+    ): Promise<CreditCheckoutRow | undefined> {
       const [row] = await db
         .update(creditCheckouts)
-        .set({ status: 'completed', completedAt: now, sessionId })
+        .set({ status: 'completed', completedAt: now, sessionId, paymentIntentId })
         .where(and(eq(creditCheckouts.id, id), eq(creditCheckouts.status, 'open')))
         .returning();
+      return row;
+    },
+    /**
+     * Records that `refundedAmount` of a completed checkout's payment is refunded so far (it only grows: an older
+     * event arriving late changes nothing); the row as it was before, when this call moved it.
+     */
+    async recordRefund(paymentIntentId: string, refundedAmount: number): Promise<RefundedCheckout | undefined> {
+      const [row] = await queryRows<RefundedCheckout>(
+        db,
+        sql`UPDATE credit_checkouts c SET refunded_amount = ${refundedAmount}
+            FROM (SELECT id, refunded_amount FROM credit_checkouts WHERE payment_intent_id = ${paymentIntentId}
+                    AND status = 'completed' FOR UPDATE) old
+            WHERE c.id = old.id AND old.refunded_amount < ${refundedAmount}
+            RETURNING c.id, c.user_id AS "userId", c.credits, c.amount, c.currency,
+              old.refunded_amount AS "refundedBefore"`,
+      );
       return row;
     },
   };

@@ -27,7 +27,16 @@ const tierView = (t: CreditTier) => ({ ...t, name: t.name ?? t.id });
 export interface CompletedSession {
   id: string;
   payment_status?: string | null;
+  payment_intent?: string | null;
   metadata?: Record<string, string> | null;
+}
+
+/** The fields of a Stripe Charge a `charge.refunded` event is read by. */
+export interface RefundedCharge {
+  id: string;
+  payment_intent?: string | null;
+  /** All refunded so far, in the currency's minor unit. */
+  amount_refunded: number;
 }
 
 export type CreditsServiceDeps = Pick<AppDeps, 'db' | 'config' | 'clock' | 'credits' | 'logger'>;
@@ -150,11 +159,42 @@ export function createCreditsService(deps: CreditsServiceDeps, options: { stripe
       const checkoutId = storedId(session.metadata?.checkoutId);
       const paid = session.payment_status === 'paid' || session.payment_status === 'no_payment_required';
       if (!checkoutId || !paid) return { credited: false as const };
-      const checkout = await creditsRepository(tx).completeCheckout(checkoutId, session.id, deps.clock.now());
+      const checkout = await creditsRepository(tx).completeCheckout(
+        checkoutId,
+        session.id,
+        session.payment_intent ?? null,
+        deps.clock.now(),
+      );
       if (!checkout) return { credited: false as const };
       const { balance } = await deps.credits.purchase(tx, checkout.userId, checkout.credits, session.id);
       deps.logger.info({ userId: checkout.userId, credits: checkout.credits }, 'credits purchased');
       return { credited: true as const, userId: checkout.userId, credits: checkout.credits, balance };
+    },
+
+    /**
+     * Takes back the share of a purchase's credits that Stripe refunded (`amount_refunded` is cumulative, so
+     * each event takes the difference once; a late or repeated one takes nothing). Credits already spent cannot
+     * be taken back: the balance stops at zero. Charges of others are left alone.
+     */
+    async refundCheckout(tx: Db | Tx, charge: RefundedCharge) {
+      if (!charge.payment_intent) return { takenBack: 0 };
+      const checkout = await creditsRepository(tx).recordRefund(charge.payment_intent, charge.amount_refunded);
+      if (!checkout) return { takenBack: 0 };
+      const share = (refunded: number) =>
+        Math.floor((checkout.credits * Math.min(refunded, checkout.amount)) / checkout.amount);
+      const due = share(charge.amount_refunded) - share(checkout.refundedBefore);
+      if (due <= 0) return { takenBack: 0 };
+      const refunded = `${(charge.amount_refunded / 100).toFixed(2)} ${checkout.currency.toUpperCase()}`;
+      const { taken, balance } = await deps.credits.takeBack(
+        tx,
+        checkout.userId,
+        due,
+        // The row's amount is what could be taken (the balance stops at zero).
+        `Stripe refund (${refunded} refunded in all): ${due} credits due back`,
+        `${charge.id}:${charge.amount_refunded}`,
+      );
+      deps.logger.info({ userId: checkout.userId, due, taken }, 'credits taken back for a refund');
+      return { takenBack: taken, balance };
     },
   };
 }

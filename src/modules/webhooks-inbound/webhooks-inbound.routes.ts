@@ -26,7 +26,8 @@ export const inboundWebhookRoutes: RouteModule = (app, deps) => {
         summary: 'Receive an event from a provider (public; verified by its signature)',
         description:
           '`stripe`: signed with `Stripe-Signature` (STRIPE_WEBHOOK_SECRET); a paid `checkout.session.completed` ' +
-          'adds the purchased credits. `standard`: Standard Webhooks headers `webhook-id`, `webhook-timestamp`, ' +
+          'adds the purchased credits; a `charge.refunded` of that payment takes back the refunded share of them ' +
+          '(never below a zero balance). `standard`: Standard Webhooks headers `webhook-id`, `webhook-timestamp`, ' +
           '`webhook-signature` (INBOUND_WEBHOOK_SECRET). The signature is checked on the raw body: 400 ' +
           'INVALID_SIGNATURE and nothing stored when it does not verify. An event id seen before answers 200 ' +
           '`duplicate: true` and does nothing. Other providers: 404.',

@@ -21,7 +21,13 @@ const stripeEvent = z.object({
 const checkoutSession = z.object({
   id: z.string().min(1).max(255),
   payment_status: z.string().nullish(),
+  payment_intent: z.string().max(255).nullish(),
   metadata: z.record(z.string(), z.string()).nullish(),
+});
+const refundedCharge = z.object({
+  id: z.string().min(1).max(255),
+  payment_intent: z.string().max(255).nullish(),
+  amount_refunded: z.number().int().min(0),
 });
 const standardEvent = z.object({ type: z.string().min(1).max(255).optional() }).loose();
 
@@ -118,6 +124,10 @@ export function createInboundWebhookService(
         provider === 'stripe' && event.type && CHECKOUT_EVENTS.has(event.type)
           ? parse(checkoutSession, (event.payload as { data: { object: unknown } }).data.object, 'data.object.')
           : undefined;
+      const charge =
+        provider === 'stripe' && event.type === 'charge.refunded'
+          ? parse(refundedCharge, (event.payload as { data: { object: unknown } }).data.object, 'data.object.')
+          : undefined;
       const fresh = await deps.db.transaction(async (tx) => {
         const stored = await inboundWebhookRepository(tx).record({
           provider,
@@ -127,6 +137,7 @@ export function createInboundWebhookService(
           receivedAt: deps.clock.now(),
         });
         if (stored && session) await credits.completeCheckout(tx, session);
+        if (stored && charge) await credits.refundCheckout(tx, charge);
         return stored;
       });
       if (!fresh) deps.logger.info({ provider, eventId: event.id }, 'inbound webhook seen before; ignored');
