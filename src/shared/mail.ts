@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Logger } from 'pino';
 
 export interface MailMessage {
@@ -20,20 +20,24 @@ export interface Mailer {
  * to DATA_DIR/outbox/ (and logged without its body), so a fresh install needs no mail server.
  */
 export function createMailer(options: { smtpUrl?: string; from: string; dataDir: string; logger?: Logger }): Mailer {
+  // nodemailer is loaded with the first message, not at every start (README "Start-up").
+  let transport: Promise<Transporter> | undefined;
+  const transportOf = (settings: string | object) =>
+    (transport ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(settings)));
   if (options.smtpUrl) {
-    const transport = nodemailer.createTransport(options.smtpUrl);
+    const smtpUrl = options.smtpUrl;
     return {
       async send(message) {
-        await transport.sendMail({ from: options.from, ...message });
+        await (await transportOf(smtpUrl)).sendMail({ from: options.from, ...message });
       },
-      close: () => transport.close(),
+      close: () => void transport?.then((t) => t.close()),
     };
   }
   const outbox = path.join(options.dataDir, 'outbox');
-  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     async send(message) {
-      const info = await transport.sendMail({ from: options.from, ...message });
+      const stream = await transportOf({ streamTransport: true, buffer: true, newline: 'unix' });
+      const info = await stream.sendMail({ from: options.from, ...message });
       await fs.mkdir(outbox, { recursive: true });
       const file = path.join(
         outbox,

@@ -1,10 +1,10 @@
 import { STATUS_CODES } from 'node:http';
 import fastifySwagger from '@fastify/swagger';
-import scalar from '@scalar/fastify-api-reference';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import type { Config } from '../config.ts';
 import { openApiWebhooks } from './event-payloads.ts';
+import { serveReferencePage } from './reference-page.ts';
 
 /**
  * The OpenAPI document at `/api/openapi.json` (and the `/docs` page reading it), built from the route
@@ -293,6 +293,6 @@ export async function registerOpenApi(app: FastifyInstance, config: Pick<Config,
       return document;
     },
   });
-  await app.register(scalar, { routePrefix: '/docs', configuration: { url: '/api/openapi.json' } });
+  serveReferencePage(app);
   app.get('/api/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
 }

@@ -1,9 +1,10 @@
-import { load } from 'cheerio';
-import { extractText, getDocumentProxy } from 'unpdf';
 import { validationError } from '../../shared/errors.ts';
 import { type OutboundClient, OutboundError, type OutboundResponse } from '../../shared/outbound-http.ts';
 
-/** Text of the documents analyze reads: an uploaded PDF, or a page (HTML, PDF or plain text) fetched by URL. */
+/**
+ * Text of the documents analyze reads: an uploaded PDF, or a page (HTML, PDF or plain text) fetched by URL. The PDF
+ * and HTML parsers are loaded on first use, not at every start (README "Start-up").
+ */
 
 export const MAX_DOCUMENT_BYTES = 10 * 1024 * 1024;
 const FETCH_TIMEOUT_MS = 20_000;
@@ -16,6 +17,7 @@ export async function pdfText(bytes: Uint8Array, field: string): Promise<string>
   if (!isPdf(bytes)) throw validationError(field, 'must be a PDF document (it does not start with %PDF-)');
   let text: string;
   try {
+    const { extractText, getDocumentProxy } = await import('unpdf');
     // pdf.js may take ownership of the buffer: give it a copy.
     const pdf = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
     try {
@@ -35,7 +37,8 @@ export async function pdfText(bytes: Uint8Array, field: string): Promise<string>
 }
 
 /** Visible text of an HTML page: title, meta description and body, without scripts and styles. */
-export function htmlText(html: string): string {
+export async function htmlText(html: string): Promise<string> {
+  const { load } = await import('cheerio');
   const $ = load(html);
   $('script, style, noscript, template, svg, iframe, head link').remove();
   const title = $('title').first().text().trim();
@@ -95,7 +98,7 @@ export async function urlText(
   if (type && !/^text\/|^application\/(xhtml\+xml|xml)$/.test(type))
     throw validationError('url', `the page is ${type}, not HTML, PDF or text`);
   const raw = bytes.toString('utf8');
-  const text = type === 'text/plain' ? raw.trim() : htmlText(raw);
+  const text = type === 'text/plain' ? raw.trim() : await htmlText(raw);
   if (!text) throw validationError('url', 'the page holds no text');
   return text;
 }
