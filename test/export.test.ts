@@ -314,6 +314,7 @@ describe('GET /api/users/export/download', () => {
         'api_keys.csv',
         'consent_history.csv',
         'credit_transactions.csv',
+        'email_bounces.csv',
         'jobs.csv',
         'leads.csv',
         'profile.csv',

@@ -6,6 +6,7 @@ import {
   apiKeys,
   consentEvents,
   creditTransactions,
+  emailBounces,
   jobs,
   leads,
   profiles,
@@ -58,6 +59,7 @@ const sections: Array<{ name: string; table: PgTable & { userId: PgColumn }; col
   { name: 'profile_types', table: profileTypes, columns: getTableColumns(profileTypes), orderBy: profileTypes.id },
   { name: 'profiles', table: profiles, columns: getTableColumns(profiles), orderBy: profiles.id },
   { name: 'suppressions', table: suppressions, columns: getTableColumns(suppressions), orderBy: suppressions.id },
+  { name: 'email_bounces', table: emailBounces, columns: getTableColumns(emailBounces), orderBy: emailBounces.id },
   {
     name: 'credit_transactions',
     table: creditTransactions,

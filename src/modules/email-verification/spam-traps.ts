@@ -33,7 +33,7 @@ export const RECENT_DOMAIN_DAYS = 14;
 /**
  * Local parts (and first domain labels) that trap operators and honeypots use: spamtrap, spam-trap,
  * spam.trap, honeypot, honey-pot, spambait, blackhole, trap, bait, donotemail / do-not-email /
- * do-not-contact, optionally followed by digits.
+ * do-not-contact, optionally followed by digits; a `+tag` is ignored.
  */
 export const TRAP_PATTERN =
   /^(spam[._-]?trap|honey[._-]?pot|spam[._-]?bait|black[._-]?hole|trap|bait|do[._-]?not[._-]?(e?mail|contact))\d*$/;
@@ -93,7 +93,7 @@ export function createSpamTrapChecker(deps: Pick<AppDeps, 'db' | 'clock' | 'conf
         const domain = domainOf(email);
         const local = email.slice(0, email.lastIndexOf('@'));
         const reasons: TrapReason[] = [];
-        if (TRAP_PATTERN.test(local) || TRAP_DOMAIN_LABEL.test(domain.split('.')[0]!)) {
+        if (TRAP_PATTERN.test(local.split('+')[0]!) || TRAP_DOMAIN_LABEL.test(domain.split('.')[0]!)) {
           reasons.push('known_trap_pattern');
         }
         if (hardBounced.has(email)) reasons.push('hard_bounced');
