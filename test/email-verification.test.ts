@@ -4,6 +4,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { eq, sql } from 'drizzle-orm';
 import { emailBounces, leads } from '../src/db/schema/index.ts';
+import { hardBouncedOf } from '../src/modules/email-verification/email-verification.service.ts';
 import { eventEnvelopeSchema } from '../src/shared/event-payloads.ts';
 import { createTwoUserContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import { startTestDnsServer, TEST_ZONES, type TestDnsServer } from './helpers/dns.ts';
@@ -144,6 +145,11 @@ describe('DSN ingestion', () => {
     assert.equal(check.json().data.match.source, 'hard_bounce');
     assert.equal((await ctx.call(bob, 'GET', '/api/suppressions?value=ghost@acme.test')).json().data.match, null);
 
+    assert.deepEqual(
+      [...(await hardBouncedOf(ctx.deps.db, alice.id, ['GHOST@acme.test', 'x@acme.test']))],
+      ['ghost@acme.test'],
+    );
+    assert.equal((await hardBouncedOf(ctx.deps.db, bob.id, ['ghost@acme.test'])).size, 0);
     const again = await postDsn(alice, fixture('postfix-user-unknown.eml'));
     assert.equal(again.statusCode, 200, again.body);
     assert.deepEqual([again.json().data.recorded, again.json().data.duplicates], [0, 1]);

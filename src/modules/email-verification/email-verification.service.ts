@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Db, Tx } from '../../db/client.ts';
 import type { BounceType } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { notFound, validationError } from '../../shared/errors.ts';
@@ -43,6 +44,15 @@ const senderDomainOf = (sender: string | null | undefined): string | null => {
   if (!sender) return null;
   return normalizeDomain(sender.includes('@') ? domainOf(sender) : sender) ?? null;
 };
+
+/**
+ * Which of `emails` hard-bounced for this user before (normalized addresses): for validation to answer
+ * `hard_bounced` (README, Email verification). One query for the batch.
+ */
+export async function hardBouncedOf(db: Db | Tx, userId: string, emails: readonly string[]): Promise<Set<string>> {
+  const addresses = [...new Set(emails.map((e) => normalizeEmail(e)).filter((e): e is string => !!e))];
+  return emailVerificationRepository(db).hardBounced(userId, addresses);
+}
 
 type Pending = Omit<BounceInsert, 'userId' | 'createdAt'>;
 
