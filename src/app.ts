@@ -12,6 +12,7 @@ import { chatRoutes } from './modules/chat/chat.routes.ts';
 import { consentRoutes } from './modules/consent/consent.routes.ts';
 import { creditRoutes } from './modules/credits/credits.routes.ts';
 import { dataExportRoutes } from './modules/data-export/data-export.routes.ts';
+import { emailVerificationRoutes } from './modules/email-verification/email-verification.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';
 import { jobRoutes } from './modules/jobs/jobs.routes.ts';
 import { leadRoutes } from './modules/leads/leads.routes.ts';
@@ -21,6 +22,7 @@ import { profileRoutes } from './modules/profiles/profiles.routes.ts';
 import { projectRoutes } from './modules/projects/projects.routes.ts';
 import { sourceDiscoveryRoutes } from './modules/source-discovery/source-discovery.routes.ts';
 import { sourceRoutes } from './modules/sources/sources.routes.ts';
+import { suppressionRoutes } from './modules/suppressions/suppressions.routes.ts';
 import { userRoutes } from './modules/users/users.routes.ts';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.ts';
 import { inboundWebhookRoutes } from './modules/webhooks-inbound/webhooks-inbound.routes.ts';
@@ -64,6 +66,9 @@ const routeModules: RouteModule[] = [
   // ---- analytics and admin ----
   analyticsRoutes,
   adminRoutes,
+  // ---- deliverability ----
+  suppressionRoutes,
+  emailVerificationRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

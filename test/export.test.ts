@@ -355,6 +355,7 @@ describe('GET /api/users/export/download', () => {
         'consent_history.csv',
         'credit_checkouts.csv',
         'credit_transactions.csv',
+        'email_bounces.csv',
         'jobs.csv',
         'leads.csv',
         'matching_rules.csv',

@@ -58,8 +58,18 @@ export const eventDataSchemas = {
     .object({ endpointId: id, message: z.string() })
     .describe('Sent by POST /api/webhooks/{id}/test to that endpoint only.'),
   'email.bounced': z
-    .looseObject({ email: z.string(), leadId: id.nullable().optional(), bounceType: z.enum(['hard', 'soft', 'block']) })
-    .describe('An outreach email bounced.'),
+    .looseObject({
+      email: z.string(),
+      leadId: id.nullable().optional(),
+      bounceType: z.enum(['hard', 'soft', 'block']),
+      bounceId: id.optional(),
+      status: z.string().optional().describe('RFC 3463 enhanced status'),
+      smtpCode: z.number().int().nullable().optional(),
+      diagnostic: z.string().nullable().optional(),
+      campaignId: id.nullable().optional(),
+      senderDomain: z.string().nullable().optional().describe('What a block counts against'),
+    })
+    .describe('An email bounced (POST /api/email-verification/bounces); once per bounce, duplicates send nothing.'),
   'email.replied': z
     .looseObject({ email: z.string(), leadId: id.nullable().optional() })
     .describe('A lead replied to an outreach email.'),

@@ -42,6 +42,15 @@ export const openApiTags = [
   // ---- analytics and admin ----
   { name: 'Analytics', description: 'Figures over your pipeline, sources, capacity and credits, computed in SQL.' },
   { name: 'Admin', description: 'Operators only (ADMIN_EMAILS or role admin): platform figures, users, audit.' },
+  // ---- deliverability ----
+  {
+    name: 'Suppressions',
+    description: 'Addresses and domains never to contact; checked by validation. Bounces add to it by themselves.',
+  },
+  {
+    name: 'Email verification',
+    description: 'Bounce ingestion (RFC 3464 DSNs or JSON), bounce figures, and the spam-trap risk of addresses.',
+  },
 ];
 
 /**
@@ -156,6 +165,13 @@ export const operationIds: Record<string, string> = {
   'GET /api/admin/stats': 'getAdminStats',
   'GET /api/admin/users': 'listAdminUsers',
   'PATCH /api/admin/users/{id}': 'updateAdminUser',
+  // ---- deliverability ----
+  'GET /api/suppressions': 'listSuppressions',
+  'POST /api/suppressions': 'addSuppressions',
+  'DELETE /api/suppressions/{id}': 'deleteSuppression',
+  'POST /api/email-verification/bounces': 'ingestBounce',
+  'GET /api/email-verification/bounces': 'listBounces',
+  'POST /api/email-verification/spam-traps/check': 'checkSpamTraps',
 };
 
 /** `/api/leads/:id` → `/api/leads/{id}` (the document's form of a path). */

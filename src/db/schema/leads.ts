@@ -93,20 +93,3 @@ export const leads = pgTable(
       .where(sql`${t.sourceId} IS NOT NULL AND ${t.email} IS NULL`),
   ],
 );
-
-/** Addresses and domains that must never be contacted (enterprise suppression lists; bounces add to it). */
-export const suppressions = pgTable(
-  'suppressions',
-  {
-    id: idColumn(),
-    userId: uuid('user_id')
-      .notNull()
-      .references(() => users.id, { onDelete: 'cascade' }),
-    type: text('type', { enum: ['email', 'domain'] }).notNull(),
-    /** Lower-cased address or domain. */
-    value: text('value').notNull(),
-    reason: text('reason'),
-    createdAt: createdAt(),
-  },
-  (t) => [uniqueIndex('suppressions_user_value_key').on(t.userId, t.type, t.value)],
-);

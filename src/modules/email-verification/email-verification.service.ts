@@ -1,0 +1,223 @@
+import { createHash } from 'node:crypto';
+import type { Db, Tx } from '../../db/client.ts';
+import type { BounceType } from '../../db/schema/index.ts';
+import type { AppDeps } from '../../deps.ts';
+import { notFound, validationError } from '../../shared/errors.ts';
+import { emitEvent } from '../../shared/events.ts';
+import { storedId } from '../../shared/ids.ts';
+import { decodeCursor, pageOf } from '../../shared/pagination.ts';
+import { campaignRepository } from '../campaigns/campaigns.repository.ts';
+import { markLeadsHardBounced } from '../leads/leads.bounces.ts';
+import { domainOf, normalizeDomain, normalizeEmail } from '../suppressions/suppressions.normalize.ts';
+import { suppress } from '../suppressions/suppressions.service.ts';
+import { classifyBounce, statusOfReply } from './classify.ts';
+import { parseDsn } from './dsn.ts';
+import {
+  type BounceFilters,
+  type BounceInsert,
+  type BounceRow,
+  emailVerificationRepository,
+} from './email-verification.repository.ts';
+import type { JsonBounceBody, ListBouncesQuery } from './email-verification.schemas.ts';
+
+const sha256 = (parts: Array<string | number | null | undefined>) =>
+  createHash('sha256').update(JSON.stringify(parts)).digest('hex');
+
+export const toBounceView = (r: BounceRow) => ({
+  id: r.id,
+  email: r.email,
+  recipientDomain: r.recipientDomain,
+  type: r.type,
+  status: r.status,
+  smtpCode: r.smtpCode,
+  diagnostic: r.diagnostic,
+  action: r.action,
+  reportingMta: r.reportingMta,
+  senderDomain: r.senderDomain,
+  campaignId: r.campaignId,
+  format: r.format,
+  createdAt: r.createdAt.toISOString(),
+});
+
+/** The domain a sender stands for: `a@b.example` → `b.example`, `b.example` → itself. */
+const senderDomainOf = (sender: string | null | undefined): string | null => {
+  if (!sender) return null;
+  return normalizeDomain(sender.includes('@') ? domainOf(sender) : sender) ?? null;
+};
+
+/**
+ * Which of `emails` hard-bounced for this user before (normalized addresses): for validation to answer
+ * `hard_bounced` (README, Email verification). One query for the batch.
+ */
+export async function hardBouncedOf(db: Db | Tx, userId: string, emails: readonly string[]): Promise<Set<string>> {
+  const addresses = [...new Set(emails.map((e) => normalizeEmail(e)).filter((e): e is string => !!e))];
+  return emailVerificationRepository(db).hardBounced(userId, addresses);
+}
+
+type Pending = Omit<BounceInsert, 'userId' | 'createdAt'>;
+
+export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock'>) {
+  const repo = emailVerificationRepository(deps.db);
+
+  async function ownedCampaign(userId: string, campaignId: string | undefined): Promise<string | null> {
+    if (campaignId === undefined) return null;
+    const key = storedId(campaignId);
+    const row = key && (await campaignRepository(deps.db).find(userId, key));
+    if (!row) throw notFound('Campaign', 'campaignId');
+    return row.id;
+  }
+
+  /**
+   * Stores the bounces not seen before; for each new one: a hard bounce marks the user's leads with that
+   * address INVALID and suppresses it (source hard_bounce); every one emits `email.bounced`. One transaction.
+   */
+  async function record(userId: string, pending: Pending[]) {
+    const now = deps.clock.now();
+    const stored = await deps.db.transaction(async (tx) => {
+      const fresh = await emailVerificationRepository(tx).insertNew(
+        pending.map((p) => ({ ...p, userId, createdAt: now })),
+      );
+      const hard = [...new Set(fresh.filter((b) => b.type === 'hard').map((b) => b.email))];
+      const marked = await markLeadsHardBounced(tx, userId, hard, now);
+      if (hard.length) {
+        await suppress(
+          tx,
+          userId,
+          hard.map((value) => ({ type: 'email', value, reason: 'hard bounce', source: 'hard_bounce' })),
+          now,
+        );
+      }
+      const leadOf = new Map(marked.map((m) => [m.email, m.id]));
+      for (const b of fresh) {
+        await emitEvent(tx, userId, 'email.bounced', {
+          bounceId: b.id,
+          email: b.email,
+          leadId: leadOf.get(b.email) ?? null,
+          bounceType: b.type,
+          status: b.status,
+          smtpCode: b.smtpCode,
+          diagnostic: b.diagnostic,
+          campaignId: b.campaignId,
+          senderDomain: b.senderDomain,
+        });
+      }
+      return fresh;
+    });
+    const freshKeys = new Set(stored.map((b) => b.dedupeKey));
+    const old = await repo.existingKeys(
+      userId,
+      pending.map((p) => p.dedupeKey).filter((k) => !freshKeys.has(k)),
+    );
+    const byKey = new Map([...stored, ...old].map((b) => [b.dedupeKey, b]));
+    const bounces = pending.flatMap((p) => {
+      const b = byKey.get(p.dedupeKey);
+      return b ? [{ ...toBounceView(b), duplicate: !freshKeys.has(p.dedupeKey) }] : [];
+    });
+    return { received: pending.length, recorded: stored.length, duplicates: pending.length - stored.length, bounces };
+  }
+
+  const classified = (status: string, diagnostic: string | null, field: string): BounceType => {
+    const type = classifyBounce(status, diagnostic);
+    if (!type) throw validationError(field, `${status} is not a known RFC 3463 failure code`);
+    return type;
+  };
+
+  return {
+    /**
+     * A raw DSN. Idempotency key per recipient: sha256 of (Original-Envelope-Id, else the returned message's
+     * Message-ID, else the sha256 of the whole report; the recipient; its Status).
+     */
+    async ingestDsn(userId: string, raw: Buffer, contentType: string, campaignId?: string) {
+      const campaign = await ownedCampaign(userId, campaignId);
+      const dsn = await parseDsn(raw, contentType);
+      const id = dsn.originalEnvelopeId ?? dsn.originalMessageId ?? createHash('sha256').update(raw).digest('hex');
+      const pending: Pending[] = dsn.recipients.map((r, i) => {
+        const email = normalizeEmail(r.recipient);
+        if (!email) throw validationError(`body.recipients.${i}.finalRecipient`, 'not an email address');
+        return {
+          email,
+          recipientDomain: domainOf(email),
+          type: classified(r.status, r.diagnostic, `body.recipients.${i}.status`),
+          status: r.status,
+          smtpCode: r.smtpCode,
+          diagnostic: r.diagnostic,
+          action: r.action || null,
+          reportingMta: dsn.reportingMta,
+          senderDomain: senderDomainOf(dsn.sender),
+          campaignId: campaign,
+          format: 'dsn' as const,
+          dedupeKey: sha256(['dsn', id, email, r.status]),
+        };
+      });
+      return record(userId, pending);
+    },
+
+    /**
+     * A JSON report. Idempotency key: sha256 of (messageId, email, status, smtpCode, diagnostic, campaignId):
+     * without a `messageId`, the same report of the same address counts once.
+     */
+    async ingestJson(userId: string, body: JsonBounceBody) {
+      const email = normalizeEmail(body.email);
+      if (!email) throw validationError('email', 'not an email address');
+      const status = body.enhancedStatus?.trim() ?? statusOfReply(body.smtpCode!);
+      const diagnostic = body.diagnostic?.trim() || null;
+      const type = classified(status, diagnostic, body.enhancedStatus !== undefined ? 'enhancedStatus' : 'smtpCode');
+      if (body.sender !== undefined && !senderDomainOf(body.sender)) {
+        throw validationError('sender', 'not an address or a domain');
+      }
+      const campaign = await ownedCampaign(userId, body.campaignId);
+      return record(userId, [
+        {
+          email,
+          recipientDomain: domainOf(email),
+          type,
+          status,
+          smtpCode: body.smtpCode ?? null,
+          diagnostic,
+          action: 'failed',
+          reportingMta: null,
+          senderDomain: senderDomainOf(body.sender),
+          campaignId: campaign,
+          format: 'json',
+          dedupeKey: sha256(['json', body.messageId ?? null, email, status, body.smtpCode, diagnostic, campaign]),
+        },
+      ]);
+    },
+
+    /**
+     * Bounces newest first, and the breakdowns over every bounce matching the filters. No module records
+     * sends yet, so `sends` and `rate` are null (README, Email verification).
+     */
+    async list(userId: string, query: ListBouncesQuery) {
+      const filters: BounceFilters = {
+        type: query.type,
+        from: query.from ? new Date(query.from) : undefined,
+        to: query.to ? new Date(query.to) : undefined,
+      };
+      if (query.domain !== undefined) {
+        const domain = normalizeDomain(query.domain);
+        if (!domain) throw validationError('domain', 'not a domain');
+        filters.domain = domain;
+      }
+      if (query.campaignId !== undefined)
+        filters.campaignId = (await ownedCampaign(userId, query.campaignId)) ?? undefined;
+      const [rows, byDomain, byCampaign, blocksBySender] = await Promise.all([
+        repo.list(userId, filters, query.limit, decodeCursor(query.cursor)),
+        repo.byDomain(userId, filters),
+        repo.byCampaign(userId, filters),
+        repo.blocksBySender(userId, filters),
+      ]);
+      const page = pageOf(rows, query.limit);
+      const unknownSends = { sends: null, rate: null };
+      return {
+        bounces: page.items.map(toBounceView),
+        nextCursor: page.nextCursor,
+        rates: {
+          byDomain: byDomain.map((r) => ({ ...r, ...unknownSends })),
+          byCampaign: byCampaign.map((r) => ({ ...r, campaignId: r.campaignId!, ...unknownSends })),
+          blocksBySender: blocksBySender.map((r) => ({ senderDomain: r.senderDomain!, blocks: r.blocks })),
+        },
+      };
+    },
+  };
+}
