@@ -22,6 +22,7 @@ import { projectRoutes } from './modules/projects/projects.routes.ts';
 import { sourceDiscoveryRoutes } from './modules/source-discovery/source-discovery.routes.ts';
 import { sourceRoutes } from './modules/sources/sources.routes.ts';
 import { userRoutes } from './modules/users/users.routes.ts';
+import { warmupRoutes } from './modules/warmup/warmup.routes.ts';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.ts';
 import { inboundWebhookRoutes } from './modules/webhooks-inbound/webhooks-inbound.routes.ts';
 import type { RouteModule, TypedApp } from './route-module.ts';
@@ -61,6 +62,8 @@ const routeModules: RouteModule[] = [
   inboundWebhookRoutes,
   // ---- outbound webhooks ----
   webhookRoutes,
+  // ---- deliverability ----
+  warmupRoutes,
   // ---- analytics and admin ----
   analyticsRoutes,
   adminRoutes,

@@ -14,4 +14,5 @@ export * from './profiles.ts';
 export * from './projects.ts';
 export * from './sources.ts';
 export * from './users.ts';
+export * from './warmup.ts';
 export * from './webhooks.ts';
