@@ -5,6 +5,7 @@ import { eq } from 'drizzle-orm';
 import { warmupDomains } from '../src/db/schema/index.ts';
 import { createWarmupSender, WARMUP_HEADER } from '../src/modules/warmup/warmup.sender.ts';
 import { QUEUES } from '../src/queue/queues.ts';
+import { registerSchedules } from '../src/queue/workers.ts';
 import { DAY_MS, ManualClock } from '../src/shared/clock.ts';
 import { eventEnvelopeSchema } from '../src/shared/event-payloads.ts';
 import { createTwoUserContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
@@ -79,6 +80,13 @@ after(async () => {
 });
 
 const sender = () => createWarmupSender(ctx.deps);
+
+/** The warmup queue's job, as the cron sends it, run to its end by the worker. */
+async function runJob() {
+  const id = await ctx.deps.boss.send(QUEUES.warmup, {});
+  assert.ok(id);
+  await eventually(async () => (await ctx.deps.boss.getJobById(QUEUES.warmup, id))?.state === 'completed');
+}
 
 async function create(user: TestUser, domain: string, extra: Record<string, unknown> = {}) {
   const res = await ctx.call(user, 'POST', '/api/warmup-domains', {
@@ -246,13 +254,12 @@ describe('warming', () => {
   });
 
   test('the daily job sends 5 marked mails on day 1 to the pool, once however often it runs', async () => {
-    await ctx.deps.boss.send(QUEUES.warmup, {});
-    await eventually(
-      async () => (await get(alice, good.id)).todaySent === 5 && (await get(alice, other.id)).todaySent === 5,
-    );
+    await runJob();
+    assert.equal((await get(alice, good.id)).todaySent, 5);
+    assert.equal((await get(alice, other.id)).todaySent, 5);
     // The same day again, through the job and directly: nothing more.
     await sender().runDue();
-    await ctx.deps.boss.send(QUEUES.warmup, {});
+    await runJob();
     await sender().runDue();
     const sent = mailsOf(good.id);
     assert.equal(sent.length, 5);
@@ -272,8 +279,8 @@ describe('warming', () => {
     assert.equal(before.day, 8);
     assert.equal(before.todayTarget, 10);
     assert.equal(before.todaySent, 0);
-    await sender().runDue();
-    await sender().runDue();
+    // Two runs at once (as two processes would): the day is claimed by one of them.
+    await Promise.all([sender().runDue(), sender().runDue()]);
     assert.equal(mailsOf(good.id).length, 15);
     const view = await get(alice, good.id);
     assert.equal(view.todaySent, 10);
@@ -360,7 +367,11 @@ describe('warming', () => {
     await sender().runDue();
     await sender().runDue();
     assert.equal(mailsOf(d.id).length, 0);
-    assert.equal((await get(alice, d.id)).todaySent, 0);
+    const view = await get(alice, d.id);
+    assert.equal(view.todaySent, 0);
+    assert.equal(view.lastSendError.day, 1);
+    assert.match(view.lastSendError.message, /Invalid (login|username or password)/i);
+    assert.ok(!JSON.stringify(view).includes('wrong-password'));
     assert.equal((await ctx.call(alice, 'DELETE', `/api/warmup-domains/${d.id}`)).statusCode, 200);
     assertError(await ctx.call(alice, 'GET', `/api/warmup-domains/${d.id}`), 404, 'NOT_FOUND');
   });
@@ -383,4 +394,11 @@ describe('warming', () => {
     assertError(await patch(alice, good.id, { status: 'PAUSED' }), 400, 'INVALID_STATE');
     assertError(await start(alice, good.id), 400, 'INVALID_STATE');
   });
+});
+
+test('the warmup job is a pg-boss cron schedule, hourly', async () => {
+  await registerSchedules(ctx.deps);
+  const schedule = (await ctx.deps.boss.getSchedules()).find((s) => s.name === QUEUES.warmup);
+  assert.ok(schedule);
+  assert.match(schedule.cron, /^\d+ \* \* \* \*$/);
 });

@@ -17,6 +17,11 @@ const { getPublicKey } = require('mailauth/lib/tools.js') as {
 
 type DnsResolve = (name: string, rrtype: string) => Promise<string[][] | string[]>;
 
+const KEY_ERRORS = new Set(['EINVALIDVAL', 'EINVALIDTYPE', 'EINVALIDVER', 'EINVALIDSERVICE', 'ESHORTKEY']);
+
+/** An SPF evaluation (up to 10 lookups) that takes longer is a temporary error. */
+const SPF_TIME_LIMIT_MS = 15_000;
+
 /** The smallest RSA key accepted for DKIM (RFC 8301 §3.2). */
 const MIN_RSA_BITS = 1024;
 
@@ -60,7 +65,14 @@ export async function checkSpf(
   if (!ips.length)
     return { ...base, ok: false, message: `the mailbox host ${smtpHost} does not resolve to an address` };
   for (const ip of ips) {
-    const result = await spf({ sender: fromAddress, ip, helo: smtpHost, mta: 'quarry', resolver: resolve });
+    const result = await spf({
+      sender: fromAddress,
+      ip,
+      helo: smtpHost,
+      mta: 'quarry',
+      resolver: resolve,
+      maxElapsedTime: SPF_TIME_LIMIT_MS,
+    });
     const status = result.status.result;
     if (status === 'pass') continue;
     const why = result.status.comment ? ` (${result.status.comment})` : '';
@@ -92,9 +104,8 @@ export async function checkDkim(
   } catch (err) {
     const code = codeOf(err);
     if (code === 'ENOTFOUND' || code === 'ENODATA') return { ...base, ok: false, message: `no TXT record at ${name}` };
-    if (code?.startsWith('E') && (err as { rr?: unknown }).rr !== undefined)
-      return { ...base, ok: false, message: `the key record at ${name} is invalid: ${(err as Error).message}` };
-    if (code === 'EINVALIDVAL' || code === 'EINVALIDTYPE' || code === 'EINVALIDVER' || code === 'ESHORTKEY')
+    // mailauth's key errors (EINVALIDVAL, EINVALIDTYPE, EINVALIDVER, ESHORTKEY, …) carry the record read.
+    if (code && KEY_ERRORS.has(code))
       return { ...base, ok: false, message: `the key record at ${name} is invalid: ${(err as Error).message}` };
     return { ...base, ok: false, message: `the lookup of ${name} failed: ${(err as Error).message}` };
   }

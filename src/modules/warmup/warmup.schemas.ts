@@ -135,6 +135,10 @@ export const warmupDomainView = z
     todayTarget: z.int().describe("Today's volume in the schedule; 0 unless WARMING"),
     todaySent: z.int().describe('Warmup mails sent for the current schedule day'),
     totalSent: z.int(),
+    lastSendError: z
+      .object({ day: z.int(), date: z.string(), message: z.string() })
+      .nullable()
+      .describe('Why the latest day with a failure could not send (all) its mail: the mailbox server answer'),
     schedule: z
       .array(z.object({ week: z.int(), days: z.string(), dailyVolume: z.int() }))
       .describe('The 5-week schedule: 5, 10, 25, 50, 100 mails a day'),

@@ -44,6 +44,7 @@ function metricsView(m: WarmupMetricsRow | undefined) {
 function toView(row: WarmupDomainRow, days: WarmupDayRow[], metrics: WarmupMetricsRow | undefined, now: Date) {
   const day = scheduleDay(row, now);
   const today = day === null ? undefined : days.find((d) => d.day === day);
+  const lastError = days.findLast((d) => d.error !== null);
   const view: WarmupDomainView = {
     id: row.id,
     domain: row.domain,
@@ -59,6 +60,7 @@ function toView(row: WarmupDomainRow, days: WarmupDayRow[], metrics: WarmupMetri
     todayTarget: row.status === 'WARMING' && day !== null ? volumeOf(day) : 0,
     todaySent: today?.sent ?? 0,
     totalSent: days.reduce((sum, d) => sum + d.sent, 0),
+    lastSendError: lastError ? { day: lastError.day, date: lastError.date, message: lastError.error! } : null,
     schedule: SCHEDULE,
     limits: { ...LIMITS },
     latestMetrics: metricsView(metrics),
