@@ -301,6 +301,13 @@ describe('warming', () => {
     assertError(await patch(alice, good.id, { status: 'WARMING', dkimSelector: 's2' }), 400, 'INVALID_STATE');
     const changed = await patch(alice, good.id, { fromAddress: 'warm@good.test' });
     assert.equal(changed.statusCode, 200, changed.body);
+    // A new selector is checked in DNS at the resume: s2 has no key record.
+    assert.equal((await patch(alice, good.id, { dkimSelector: 's2' })).statusCode, 200);
+    const notReady = await patch(alice, good.id, { status: 'WARMING' });
+    assertError(notReady, 400, 'DNS_NOT_READY');
+    assert.match(notReady.json().error.message, /^DKIM: no TXT record at s2\._domainkey\.good\.test/);
+    assert.equal((await get(alice, good.id)).status, 'PAUSED');
+    assert.equal((await patch(alice, good.id, { dkimSelector: 's1' })).statusCode, 200);
     const resumed = await patch(alice, good.id, { status: 'WARMING' });
     assert.equal(resumed.statusCode, 200, resumed.body);
     // Day 8 was sent before the pause: the next day is 9.

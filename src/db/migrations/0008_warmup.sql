@@ -22,6 +22,7 @@ CREATE TABLE "warmup_domains" (
 	"smtp_port" integer NOT NULL,
 	"smtp_username" text NOT NULL,
 	"status" text DEFAULT 'DRAFT' NOT NULL,
+	"dns_verified_for" text,
 	"status_reason" text,
 	"started_at" timestamp with time zone,
 	"paused_at" timestamp with time zone,

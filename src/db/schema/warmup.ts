@@ -25,6 +25,8 @@ export const warmupDomains = pgTable(
     smtpPort: integer('smtp_port').notNull(),
     smtpUsername: text('smtp_username').notNull(),
     status: text('status', { enum: warmupStatuses }).notNull().default('DRAFT'),
+    /** `<selector> <mailbox host>` whose SPF and DKIM passed: a resume after either changed checks DNS again. */
+    dnsVerifiedFor: text('dns_verified_for'),
     /** Why it was auto-paused (the rate over its limit). */
     statusReason: text('status_reason'),
     startedAt: tsColumn('started_at'),

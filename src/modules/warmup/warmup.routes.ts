@@ -79,7 +79,8 @@ export const warmupRoutes: RouteModule = (app, deps) => {
       description:
         '`status: PAUSED` pauses a WARMING domain; `status: WARMING` resumes a PAUSED one, or an AUTO_PAUSED one ' +
         'whose latest rates are within the limits. Paused UTC days do not advance the schedule. Settings change ' +
-        'only while the domain is not WARMING (not together with a resume). ' +
+        'only while the domain is not WARMING (not together with a resume); a resume after the DKIM selector or ' +
+        'the mailbox host changed checks SPF and DKIM again (400 DNS_NOT_READY). ' +
         STATES,
       params: idParams,
       body: updateWarmupBody,

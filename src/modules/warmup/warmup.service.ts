@@ -102,6 +102,25 @@ export function createWarmupService(deps: Deps) {
     return `${local}@${domain}`;
   }
 
+  /** What SPF and DKIM were checked for: the DKIM selector and the mailbox host. */
+  const dnsSubject = (row: Pick<WarmupDomainRow, 'dkimSelector' | 'smtpHost'>) => `${row.dkimSelector} ${row.smtpHost}`;
+
+  /** 400 DNS_NOT_READY naming each failed record; answers what was verified. */
+  async function assertDnsReady(row: WarmupDomainRow): Promise<string> {
+    const { failed } = await checkDomainDns({
+      domain: row.domain,
+      selector: row.dkimSelector,
+      fromAddress: row.fromAddress,
+      smtpHost: row.smtpHost,
+      servers: deps.config.DNS_SERVERS,
+    });
+    if (failed.length)
+      throw new AppError('DNS_NOT_READY', failed.map((f) => `${f.field.toUpperCase()}: ${f.message}`).join('; '), {
+        details: failed,
+      });
+    return dnsSubject(row);
+  }
+
   const mailboxColumns = (m: MailboxUrl) => ({
     smtpUrlEncrypted: box.seal(m.url),
     smtpHost: m.host,
@@ -160,6 +179,11 @@ export function createWarmupService(deps: Deps) {
 
     /** Settings while not WARMING; `status` pauses (WARMING → PAUSED) and resumes (PAUSED, AUTO_PAUSED → WARMING). */
     async update(userId: string, id: string, input: UpdateWarmupInput): Promise<WarmupDomainView> {
+      // A resume after the DKIM selector or the mailbox host changed checks DNS again (before the row is locked).
+      const before = await owned(userId, id);
+      const recheck =
+        input.status === 'WARMING' && before.startedAt !== null && before.dnsVerifiedFor !== dnsSubject(before);
+      const verified = recheck ? await assertDnsReady(before) : before.dnsVerifiedFor;
       const row = await transition(userId, id, async (row, tx) => {
         const values: Partial<WarmupDomainRow> = {};
         const settings = input.dkimSelector !== undefined || input.smtpUrl || input.fromAddress !== undefined;
@@ -185,6 +209,7 @@ export function createWarmupService(deps: Deps) {
             const why = latest ? overLimit(latest) : null;
             if (why) throw invalidState(`Cannot resume: the latest ${why}; send better metrics first`);
           }
+          if (dnsSubject(row) !== verified) throw invalidState('The settings changed while DNS was checked; try again');
           const pausedAt = row.pausedAt ?? now;
           const pauseDay = scheduleDay(row, pausedAt)!;
           const sent = Boolean(await warmupRepository(tx).dayRow(row.id, pauseDay));
@@ -193,6 +218,7 @@ export function createWarmupService(deps: Deps) {
             pausedAt: null,
             statusReason: null,
             pausedDays: row.pausedDays + pausedDaysOf(pausedAt, now, sent),
+            dnsVerifiedFor: verified,
           });
         }
         return values;
@@ -209,21 +235,12 @@ export function createWarmupService(deps: Deps) {
       const current = await owned(userId, id);
       if (current.status !== 'DRAFT')
         throw invalidState(`Only a DRAFT domain can be started; it is ${current.status} (PATCH status resumes)`);
-      const { failed } = await checkDomainDns({
-        domain: current.domain,
-        selector: current.dkimSelector,
-        fromAddress: current.fromAddress,
-        smtpHost: current.smtpHost,
-        servers: deps.config.DNS_SERVERS,
-      });
-      if (failed.length)
-        throw new AppError('DNS_NOT_READY', failed.map((f) => `${f.field.toUpperCase()}: ${f.message}`).join('; '), {
-          details: failed,
-        });
+      const verified = await assertDnsReady(current);
       const row = await transition(userId, id, async (row) => {
         if (row.status !== 'DRAFT') throw invalidState(`Only a DRAFT domain can be started; it is ${row.status}`);
+        if (dnsSubject(row) !== verified) throw invalidState('The settings changed while DNS was checked; start again');
         const now = deps.clock.now();
-        return { status: 'WARMING', startedAt: now, pausedDays: 0, pausedAt: null };
+        return { status: 'WARMING', startedAt: now, pausedDays: 0, pausedAt: null, dnsVerifiedFor: verified };
       });
       return viewOf(row);
     },
