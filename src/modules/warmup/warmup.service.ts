@@ -2,7 +2,7 @@ import type { Tx } from '../../db/client.ts';
 import type { AppDeps } from '../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
 import { isUniqueViolation } from '../../shared/db-errors.ts';
-import { AppError, validationError } from '../../shared/errors.ts';
+import { AppError, notFound, validationError } from '../../shared/errors.ts';
 import { emitEvent } from '../../shared/events.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
@@ -130,14 +130,14 @@ export function createWarmupService(deps: Deps) {
 
   /** Applies a state change under the row lock; `change` sees the locked row and answers the new values. */
   async function transition(
-    userId: string,
-    id: string,
+    current: WarmupDomainRow,
     change: (row: WarmupDomainRow, tx: Tx) => Promise<Partial<WarmupDomainRow>>,
   ): Promise<WarmupDomainRow> {
-    const current = await owned(userId, id);
     return deps.db.transaction(async (tx) => {
       const txRepo = warmupRepository(tx);
-      const row = (await txRepo.lock(current.id))!;
+      const row = await txRepo.lock(current.id);
+      // Deleted since it was read.
+      if (!row) throw notFound('Warmup domain');
       const values = await change(row, tx);
       return txRepo.update(row.id, { ...values, updatedAt: deps.clock.now() });
     });
@@ -184,7 +184,7 @@ export function createWarmupService(deps: Deps) {
       const recheck =
         input.status === 'WARMING' && before.startedAt !== null && before.dnsVerifiedFor !== dnsSubject(before);
       const verified = recheck ? await assertDnsReady(before) : before.dnsVerifiedFor;
-      const row = await transition(userId, id, async (row, tx) => {
+      const row = await transition(before, async (row, tx) => {
         const values: Partial<WarmupDomainRow> = {};
         const settings = input.dkimSelector !== undefined || input.smtpUrl || input.fromAddress !== undefined;
         if (settings && (row.status === 'WARMING' || input.status === 'WARMING'))
@@ -236,7 +236,7 @@ export function createWarmupService(deps: Deps) {
       if (current.status !== 'DRAFT')
         throw invalidState(`Only a DRAFT domain can be started; it is ${current.status} (PATCH status resumes)`);
       const verified = await assertDnsReady(current);
-      const row = await transition(userId, id, async (row) => {
+      const row = await transition(current, async (row) => {
         if (row.status !== 'DRAFT') throw invalidState(`Only a DRAFT domain can be started; it is ${row.status}`);
         if (dnsSubject(row) !== verified) throw invalidState('The settings changed while DNS was checked; start again');
         const now = deps.clock.now();
@@ -253,7 +253,7 @@ export function createWarmupService(deps: Deps) {
       const now = deps.clock.now();
       const current = await owned(userId, id);
       const computed = await bounceRateOf(deps, current);
-      const row = await transition(userId, id, async (row, tx) => {
+      const row = await transition(current, async (row, tx) => {
         const rates = {
           openRate: input.openRate ?? null,
           replyRate: input.replyRate ?? null,
