@@ -224,6 +224,18 @@ describe('start: SPF and DKIM in DNS', () => {
       assert.equal((await get(alice, id)).status, 'DRAFT');
     });
 
+  test('a domain with neither record: both named, in the message and in details', async () => {
+    const { id } = await create(alice, 'unknown.test');
+    const res = await start(alice, id);
+    assertError(res, 400, 'DNS_NOT_READY');
+    const { error } = res.json();
+    assert.match(error.message, /^SPF: no v=spf1 TXT record at unknown\.test; DKIM: no TXT record at s1\._domainkey/);
+    assert.deepEqual(
+      error.details.map((d: { field: string }) => d.field),
+      ['spf', 'dkim'],
+    );
+  });
+
   test('a mailbox host given by name is resolved and authorized by an a: mechanism', async () => {
     const d = await create(alice, 'named.test', { smtpUrl: smtpUrl(MAILBOX.pass, 'mail.named.test') });
     const res = await start(alice, d.id);
