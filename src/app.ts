@@ -24,6 +24,7 @@ import { sourceDiscoveryRoutes } from './modules/source-discovery/source-discove
 import { sourceRoutes } from './modules/sources/sources.routes.ts';
 import { suppressionRoutes } from './modules/suppressions/suppressions.routes.ts';
 import { userRoutes } from './modules/users/users.routes.ts';
+import { warmupRoutes } from './modules/warmup/warmup.routes.ts';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.ts';
 import { inboundWebhookRoutes } from './modules/webhooks-inbound/webhooks-inbound.routes.ts';
 import type { RouteModule, TypedApp } from './route-module.ts';
@@ -63,6 +64,8 @@ const routeModules: RouteModule[] = [
   inboundWebhookRoutes,
   // ---- outbound webhooks ----
   webhookRoutes,
+  // ---- deliverability ----
+  warmupRoutes,
   // ---- analytics and admin ----
   analyticsRoutes,
   adminRoutes,

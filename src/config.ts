@@ -96,6 +96,8 @@ const envSchema = z.object({
   JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   CHROMIUM_PATH: z.string().default('/usr/bin/chromium'),
   ADMIN_EMAILS: emailList.default([]),
+  /** Addresses every warmup domain also sends to (README "Warmup domains"). */
+  WARMUP_SEED_ADDRESSES: emailList.default([]),
   SECRET_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   DNS_SERVERS: z
     .string()

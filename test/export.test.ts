@@ -366,6 +366,7 @@ describe('GET /api/users/export/download', () => {
         'projects.csv',
         'sources.csv',
         'suppressions.csv',
+        'warmup_domains.csv',
         'webhook_events.csv',
         'webhooks.csv',
       ]);

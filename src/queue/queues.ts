@@ -12,6 +12,7 @@ export const QUEUES = {
   matching: 'matching',
   accountRollups: 'account-rollups',
   leadStats: 'lead-stats',
+  warmup: 'warmup',
 } as const;
 
 /** pg-boss on the service's own database: PGlite in-process, or PostgreSQL shared by any number of processes. */
@@ -52,6 +53,8 @@ export async function startBoss(
     boss.createQueue(QUEUES.maintenance, { retryLimit: 1, expireInSeconds: 600 }),
     boss.createQueue(QUEUES.accountRollups, { retryLimit: 0, expireInSeconds: 300 }),
     boss.createQueue(QUEUES.leadStats, { retryLimit: 0, expireInSeconds: 300 }),
+    // A day is claimed before it is sent, so a retry or a second process never sends it twice.
+    boss.createQueue(QUEUES.warmup, { retryLimit: 0, expireInSeconds: 3600 }),
     // A crawl's own retries are per request; a crashed worker's job is recovered from the jobs
     // table (heartbeats), so pg-boss does not retry or expire scrape messages early.
     boss.createQueue(QUEUES.scrape, { retryLimit: 0, expireInSeconds: 86_400, notify: true }),

@@ -12,6 +12,7 @@ import { createMatchingRecovery } from '../modules/matching/matching.recovery.ts
 import { createMatchingRunner } from '../modules/matching/matching.runner.ts';
 import type { MatchingJob } from '../modules/matching/matching.service.ts';
 import type { RunCrawl } from '../modules/scraping/scraping.types.ts';
+import { createWarmupSender } from '../modules/warmup/warmup.sender.ts';
 import { createWebhookDispatcher } from '../modules/webhooks/webhooks.dispatcher.ts';
 import { pruneWebhookHistory } from '../modules/webhooks/webhooks.service.ts';
 import { pruneIdempotencyKeys } from '../shared/idempotency.ts';
@@ -38,6 +39,10 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
   const analytics = createAnalyticsService(deps);
   await boss.work(QUEUES.leadStats, async () => {
     await analytics.compactLeadStats();
+  });
+  const warmup = createWarmupSender(deps);
+  await boss.work(QUEUES.warmup, async () => {
+    await warmup.runDue();
   });
   const dataExports = createDataExportService(deps);
   // NOTIFY wakes a busy worker only once for a burst of sends: poll every 2 s so queued exports don't wait 30 s.
@@ -101,6 +106,9 @@ export async function registerSchedules(deps: AppDeps): Promise<void> {
   await deps.boss.schedule(QUEUES.accountRollups, '* * * * *', null, { tz: 'UTC' });
   // Every minute: the analytics lead counts fold what was appended since (README "Analytics").
   await deps.boss.schedule(QUEUES.leadStats, '* * * * *', null, { tz: 'UTC' });
+  // Hourly: each WARMING domain sends its schedule day once (a day is claimed per domain), so a domain started
+  // today or a process that was down at midnight still sends today's volume.
+  await deps.boss.schedule(QUEUES.warmup, '23 * * * *', null, { tz: 'UTC' });
   // Every minute: start the runs of HOURLY, DAILY and WEEKLY sources that are due.
   await deps.boss.schedule(QUEUES.sourceScheduler, '* * * * *', null, { tz: 'UTC' });
 }

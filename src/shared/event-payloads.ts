@@ -74,8 +74,15 @@ export const eventDataSchemas = {
     .looseObject({ email: z.string(), leadId: id.nullable().optional() })
     .describe('A lead replied to an outreach email.'),
   'warmup.auto_paused': z
-    .looseObject({ domain: z.string(), reason: z.string() })
-    .describe('Warmup of a sending domain was paused automatically.'),
+    .object({
+      domainId: id.describe('The warmup domain (GET /api/warmup-domains/{id})'),
+      domain: z.string(),
+      reason: z.string().describe('The rate over its limit, e.g. "bounce rate 12 % is above 10 %"'),
+      bounceRate: z.number().nullable().describe('The recorded rates, fractions 0–1'),
+      spamRate: z.number().nullable(),
+      pausedAt: time,
+    })
+    .describe('Warmup of a sending domain was paused automatically: its bounce or spam rate went over the limit.'),
   'browser.session.ended': z.looseObject({ sessionId: id }).describe('A cloud browser session ended.'),
 } satisfies Record<EventType, z.ZodType>;
 

@@ -39,6 +39,12 @@ export const openApiTags = [
       'Signed event deliveries to your endpoints (Standard Webhooks), retried with backoff; the events and their ' +
       'payloads are listed under `webhooks`. Inbound events from providers, verified by signature.',
   },
+  // ---- deliverability ----
+  {
+    name: 'Warmup Domains',
+    description:
+      'Sending domains warmed up over 5 weeks through their mailbox, checked in DNS, auto-paused on bad rates.',
+  },
   // ---- analytics and admin ----
   { name: 'Analytics', description: 'Figures over your pipeline, sources, capacity and credits, computed in SQL.' },
   { name: 'Admin', description: 'Operators only (ADMIN_EMAILS or role admin): platform figures, users, audit.' },
@@ -157,6 +163,14 @@ export const operationIds: Record<string, string> = {
   'POST /api/webhooks/{id}/test': 'sendWebhookTest',
   'GET /api/webhooks/{id}/deliveries': 'listWebhookDeliveries',
   'POST /api/webhooks/deliveries/{deliveryId}/replay': 'replayWebhookDelivery',
+  // ---- warmup domains ----
+  'POST /api/warmup-domains': 'createWarmupDomain',
+  'GET /api/warmup-domains': 'listWarmupDomains',
+  'GET /api/warmup-domains/{id}': 'getWarmupDomain',
+  'PATCH /api/warmup-domains/{id}': 'updateWarmupDomain',
+  'DELETE /api/warmup-domains/{id}': 'deleteWarmupDomain',
+  'POST /api/warmup-domains/{id}/start': 'startWarmupDomain',
+  'POST /api/warmup-domains/{id}/metrics': 'recordWarmupMetrics',
   // ---- analytics and admin ----
   'GET /api/analytics/pipeline-overview': 'getPipelineOverview',
   'GET /api/analytics/sources': 'getSourceAnalytics',

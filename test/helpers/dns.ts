@@ -9,6 +9,8 @@ export interface Zone {
   mx?: Array<{ exchange: string; priority: number }>;
   a?: string[];
   aaaa?: string[];
+  /** TXT records, one string each (split into 255-octet character-strings as RFC 1035 §3.3.14 requires). */
+  txt?: string[];
   /** `hang`: never answers (the resolver times out); `servfail`: answers SERVFAIL. */
   behaviour?: 'hang' | 'servfail';
 }
@@ -80,6 +82,13 @@ export async function startTestDnsServer(zones: Record<string, Zone> = TEST_ZONE
           } as never);
       } else if (question.type === Packet.TYPE.A) {
         for (const address of zone.a ?? []) response.answers.push({ ...base, type: Packet.TYPE.A, address } as never);
+      } else if (question.type === Packet.TYPE.TXT) {
+        for (const text of zone.txt ?? [])
+          response.answers.push({
+            ...base,
+            type: Packet.TYPE.TXT,
+            data: text.match(/[\s\S]{1,255}/g) ?? [''],
+          } as never);
       } else if (question.type === Packet.TYPE.AAAA) {
         for (const address of zone.aaaa ?? [])
           response.answers.push({ ...base, type: Packet.TYPE.AAAA, address } as never);

@@ -21,13 +21,21 @@ export interface TestSmtpServer {
 }
 
 /** A real SMTP server on loopback that keeps every message it receives, parsed. */
-export async function startSmtpServer(): Promise<TestSmtpServer> {
+export async function startSmtpServer(
+  options: { auth?: { user: string; pass: string } } = {},
+): Promise<TestSmtpServer> {
   const messages: ReceivedMail[] = [];
   const taken = new Set<ReceivedMail>();
   const waiters: Array<() => void> = [];
   const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS', 'AUTH'],
+    // With `auth`: AUTH PLAIN/LOGIN over the plain connection (loopback), refused for other credentials.
+    authOptional: !options.auth,
+    allowInsecureAuth: true,
+    disabledCommands: options.auth ? ['STARTTLS'] : ['STARTTLS', 'AUTH'],
+    onAuth(auth, _session, callback) {
+      const good = options.auth && auth.username === options.auth.user && auth.password === options.auth.pass;
+      callback(good ? null : new Error('Invalid username or password'), good ? { user: auth.username } : undefined);
+    },
     logger: false,
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];

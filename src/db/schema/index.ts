@@ -16,4 +16,5 @@ export * from './projects.ts';
 export * from './sources.ts';
 export * from './suppressions.ts';
 export * from './users.ts';
+export * from './warmup.ts';
 export * from './webhooks.ts';

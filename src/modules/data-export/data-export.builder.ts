@@ -25,6 +25,7 @@ import {
   sources,
   suppressions,
   users,
+  warmupDomains,
   webhookEndpoints,
   webhookEvents,
 } from '../../db/schema/index.ts';
@@ -110,6 +111,13 @@ const sections: Array<{ name: string; table: PgTable; owner: PgColumn; columns: 
     orderBy: webhookEndpoints.id,
   },
   owned('webhook_events', webhookEvents),
+  {
+    name: 'warmup_domains',
+    table: warmupDomains,
+    owner: warmupDomains.userId,
+    columns: columnsWithout(warmupDomains, 'smtpUrlEncrypted'),
+    orderBy: warmupDomains.id,
+  },
   {
     name: 'admin_changes',
     table: adminAuditEvents,

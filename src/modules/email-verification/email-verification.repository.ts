@@ -92,6 +92,21 @@ export function emailVerificationRepository(db: Db | Tx) {
     },
 
     /** Which of `emails` hard-bounced before. */
+    /** Hard and block bounces of mail sent from `senderDomain` since `since`. */
+    async countFromSender(userId: string, senderDomain: string, since: Date): Promise<number> {
+      const [row] = await db
+        .select({ n: sql<number>`count(*)::int` })
+        .from(emailBounces)
+        .where(
+          and(
+            eq(emailBounces.userId, userId),
+            eq(emailBounces.senderDomain, senderDomain),
+            inArray(emailBounces.type, ['hard', 'block']),
+            gte(emailBounces.createdAt, since),
+          ),
+        );
+      return row?.n ?? 0;
+    },
     async hardBounced(userId: string, emails: string[]): Promise<Set<string>> {
       if (!emails.length) return new Set();
       const rows = await db

@@ -54,6 +54,14 @@ export async function hardBouncedOf(db: Db | Tx, userId: string, emails: readonl
   return emailVerificationRepository(db).hardBounced(userId, addresses);
 }
 
+/**
+ * How many hard and block bounces came back for mail sent from `senderDomain` since `since` (soft bounces are
+ * transient and do not count): warmup computes a domain's bounce rate from it.
+ */
+export function bouncesFromSender(db: Db | Tx, userId: string, senderDomain: string, since: Date): Promise<number> {
+  return emailVerificationRepository(db).countFromSender(userId, senderDomain, since);
+}
+
 type Pending = Omit<BounceInsert, 'userId' | 'createdAt'>;
 
 export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock'>) {
