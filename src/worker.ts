@@ -1,7 +1,10 @@
 import module from 'node:module';
+import { installResolutionFastPath } from './module-resolution.ts';
 
-// Compiled code is cached between starts (README "Start-up"); the runtime is imported after, so it is cached too.
+// Compiled code is cached between starts, and resolution takes a fast path (README "Start-up"); both are set up
+// before the runtime is imported, so they apply to it.
 module.enableCompileCache?.();
+installResolutionFastPath();
 const { main } = await import('./runtime.ts');
 // Workers only (no HTTP): run as many of these as needed against the same DATABASE_URL.
 await main({ http: false, workers: true });

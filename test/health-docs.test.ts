@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../src/app.ts';
+import { compileAllResponseSerializers } from '../src/shared/serializer.ts';
 import { createTestContext, type TestContext } from './helpers/app.ts';
 
 let ctx: TestContext;
@@ -64,6 +65,10 @@ describe('API reference', () => {
       }
     }
     assert.ok(operations >= 8, `only ${operations} operations documented`);
+  });
+
+  test('every response schema of every route compiles to a serializer (they compile on first use)', () => {
+    assert.ok(compileAllResponseSerializers() > 100);
   });
 
   test('/docs serves the reference page', async () => {
