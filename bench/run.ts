@@ -3,11 +3,13 @@
  * PASS/FAIL against the figures the issues ask for; exits 1 when any figure is below its target.
  * PostgreSQL: BENCH_DATABASE_URL, else TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test
  * (a scratch database is made).
- * Sections: `npm run bench -- foundation`, `scraping`, `matching`, `accounts`, `events`, `analytics`
+ * Sections: `npm run bench -- foundation`, `scraping`, `matching`, `accounts`, `events`, `analytics`,
+ * `deliverability`
  * (default: all).
  */
 import { benchAccounts } from './accounts.ts';
 import { benchAnalytics } from './analytics.ts';
+import { benchDeliverability } from './deliverability.ts';
 import { benchEvents } from './events.ts';
 import { benchFoundation } from './foundation.ts';
 import { printTable, type Row } from './lib.ts';
@@ -21,6 +23,7 @@ const sections: Record<string, () => Promise<Row[]>> = {
   accounts: benchAccounts,
   events: benchEvents,
   analytics: benchAnalytics,
+  deliverability: benchDeliverability,
 };
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const unknown = wanted.filter((name) => !(name in sections));

@@ -60,6 +60,8 @@ export async function startProbeServer(options: ProbeServerOptions = {}): Promis
     authOptional: true,
     disabledCommands: ['STARTTLS', 'AUTH'],
     logger: false,
+    // No reverse lookup of 127.0.0.1 through the system resolver on every connection.
+    disableReverseLookup: true,
     onRcptTo(address, _session, callback) {
       const email = address.address.toLowerCase();
       const domain = domainOf(email);
