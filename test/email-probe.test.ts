@@ -176,6 +176,9 @@ describe('validate-email with SMTP_PROBE on', () => {
     assert.ok(smtp.maxConcurrentOverall <= 2, `saw ${smtp.maxConcurrentOverall} at once`);
     // The first connection learnt the domain is no catch-all: the others ask only about their address.
     assert.equal(smtp.connections.flatMap((c) => c.rcpts).filter((r) => r.startsWith('qprobe-')).length <= 2, true);
+    // MX answers and the exchanger's addresses come from the per-process DNS cache: one lookup each.
+    assert.equal(dns.queries.get('bulk.test'), 1);
+    assert.equal(dns.queries.get('mx.probe.test'), 2, 'one A and one AAAA query for the exchanger');
   });
 
   test('no probe ever sends DATA', () => {

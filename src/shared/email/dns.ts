@@ -78,6 +78,7 @@ async function lookupMailDomain(resolver: Resolver, domain: string): Promise<Mai
 
 // One cache per process and resolver configuration, shared by every validator built on it.
 const caches = new Map<string, Map<string, { expires: number; value: Promise<MailDomainAnswer> }>>();
+const addressCaches = new Map<string, Map<string, { expires: number; value: Promise<string[]> }>>();
 const MAX_ENTRIES = 10_000;
 
 export function createMailDomainResolver(options: MailDomainResolverOptions = {}): MailDomainResolver {
@@ -100,6 +101,9 @@ export function createMailDomainResolver(options: MailDomainResolverOptions = {}
   let cache = caches.get(cacheKey);
   if (!cache) caches.set(cacheKey, (cache = new Map()));
   const entries = cache;
+  // The addresses of mail exchangers (SMTP probing), cached the same way.
+  let hostAddresses = addressCaches.get(cacheKey);
+  if (!hostAddresses) addressCaches.set(cacheKey, (hostAddresses = new Map()));
 
   function mailHosts(asciiDomain: string): Promise<MailDomainAnswer> {
     const domain = asciiDomain.toLowerCase();
@@ -122,12 +126,20 @@ export function createMailDomainResolver(options: MailDomainResolverOptions = {}
   return {
     check: async (asciiDomain) => (await mailHosts(asciiDomain)).status,
     mailHosts,
-    async addresses(host) {
-      const [a, aaaa] = await Promise.all([
-        attempt(() => resolver.resolve4(host)),
-        attempt(() => resolver.resolve6(host)),
-      ]);
-      return [a, aaaa].flatMap((o) => (o.kind === 'records' ? (o.values as string[]) : []));
+    addresses(host) {
+      const name = host.toLowerCase();
+      const hit = hostAddresses.get(name);
+      if (hit && hit.expires > now()) return hit.value;
+      const lookups = [attempt(() => resolver.resolve4(name)), attempt(() => resolver.resolve6(name))];
+      const value = Promise.all(lookups).then((outcomes) => {
+        const list = outcomes.flatMap((o) => (o.kind === 'records' ? (o.values as string[]) : []));
+        const entry = hostAddresses.get(name);
+        if (entry?.value === value) entry.expires = now() + (list.length ? ttl : unknownTtl);
+        return list;
+      });
+      if (hostAddresses.size >= MAX_ENTRIES) hostAddresses.delete(hostAddresses.keys().next().value!);
+      hostAddresses.set(name, { expires: Number.POSITIVE_INFINITY, value });
+      return value;
     },
   };
 }
