@@ -54,119 +54,117 @@ const creditPrices = z.strictObject({
 export type CreditPrices = z.infer<typeof creditPrices>;
 
 /** Every setting the service reads from the environment (see README "Configuration"). */
-const envSchema = z
-  .object({
-    NODE_ENV: z.string().default('development'),
-    PORT: z.coerce.number().int().min(0).max(65535).default(3000),
-    HOST: z.string().min(1).default('127.0.0.1'),
-    DATA_DIR: z.string().min(1).default('./data'),
-    DATABASE_URL: z
-      .string()
-      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
-      .optional(),
-    DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
-    SMTP_URL: z
-      .string()
-      .regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')
-      .optional(),
-    MAIL_FROM: z.string().default('Quarry <no-reply@quarry.local>'),
-    ALLOW_PRIVATE_NETWORK: bool.default(false),
-    TRUST_PROXY: bool.default(false),
-    AI_BASE_URL: z.url().optional(),
-    AI_API_KEY: z.string().optional(),
-    AI_MODEL: z.string().optional(),
-    AI_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
-    /** Per-call timeout and retries of the AI provider. */
-    AI_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(60_000),
-    AI_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
-    /** Web search for source discovery: the Brave Search API (`X-Subscription-Token`) or a server speaking its format. */
-    SEARCH_API_URL: z.url().default('https://api.search.brave.com/res/v1/web/search'),
-    SEARCH_API_KEY: z.string().optional(),
-    /** Scraping defaults; a source's `options` may narrow them. */
-    SCRAPER_USER_AGENT: z
-      .string()
+const envSchema = z.object({
+  NODE_ENV: z.string().default('development'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATA_DIR: z.string().min(1).default('./data'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  SMTP_URL: z
+    .string()
+    .regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')
+    .optional(),
+  MAIL_FROM: z.string().default('Quarry <no-reply@quarry.local>'),
+  ALLOW_PRIVATE_NETWORK: bool.default(false),
+  TRUST_PROXY: bool.default(false),
+  AI_BASE_URL: z.url().optional(),
+  AI_API_KEY: z.string().optional(),
+  AI_MODEL: z.string().optional(),
+  AI_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
+  /** Per-call timeout and retries of the AI provider. */
+  AI_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(60_000),
+  AI_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  /** Web search for source discovery: the Brave Search API (`X-Subscription-Token`) or a server speaking its format. */
+  SEARCH_API_URL: z.url().default('https://api.search.brave.com/res/v1/web/search'),
+  SEARCH_API_KEY: z.string().optional(),
+  /** Scraping defaults; a source's `options` may narrow them. */
+  SCRAPER_USER_AGENT: z.string().min(1).default('Mozilla/5.0 (compatible; QuarryBot/0.1; +https://github.com/quarry)'),
+  SCRAPER_MAX_PAGES: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  SCRAPER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+  SCRAPER_BROWSER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  SCRAPER_DOMAIN_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
+  SCRAPER_DOMAIN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
+  SCRAPER_REQUEST_TIMEOUT_SECS: z.coerce.number().int().min(1).max(600).default(30),
+  /** Every crawl goes out through this proxy (http://user:pass@host:port) when set; proxy profiles will refine it. */
+  SCRAPER_PROXY_URL: z.url({ protocol: /^https?$/ }).optional(),
+  SCRAPER_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  /** Scraping jobs one worker process runs at once. */
+  JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  CHROMIUM_PATH: z.string().default('/usr/bin/chromium'),
+  ADMIN_EMAILS: emailList.default([]),
+  SECRET_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+  DNS_SERVERS: z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
+    .optional(),
+  // ---- SMTP probing (README "SMTP probing") ----
+  /** Validation asks the domain's mail exchanger about each address (RCPT TO, never DATA). */
+  SMTP_PROBE: bool.default(false),
+  /** The envelope sender of probes (`MAIL FROM`); required when SMTP_PROBE is on. */
+  SMTP_PROBE_FROM: z.email().optional(),
+  /** The EHLO name; default the host of PUBLIC_URL, else the domain of SMTP_PROBE_FROM. */
+  SMTP_PROBE_HELO: z
+    .string()
+    .regex(
+      /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/,
+      'must be a host name',
+    )
+    .optional(),
+  SMTP_PROBE_PORT: z.coerce.number().int().min(1).max(65535).default(25),
+  /** Each step of a probe (connect, each reply) fails after this long; the address stays smtp_unverified. */
+  SMTP_PROBE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  /** Probe connections to one domain at once, per process. */
+  SMTP_PROBE_PER_DOMAIN: z.coerce.number().int().min(1).max(20).default(2),
+  // ---- end of SMTP probing ----
+  /** Run pg-boss workers inside the API process (default). `false` makes an API-only process. */
+  RUN_WORKERS: bool.default(true),
+  // ---- Outbound webhooks (README, Webhooks) ----
+  /** Webhook deliveries one worker process sends at once. */
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32),
+  /** A delivery attempt with no complete answer by then fails (and is retried). */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  /** Events, their deliveries and attempts are kept this long. */
+  WEBHOOK_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  // ---- end of outbound webhooks ----
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  PUBLIC_URL: z.url().optional(),
+  // ---- Credits and payments (README "Credits") ----
+  CREDITS_ENABLED: bool.default(true),
+  CREDITS_SIGNUP_GRANT: z.coerce.number().int().min(0).max(100_000_000).default(1_000),
+  CREDITS_LOW_THRESHOLD: z.coerce.number().int().min(0).max(100_000_000).default(100),
+  CREDITS_TIERS: json(
+    z
+      .array(creditTier)
       .min(1)
-      .default('Mozilla/5.0 (compatible; QuarryBot/0.1; +https://github.com/quarry)'),
-    SCRAPER_MAX_PAGES: z.coerce.number().int().min(1).max(1_000_000).default(100),
-    SCRAPER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
-    SCRAPER_BROWSER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
-    SCRAPER_DOMAIN_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
-    SCRAPER_DOMAIN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
-    SCRAPER_REQUEST_TIMEOUT_SECS: z.coerce.number().int().min(1).max(600).default(30),
-    /** Every crawl goes out through this proxy (http://user:pass@host:port) when set; proxy profiles will refine it. */
-    SCRAPER_PROXY_URL: z.url({ protocol: /^https?$/ }).optional(),
-    SCRAPER_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
-    /** Scraping jobs one worker process runs at once. */
-    JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
-    CHROMIUM_PATH: z.string().default('/usr/bin/chromium'),
-    ADMIN_EMAILS: emailList.default([]),
-    SECRET_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
-    DNS_SERVERS: z
-      .string()
-      .transform((v) =>
-        v
-          .split(',')
-          .map((s) => s.trim())
-          .filter(Boolean),
-      )
-      .optional(),
-    // ---- SMTP probing (README "SMTP probing") ----
-    /** Validation asks the domain's mail exchanger about each address (RCPT TO, never DATA). */
-    SMTP_PROBE: bool.default(false),
-    /** The envelope sender of probes (`MAIL FROM`); required when SMTP_PROBE is on. */
-    SMTP_PROBE_FROM: z.email().optional(),
-    /** The EHLO name; default the host of PUBLIC_URL, else the domain of SMTP_PROBE_FROM. */
-    SMTP_PROBE_HELO: z
-      .string()
-      .regex(
-        /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/,
-        'must be a host name',
-      )
-      .optional(),
-    SMTP_PROBE_PORT: z.coerce.number().int().min(1).max(65535).default(25),
-    /** Each step of a probe (connect, each reply) fails after this long; the address stays smtp_unverified. */
-    SMTP_PROBE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
-    /** Probe connections to one domain at once, per process. */
-    SMTP_PROBE_PER_DOMAIN: z.coerce.number().int().min(1).max(20).default(2),
-    // ---- end of SMTP probing ----
-    /** Run pg-boss workers inside the API process (default). `false` makes an API-only process. */
-    RUN_WORKERS: bool.default(true),
-    // ---- Outbound webhooks (README, Webhooks) ----
-    /** Webhook deliveries one worker process sends at once. */
-    WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32),
-    /** A delivery attempt with no complete answer by then fails (and is retried). */
-    WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
-    /** Events, their deliveries and attempts are kept this long. */
-    WEBHOOK_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
-    // ---- end of outbound webhooks ----
-    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    PUBLIC_URL: z.url().optional(),
-    // ---- Credits and payments (README "Credits") ----
-    CREDITS_ENABLED: bool.default(true),
-    CREDITS_SIGNUP_GRANT: z.coerce.number().int().min(0).max(100_000_000).default(1_000),
-    CREDITS_LOW_THRESHOLD: z.coerce.number().int().min(0).max(100_000_000).default(100),
-    CREDITS_TIERS: json(
-      z
-        .array(creditTier)
-        .min(1)
-        .max(20)
-        .refine((tiers) => new Set(tiers.map((t) => t.id)).size === tiers.length, 'tier ids must be unique'),
-    ).default(DEFAULT_CREDIT_TIERS),
-    CREDITS_PRICES: json(creditPrices).default(creditPrices.parse({})),
-    STRIPE_SECRET_KEY: z.string().min(1).optional(),
-    STRIPE_WEBHOOK_SECRET: z.string().min(1).optional(),
-    /** Another server speaking Stripe's API (a proxy, a test stub): its protocol, host and port are used. */
-    STRIPE_API_BASE: z.url({ protocol: /^https?$/ }).optional(),
-    /** Secret of `POST /api/webhooks/inbound/standard` (Standard Webhooks, `whsec_` + base64). */
-    INBOUND_WEBHOOK_SECRET: z
-      .string()
-      .regex(/^(whsec_)?[A-Za-z0-9+/]{16,}={0,2}$/, 'must be whsec_ followed by base64 (at least 12 bytes)')
-      .optional(),
-  })
-  .superRefine((env, ctx) => {
-    if (env.SMTP_PROBE && !env.SMTP_PROBE_FROM)
-      ctx.addIssue({ code: 'custom', path: ['SMTP_PROBE_FROM'], message: 'is required when SMTP_PROBE is on' });
-  });
+      .max(20)
+      .refine((tiers) => new Set(tiers.map((t) => t.id)).size === tiers.length, 'tier ids must be unique'),
+  ).default(DEFAULT_CREDIT_TIERS),
+  CREDITS_PRICES: json(creditPrices).default(creditPrices.parse({})),
+  STRIPE_SECRET_KEY: z.string().min(1).optional(),
+  STRIPE_WEBHOOK_SECRET: z.string().min(1).optional(),
+  /** Another server speaking Stripe's API (a proxy, a test stub): its protocol, host and port are used. */
+  STRIPE_API_BASE: z.url({ protocol: /^https?$/ }).optional(),
+  /** Secret of `POST /api/webhooks/inbound/standard` (Standard Webhooks, `whsec_` + base64). */
+  INBOUND_WEBHOOK_SECRET: z
+    .string()
+    .regex(/^(whsec_)?[A-Za-z0-9+/]{16,}={0,2}$/, 'must be whsec_ followed by base64 (at least 12 bytes)')
+    .optional(),
+});
+
+/** Rules across settings. */
+const checkedEnvSchema = envSchema.superRefine((env, ctx) => {
+  if (env.SMTP_PROBE && !env.SMTP_PROBE_FROM)
+    ctx.addIssue({ code: 'custom', path: ['SMTP_PROBE_FROM'], message: 'is required when SMTP_PROBE is on' });
+});
 
 export type Config = z.infer<typeof envSchema> & { dataDir: string };
 
@@ -175,7 +173,7 @@ export class ConfigError extends Error {}
 /** Parses the environment; throws a ConfigError whose message is one readable line. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = envSchema.safeParse(cleaned);
+  const parsed = checkedEnvSchema.safeParse(cleaned);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const name = String(issue.path[0]);
