@@ -4,7 +4,7 @@
  *     network is in the path), the user holding 1000 leads with those addresses, 100 suppressions and 100
  *     hard bounces: one warm-up run (fills the per-process DNS cache as a running service has it), then
  *     BENCH_TRAP_RUNS runs (default 20), p50 and p99 against the 500 ms target of the README.
- * The validate-bulk figure (SMTP probing) is its own function in this file.
+ * The validate-bulk figure with SMTP probing is in deliverability-probe.ts.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -13,6 +13,7 @@ import { loadConfig } from '../src/config.ts';
 import { startRuntime } from '../src/runtime.ts';
 import { startTestDnsServer, type Zone } from '../test/helpers/dns.ts';
 import { freePort } from '../test/helpers/process.ts';
+import { benchProbe } from './deliverability-probe.ts';
 import { BENCH_CREDITS_GRANT, freshBenchDatabase, percentile, type Row, request } from './lib.ts';
 
 const ADDRESSES = 1000;
@@ -102,5 +103,5 @@ export async function benchSpamTraps(): Promise<Row[]> {
 
 /** `npm run bench -- deliverability`: every figure of the section. */
 export async function benchDeliverability(): Promise<Row[]> {
-  return [...(await benchSpamTraps())];
+  return [...(await benchSpamTraps()), ...(await benchProbe())];
 }

@@ -108,6 +108,25 @@ const envSchema = z.object({
         .filter(Boolean),
     )
     .optional(),
+  // ---- SMTP probing (README "SMTP probing") ----
+  /** Validation asks the domain's mail exchanger about each address (RCPT TO, never DATA). */
+  SMTP_PROBE: bool.default(false),
+  /** The envelope sender of probes (`MAIL FROM`); required when SMTP_PROBE is on. */
+  SMTP_PROBE_FROM: z.email().optional(),
+  /** The EHLO name; default the host of PUBLIC_URL, else the domain of SMTP_PROBE_FROM. */
+  SMTP_PROBE_HELO: z
+    .string()
+    .regex(
+      /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/,
+      'must be a host name',
+    )
+    .optional(),
+  SMTP_PROBE_PORT: z.coerce.number().int().min(1).max(65535).default(25),
+  /** Each step of a probe (connect, each reply) fails after this long; the address stays smtp_unverified. */
+  SMTP_PROBE_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  /** Probe connections to one domain at once, per process. */
+  SMTP_PROBE_PER_DOMAIN: z.coerce.number().int().min(1).max(20).default(2),
+  // ---- end of SMTP probing ----
   /** Run pg-boss workers inside the API process (default). `false` makes an API-only process. */
   RUN_WORKERS: bool.default(true),
   // ---- Outbound webhooks (README, Webhooks) ----
@@ -143,6 +162,12 @@ const envSchema = z.object({
     .optional(),
 });
 
+/** Rules across settings. */
+const checkedEnvSchema = envSchema.superRefine((env, ctx) => {
+  if (env.SMTP_PROBE && !env.SMTP_PROBE_FROM)
+    ctx.addIssue({ code: 'custom', path: ['SMTP_PROBE_FROM'], message: 'is required when SMTP_PROBE is on' });
+});
+
 export type Config = z.infer<typeof envSchema> & { dataDir: string };
 
 export class ConfigError extends Error {}
@@ -150,7 +175,7 @@ export class ConfigError extends Error {}
 /** Parses the environment; throws a ConfigError whose message is one readable line. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = envSchema.safeParse(cleaned);
+  const parsed = checkedEnvSchema.safeParse(cleaned);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const name = String(issue.path[0]);

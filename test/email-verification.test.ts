@@ -144,6 +144,12 @@ describe('DSN ingestion', () => {
     const check = await ctx.call(alice, 'GET', '/api/suppressions?value=ghost@acme.test');
     assert.equal(check.json().data.match.source, 'hard_bounce');
     assert.equal((await ctx.call(bob, 'GET', '/api/suppressions?value=ghost@acme.test')).json().data.match, null);
+    // Validated again, the address keeps hard_bounced and is suppressed: the checks validation shares.
+    const revalidated = await ctx.call(alice, 'POST', `/api/leads/${fresh}/validate-email`);
+    assert.equal(revalidated.statusCode, 200, revalidated.body);
+    const validation = revalidated.json().data;
+    assert.deepEqual([validation.status, validation.errors.includes('hard_bounced')], ['invalid', true]);
+    assert.ok(validation.errors.includes('suppressed'));
 
     assert.deepEqual(
       [...(await hardBouncedOf(ctx.deps.db, alice.id, ['GHOST@acme.test', 'x@acme.test']))],

@@ -54,11 +54,12 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
   await boss.work(QUEUES.accountPurge, async () => {
     await deletion.purgeDueAccounts();
   });
-  // Validation jobs are small: take them 25 at a time, each with its own result.
+  // Validation jobs are small: take them 25 at a time, each with its own result; 4 batches at once, so a
+  // batch waiting on slow mail exchangers (SMTP probing) does not hold the rest of the queue back.
   const validation = createLeadValidationService(deps);
   await boss.work<EmailValidationJob>(
     QUEUES.emailValidation,
-    { batchSize: 25, perJobResults: true, burstWhenBatchFull: true, pollingIntervalSeconds: 1 },
+    { batchSize: 25, localConcurrency: 4, perJobResults: true, burstWhenBatchFull: true, pollingIntervalSeconds: 1 },
     (jobs) => validation.runJobs(jobs),
   );
   // Matching runs: a few at once (each is one SQL statement at a time, or bounded by AI_CONCURRENCY).

@@ -39,9 +39,9 @@ export function createLeadValidationService(
     const result = await validator.validateEmail(email, { userId });
     const now = deps.clock.now();
     const stored: EmailValidationResult = { ...result, email, checkedAt: now.toISOString() };
-    // The charge, the result and its `lead.validated` event (README, Webhooks) commit together.
+    // The charge, the result and its `lead.validated` event (README, Webhooks) commit together. The charge
+    // comes last: it locks the user's balance until the commit, and a bulk run's validations all wait on it.
     await deps.db.transaction(async (tx) => {
-      await deps.credits.spend(tx, userId, 'email_validations', 1, { reason: `lead ${leadId}` });
       const leadStatus = await leadRepository(tx).saveValidation(
         userId,
         leadId,
@@ -58,6 +58,7 @@ export function createLeadValidationService(
           leadStatus,
           checkedAt: stored.checkedAt,
         });
+      await deps.credits.spend(tx, userId, 'email_validations', 1, { reason: `lead ${leadId}` });
     });
     return { ...result, checkedAt: stored.checkedAt };
   }

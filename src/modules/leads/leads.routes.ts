@@ -149,11 +149,13 @@ export const leadRoutes: RouteModule = (app, deps) => {
     config: write,
     schema: {
       tags,
-      summary: "Validate the lead's email now (syntax, suppression list, DNS)",
+      summary: "Validate the lead's email now (syntax, suppression list, DNS, optional SMTP probe)",
       description:
         'Answers `status` (valid, risky, invalid, unknown), `tier` (how deep the check got), `errors[]` and ' +
-        '`flags[]` (see the README). The result is stored on the lead; the status moves to VALID, INVALID or RISKY ' +
-        '(unknown: unchanged) unless the lead is already CONTACTED or later.',
+        '`flags[]` (see the README). With SMTP_PROBE on, the mail exchanger is asked about the address and a ' +
+        'random one at its domain (RCPT TO, never DATA): tier `mailbox`, or `mailbox_not_found`, `catch_all`, ' +
+        '`smtp_unverified` (README "SMTP probing"). The result is stored on the lead; the status moves to VALID, ' +
+        'INVALID or RISKY (unknown: unchanged) unless the lead is already CONTACTED or later.',
       params: idParams,
       response: { 200: envelope(emailValidationView), ...errorResponses(400, 401, 403, 404) },
     },

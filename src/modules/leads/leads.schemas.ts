@@ -112,10 +112,30 @@ export const bulkUpdateBody = z.object({
 
 export const emailValidationView = z
   .object({
-    status: z.enum(['valid', 'risky', 'invalid', 'unknown']),
-    tier: z.enum(['syntax', 'domain', 'mailbox']),
-    errors: z.array(z.string()),
-    flags: z.array(z.string()),
+    status: z
+      .enum(['valid', 'risky', 'invalid', 'unknown'])
+      .describe('invalid with any error; risky with disposable, possible_typo, role_account or catch_all'),
+    tier: z
+      .enum(['syntax', 'domain', 'mailbox'])
+      .describe(
+        'How deep the check got: syntax only (DNS gave no answer), the domain (DNS), or the mailbox (the mail ' +
+          'exchanger answered RCPT TO; only with SMTP_PROBE on)',
+      ),
+    errors: z
+      .array(z.string())
+      .describe(
+        'syntax_invalid, domain_not_found, no_mx, null_mx, mailbox_not_found, hard_bounced, suppressed, spamtrap. ' +
+          'mailbox_not_found: the exchanger refused the address as unknown (550 5.1.1, or 550/551/553 user unknown). ' +
+          'A suppressed address is never probed.',
+      ),
+    flags: z
+      .array(z.string())
+      .describe(
+        'disposable, role_account, catch_all, free_provider, possible_typo, possible_trap, smtp_unverified. ' +
+          'catch_all: the exchanger also accepts a random address at the domain, so its yes says little. ' +
+          'smtp_unverified: the mailbox was not probed (SMTP_PROBE off) or gave no conclusive answer ' +
+          '(greylisting, another 4xx, a policy refusal, a timeout, no connection).',
+      ),
     suggestion: z.string().optional().describe('With the possible_typo flag: the address as probably meant'),
     checkedAt: z.string(),
   })

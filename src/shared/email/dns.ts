@@ -22,8 +22,18 @@ export interface MailDomainResolverOptions {
   now?: () => number;
 }
 
+/** The domain's status and, when `ok`, its mail hosts by preference (the implicit MX: the domain itself). */
+export interface MailDomainAnswer {
+  status: MailDomainStatus;
+  hosts: string[];
+}
+
 export interface MailDomainResolver {
   check(asciiDomain: string): Promise<MailDomainStatus>;
+  /** The cached answer of `check` with the mail hosts, lowest MX preference first. */
+  mailHosts(asciiDomain: string): Promise<MailDomainAnswer>;
+  /** A host's IPv4 then IPv6 addresses through the same servers (empty when it has none or DNS fails). */
+  addresses(host: string): Promise<string[]>;
 }
 
 type Outcome = { kind: 'records'; values: unknown[] } | { kind: 'nodata' } | { kind: 'nxdomain' } | { kind: 'error' };
@@ -42,27 +52,33 @@ async function attempt(lookup: () => Promise<unknown[]>): Promise<Outcome> {
 
 const isRoot = (exchange: string) => exchange === '' || exchange === '.';
 
-async function lookupMailDomain(resolver: Resolver, domain: string): Promise<MailDomainStatus> {
+const none = (status: MailDomainStatus): MailDomainAnswer => ({ status, hosts: [] });
+
+async function lookupMailDomain(resolver: Resolver, domain: string): Promise<MailDomainAnswer> {
   const mx = await attempt(() => resolver.resolveMx(domain));
-  if (mx.kind === 'nxdomain') return 'not_found';
-  if (mx.kind === 'error') return 'unknown';
+  if (mx.kind === 'nxdomain') return none('not_found');
+  if (mx.kind === 'error') return none('unknown');
   if (mx.kind === 'records') {
-    const hosts = (mx.values as Array<{ exchange: string }>).filter((r) => !isRoot(r.exchange));
+    const records = (mx.values as Array<{ exchange: string; priority: number }>).filter((r) => !isRoot(r.exchange));
     // RFC 7505 §3: a domain with a null MX must publish no other MX; if it does, the real ones count.
-    return hosts.length ? 'ok' : 'null_mx';
+    if (!records.length) return none('null_mx');
+    // RFC 5321 §5.1: lowest preference first (stable among equals).
+    const hosts = [...new Set(records.sort((x, y) => x.priority - y.priority).map((r) => r.exchange.toLowerCase()))];
+    return { status: 'ok', hosts };
   }
   const [a, aaaa] = await Promise.all([
     attempt(() => resolver.resolve4(domain)),
     attempt(() => resolver.resolve6(domain)),
   ]);
-  if (a.kind === 'records' || aaaa.kind === 'records') return 'ok';
-  if (a.kind === 'error' || aaaa.kind === 'error') return 'unknown';
-  if (a.kind === 'nxdomain' && aaaa.kind === 'nxdomain') return 'not_found';
-  return 'no_mx';
+  if (a.kind === 'records' || aaaa.kind === 'records') return { status: 'ok', hosts: [domain] };
+  if (a.kind === 'error' || aaaa.kind === 'error') return none('unknown');
+  if (a.kind === 'nxdomain' && aaaa.kind === 'nxdomain') return none('not_found');
+  return none('no_mx');
 }
 
 // One cache per process and resolver configuration, shared by every validator built on it.
-const caches = new Map<string, Map<string, { expires: number; value: Promise<MailDomainStatus> }>>();
+const caches = new Map<string, Map<string, { expires: number; value: Promise<MailDomainAnswer> }>>();
+const addressCaches = new Map<string, Map<string, { expires: number; value: Promise<string[]> }>>();
 const MAX_ENTRIES = 10_000;
 
 export function createMailDomainResolver(options: MailDomainResolverOptions = {}): MailDomainResolver {
@@ -85,23 +101,44 @@ export function createMailDomainResolver(options: MailDomainResolverOptions = {}
   let cache = caches.get(cacheKey);
   if (!cache) caches.set(cacheKey, (cache = new Map()));
   const entries = cache;
+  // The addresses of mail exchangers (SMTP probing), cached the same way.
+  let hostAddresses = addressCaches.get(cacheKey);
+  if (!hostAddresses) addressCaches.set(cacheKey, (hostAddresses = new Map()));
+
+  function mailHosts(asciiDomain: string): Promise<MailDomainAnswer> {
+    const domain = asciiDomain.toLowerCase();
+    const hit = entries.get(domain);
+    if (hit && hit.expires > now()) return hit.value;
+    // The promise is cached at once, so concurrent checks of one domain share a single lookup.
+    const value = lookupMailDomain(resolver, domain).then((answer) => {
+      const entry = entries.get(domain);
+      if (entry?.value === value) entry.expires = now() + (answer.status === 'unknown' ? unknownTtl : ttl);
+      return answer;
+    });
+    if (entries.size >= MAX_ENTRIES) {
+      for (const [key, entry] of entries) if (entry.expires <= now()) entries.delete(key);
+      if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value!);
+    }
+    entries.set(domain, { expires: Number.POSITIVE_INFINITY, value });
+    return value;
+  }
 
   return {
-    check(asciiDomain) {
-      const domain = asciiDomain.toLowerCase();
-      const hit = entries.get(domain);
+    check: async (asciiDomain) => (await mailHosts(asciiDomain)).status,
+    mailHosts,
+    addresses(host) {
+      const name = host.toLowerCase();
+      const hit = hostAddresses.get(name);
       if (hit && hit.expires > now()) return hit.value;
-      // The promise is cached at once, so concurrent checks of one domain share a single lookup.
-      const value = lookupMailDomain(resolver, domain).then((status) => {
-        const entry = entries.get(domain);
-        if (entry?.value === value) entry.expires = now() + (status === 'unknown' ? unknownTtl : ttl);
-        return status;
+      const lookups = [attempt(() => resolver.resolve4(name)), attempt(() => resolver.resolve6(name))];
+      const value = Promise.all(lookups).then((outcomes) => {
+        const list = outcomes.flatMap((o) => (o.kind === 'records' ? (o.values as string[]) : []));
+        const entry = hostAddresses.get(name);
+        if (entry?.value === value) entry.expires = now() + (list.length ? ttl : unknownTtl);
+        return list;
       });
-      if (entries.size >= MAX_ENTRIES) {
-        for (const [key, entry] of entries) if (entry.expires <= now()) entries.delete(key);
-        if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value!);
-      }
-      entries.set(domain, { expires: Number.POSITIVE_INFINITY, value });
+      if (hostAddresses.size >= MAX_ENTRIES) hostAddresses.delete(hostAddresses.keys().next().value!);
+      hostAddresses.set(name, { expires: Number.POSITIVE_INFINITY, value });
       return value;
     },
   };

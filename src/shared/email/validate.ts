@@ -1,10 +1,11 @@
 import { createRequire } from 'node:module';
 import { disposableEmailBlocklistSet } from 'disposable-email-domains-js';
-import { and, eq, inArray, or, sql } from 'drizzle-orm';
 import emailMisspelled, { top100 } from 'email-misspelled';
 import type { Db } from '../../db/client.ts';
-import { suppressions } from '../../db/schema/index.ts';
+import { hardBouncedOf } from '../../modules/email-verification/email-verification.service.ts';
+import { suppressionOf } from '../../modules/suppressions/suppressions.service.ts';
 import { createMailDomainResolver, type MailDomainResolver, type MailDomainResolverOptions } from './dns.ts';
+import { createSmtpProber, type ProbeVerdict, type SmtpProbeSettings } from './smtp-probe.ts';
 import { checkEmailSyntax } from './syntax.ts';
 
 /**
@@ -97,59 +98,92 @@ export function addressFlags(local: string, domain: string): { flags: Validation
 export interface EmailValidatorOptions
   extends Pick<MailDomainResolverOptions, 'timeoutMs' | 'tries' | 'ttlMs' | 'unknownTtlMs'> {
   servers?: string[];
+  /** Overrides of the SMTP probe settings taken from the configuration. */
+  probe?: Partial<SmtpProbeSettings>;
+}
+
+/** The settings the validator reads (src/config.ts; README "SMTP probing"). */
+export interface EmailValidatorConfig {
+  DNS_SERVERS?: string[];
+  ALLOW_PRIVATE_NETWORK?: boolean;
+  PUBLIC_URL?: string;
+  SMTP_PROBE?: boolean;
+  SMTP_PROBE_FROM?: string;
+  SMTP_PROBE_HELO?: string;
+  SMTP_PROBE_PORT?: number;
+  SMTP_PROBE_TIMEOUT_MS?: number;
+  SMTP_PROBE_PER_DOMAIN?: number;
+}
+
+/** The EHLO name: SMTP_PROBE_HELO, else the host of PUBLIC_URL, else the domain of SMTP_PROBE_FROM. */
+export function probeHeloName(config: EmailValidatorConfig): string {
+  if (config.SMTP_PROBE_HELO) return config.SMTP_PROBE_HELO;
+  if (config.PUBLIC_URL) return new URL(config.PUBLIC_URL).hostname;
+  return config.SMTP_PROBE_FROM?.split('@').pop() || 'localhost';
 }
 
 export interface EmailValidator {
   validateEmail(email: string, context: { userId: string }): Promise<EmailValidation>;
 }
 
-const RISKY_FLAGS: ValidationFlag[] = ['disposable', 'possible_typo', 'role_account'];
+const RISKY_FLAGS: ValidationFlag[] = ['disposable', 'possible_typo', 'role_account', 'catch_all'];
 
 /**
- * Validates addresses down to the domain tier: syntax, the user's suppression list, DNS (MX, null
- * MX, implicit MX) and the flags above. SMTP probing is off, so a checked domain adds `smtp_unverified`.
+ * Validates addresses: syntax, the user's suppression list, DNS (MX, null MX, implicit MX) and the flags
+ * above, down to the domain tier; with SMTP_PROBE on, down to the mailbox tier (README "SMTP probing").
+ * A checked domain whose mailbox was not (or could not be) probed adds `smtp_unverified`.
  */
 export function createEmailValidator(
-  deps: { db: Db; config: { DNS_SERVERS?: string[] } },
+  deps: { db: Db; config: EmailValidatorConfig },
   options: EmailValidatorOptions = {},
 ): EmailValidator {
+  const { config } = deps;
   const resolver: MailDomainResolver = createMailDomainResolver({
     ...options,
-    servers: options.servers ?? deps.config.DNS_SERVERS,
+    servers: options.servers ?? config.DNS_SERVERS,
   });
-
-  async function isSuppressed(userId: string, address: string, domain: string): Promise<boolean> {
-    const rows = await deps.db
-      .select({ one: sql<number>`1` })
-      .from(suppressions)
-      .where(
-        and(
-          eq(suppressions.userId, userId),
-          or(
-            and(eq(suppressions.type, 'email'), eq(suppressions.value, address.toLowerCase())),
-            and(eq(suppressions.type, 'domain'), inArray(suppressions.value, domainAndParents(domain))),
-          ),
-        ),
-      )
-      .limit(1);
-    return rows.length > 0;
-  }
+  const prober =
+    config.SMTP_PROBE && config.SMTP_PROBE_FROM
+      ? createSmtpProber(
+          {
+            port: config.SMTP_PROBE_PORT ?? 25,
+            helo: probeHeloName(config),
+            from: config.SMTP_PROBE_FROM,
+            timeoutMs: config.SMTP_PROBE_TIMEOUT_MS ?? 10_000,
+            perDomain: config.SMTP_PROBE_PER_DOMAIN ?? 2,
+            allowPrivate: config.ALLOW_PRIVATE_NETWORK ?? false,
+            ...options.probe,
+          },
+          resolver,
+        )
+      : undefined;
 
   return {
     async validateEmail(email, { userId }) {
       const syntax = checkEmailSyntax(email);
       if (!syntax.ok) return { status: 'invalid', tier: 'syntax', errors: ['syntax_invalid'], flags: [] };
       const { flags, suggestion } = addressFlags(syntax.local, syntax.asciiDomain);
-      const [suppressed, domainStatus] = await Promise.all([
-        isSuppressed(userId, syntax.address, syntax.asciiDomain),
+      // The one suppression check (README "Suppressions"), and hard bounces recorded before.
+      const [suppressed, bounced, domainStatus] = await Promise.all([
+        suppressionOf(deps.db, userId, [syntax.address]).then((found) => found.size > 0),
+        hardBouncedOf(deps.db, userId, [syntax.address]).then((found) => found.size > 0),
         resolver.check(syntax.asciiDomain),
       ]);
       const errors: ValidationError[] = [];
       if (domainStatus === 'not_found') errors.push('domain_not_found');
       if (domainStatus === 'no_mx') errors.push('no_mx');
       if (domainStatus === 'null_mx') errors.push('null_mx');
+      if (bounced) errors.push('hard_bounced');
       if (suppressed) errors.push('suppressed');
-      const tier: ValidationTier = domainStatus === 'unknown' ? 'syntax' : 'domain';
+      let tier: ValidationTier = domainStatus === 'unknown' ? 'syntax' : 'domain';
+      // Probing only a deliverable-looking domain, never a suppressed address.
+      const verdict: ProbeVerdict | undefined =
+        prober && domainStatus === 'ok' && !errors.length
+          ? await prober.probe(syntax.local, syntax.asciiDomain)
+          : undefined;
+      if (verdict && verdict.kind !== 'unverified') tier = 'mailbox';
+      if (verdict?.kind === 'mailbox_not_found') errors.push('mailbox_not_found');
+      if (verdict?.kind === 'catch_all') flags.push('catch_all');
       if (tier === 'domain') flags.push('smtp_unverified');
       const status: ValidationStatus = errors.length
         ? 'invalid'
