@@ -75,6 +75,9 @@ describe('classification', () => {
     ['5.7.26', 550, 'Unauthenticated email is not accepted (DMARC)', 'block'],
     ['5.5.0', 554, 'Rejected by policy', 'block'],
     [undefined, 550, 'No such user here', 'hard'],
+    // The sender refused, not the recipient; a block list named beside "rejected".
+    ['5.1.8', 550, 'Access denied, bad outbound sender', 'block'],
+    ['5.0.0', 550, 'Recipient address rejected: blocked using zen.spamhaus.org', 'block'],
   ];
   for (const [enhancedStatus, smtpCode, diagnostic, expected] of table) {
     test(`${enhancedStatus ?? smtpCode} "${diagnostic}" → ${expected}`, async () => {

@@ -8,7 +8,7 @@ import { QUEUES } from '../src/queue/queues.ts';
 import { registerSchedules } from '../src/queue/workers.ts';
 import { DAY_MS, ManualClock } from '../src/shared/clock.ts';
 import { eventEnvelopeSchema } from '../src/shared/event-payloads.ts';
-import { createTwoUserContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
+import { createTestContext, createTwoUserContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError, assertValidation } from './helpers/assertions.ts';
 import { startTestDnsServer, type TestDnsServer, type Zone } from './helpers/dns.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
@@ -161,6 +161,9 @@ describe('settings', () => {
       [{ dkimSelector: 'bad selector!' }, 'dkimSelector'],
       [{ smtpUrl: 'http://user:pw@host' }, 'smtpUrl'],
       [{ smtpUrl: 'smtp://host.test:587' }, 'smtpUrl'],
+      // A query would become transport options (nodemailer reads them from the URL): refused, like a path.
+      [{ smtpUrl: `${smtpUrl()}?sendmail=true&path=/bin/echo` }, 'smtpUrl'],
+      [{ smtpUrl: `${smtpUrl()}/relay` }, 'smtpUrl'],
       [{ fromAddress: 'nobody' }, 'fromAddress'],
       [{ fromAddress: 'a@elsewhere.test' }, 'fromAddress'],
     ];
@@ -442,5 +445,27 @@ describe('bounces reported for warmup mail', () => {
     assert.equal(view.status, 'AUTO_PAUSED');
     assert.equal(view.latestMetrics.bounceRate, 0.2, '1 bounce of 5 sent');
     assert.equal(view.totalSent, 5, 'nothing more sent');
+  });
+});
+
+describe('the mailbox host and the SSRF guard', () => {
+  test('without ALLOW_PRIVATE_NETWORK a private mailbox host is refused (400 naming smtpUrl), and never sent to', async () => {
+    const guarded = await createTestContext({
+      clock,
+      env: { DNS_SERVERS: dns.address, ALLOW_PRIVATE_NETWORK: 'false' },
+    });
+    try {
+      const carol = await guarded.signup();
+      const res = await guarded.call(carol, 'POST', '/api/warmup-domains', {
+        domain: 'good.test',
+        dkimSelector: 's1',
+        smtpUrl: smtpUrl(),
+        fromAddress: 'hello@good.test',
+      });
+      assertValidation(res, 'smtpUrl');
+      assert.match(res.json().error.message, /loopback/);
+    } finally {
+      await guarded.close();
+    }
   });
 });

@@ -23,14 +23,23 @@ export function createMailer(options: { smtpUrl?: string; from: string; dataDir:
   // nodemailer is loaded with the first message, not at every start (README "Start-up").
   let transport: Promise<Transporter> | undefined;
   const transportOf = (settings: string | object) =>
-    (transport ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(settings)));
+    (transport ??= import('nodemailer')
+      .then(({ default: nodemailer }) => nodemailer.createTransport(settings))
+      .catch((error: unknown) => {
+        transport = undefined; // the next message tries again
+        throw error;
+      }));
   if (options.smtpUrl) {
     const smtpUrl = options.smtpUrl;
     return {
       async send(message) {
         await (await transportOf(smtpUrl)).sendMail({ from: options.from, ...message });
       },
-      close: () => void transport?.then((t) => t.close()),
+      close: () =>
+        void transport?.then(
+          (t) => t.close(),
+          () => {},
+        ),
     };
   }
   const outbox = path.join(options.dataDir, 'outbox');

@@ -35,6 +35,8 @@ export interface CompletedSession {
 export interface RefundedCharge {
   id: string;
   payment_intent?: string | null;
+  /** What was charged (after discounts and taxes), in the currency's minor unit. */
+  amount: number;
   /** All refunded so far, in the currency's minor unit. */
   amount_refunded: number;
 }
@@ -180,8 +182,9 @@ export function createCreditsService(deps: CreditsServiceDeps, options: { stripe
       if (!charge.payment_intent) return { takenBack: 0 };
       const checkout = await creditsRepository(tx).recordRefund(charge.payment_intent, charge.amount_refunded);
       if (!checkout) return { takenBack: 0 };
-      const share = (refunded: number) =>
-        Math.floor((checkout.credits * Math.min(refunded, checkout.amount)) / checkout.amount);
+      // The refunded share of what was charged (a coupon or a tax makes it differ from the tier's price).
+      const charged = charge.amount > 0 ? charge.amount : checkout.amount;
+      const share = (refunded: number) => Math.floor((checkout.credits * Math.min(refunded, charged)) / charged);
       const due = share(charge.amount_refunded) - share(checkout.refundedBefore);
       if (due <= 0) return { takenBack: 0 };
       const refunded = `${(charge.amount_refunded / 100).toFixed(2)} ${checkout.currency.toUpperCase()}`;

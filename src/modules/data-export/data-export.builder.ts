@@ -122,7 +122,8 @@ const sections: Array<{ name: string; table: PgTable; owner: PgColumn; columns: 
     name: 'admin_changes',
     table: adminAuditEvents,
     owner: adminAuditEvents.targetUserId,
-    columns: columnsWithout(adminAuditEvents, 'targetUserId'),
+    // What was changed, when and why; not which admin did it.
+    columns: columnsWithout(adminAuditEvents, 'targetUserId', 'actorId'),
     orderBy: adminAuditEvents.id,
   },
 ];

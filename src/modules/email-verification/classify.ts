@@ -27,8 +27,9 @@ export function parseEnhancedStatus(status: string): [number, number, number] | 
  * Hard, soft or block (README, Email verification):
  * - 4.x.x: soft (the server may take it later);
  * - 5.7.x, or any 5.x.x whose diagnostic names spam/policy/reputation: block (the sender, not the address);
+ * - 5.1.7 and 5.1.8 (the sender's address is bad or refused): block;
  * - 5.1.x, 5.2.1 (mailbox disabled), 5.4.4 (unroutable), or 5.0.0 and other 5.x.x with a user-unknown
- *   diagnostic: hard;
+ *   diagnostic (unless it also names spam or policy: "rejected: blocked using zen.spamhaus.org"): hard;
  * - 5.2.2 (mailbox full) and the remaining 5.x.x (system, network, protocol, content): soft.
  * Undefined when `status` is not a known enhanced code.
  */
@@ -39,10 +40,10 @@ export function classifyBounce(status: string, diagnostic: string | null): Bounc
   const diag = diagnostic ?? '';
   if (cls === 4) return 'soft';
   if (subject === 7) return 'block';
-  if (subject === 1) return 'hard';
+  if (subject === 1) return detail === 7 || detail === 8 ? 'block' : 'hard';
   if (subject === 2 && detail === 2) return 'soft';
-  if (USER_UNKNOWN.test(diag)) return 'hard';
   if (SPAM_OR_POLICY.test(diag)) return 'block';
+  if (USER_UNKNOWN.test(diag)) return 'hard';
   if ((subject === 2 && detail === 1) || (subject === 4 && detail === 4)) return 'hard';
   return 'soft';
 }

@@ -54,7 +54,8 @@ export function parseFieldGroups(text: string): Array<Map<string, string>> {
 const typedValue = (value: string | undefined): string | null => {
   if (!value) return null;
   const semi = value.indexOf(';');
-  const v = (semi >= 0 ? value.slice(semi + 1) : value).trim().replace(/^<|>$/g, '');
+  // A decoded part may carry NUL (quoted-printable `=00`): PostgreSQL text cannot hold it.
+  const v = (semi >= 0 ? value.slice(semi + 1) : value).replaceAll('\0', '').trim().replace(/^<|>$/g, '');
   return v || null;
 };
 

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 import { spf } from 'mailauth/lib/spf/index.js';
 import type { ErrorDetail } from '../../shared/errors.ts';
+import { privateAddressReason } from '../../shared/ssrf.ts';
 
 // mailauth's DKIM key-record reader (RFC 6376 §3.6.1, RFC 8463) ships without type definitions.
 const require = createRequire(import.meta.url);
@@ -46,7 +47,7 @@ export interface DnsCheck {
 const codeOf = (err: unknown) => (err as { code?: string }).code;
 
 /** The sending host's addresses: the literal IP, or what its name resolves to (A and AAAA). */
-async function addressesOf(host: string, resolve: ReturnType<typeof dnsResolverOf>): Promise<string[]> {
+export async function addressesOf(host: string, resolve: ReturnType<typeof dnsResolverOf>): Promise<string[]> {
   const literal = host.replace(/^\[|\]$/g, '');
   if (isIP(literal)) return [literal];
   const found = await Promise.allSettled([resolve.resolver.resolve4(host), resolve.resolver.resolve6(host)]);
@@ -125,4 +126,25 @@ export async function checkDomainDns(input: {
     checkDkim(input.domain, input.selector, resolve),
   ]);
   return { checks, failed: checks.filter((c) => !c.ok).map((c) => ({ field: c.record, message: c.message })) };
+}
+
+/**
+ * The address the mailbox is reached at: its host resolved through DNS_SERVERS (as the SPF check saw it) and
+ * checked by the SSRF guard unless ALLOW_PRIVATE_NETWORK; the connection goes to that address, so DNS cannot
+ * change between the check and the connection. A string says why there is none.
+ */
+export async function mailboxAddress(
+  host: string,
+  settings: { servers: string[] | undefined; allowPrivate: boolean },
+): Promise<{ address: string } | { refused: string }> {
+  const addresses = await addressesOf(host, dnsResolverOf(settings.servers));
+  if (!addresses.length) return { refused: `the mailbox host ${host} does not resolve` };
+  if (!settings.allowPrivate) {
+    for (const address of addresses) {
+      const reason = privateAddressReason(address);
+      if (reason)
+        return { refused: `the mailbox host ${host} is ${reason} (${address}); set ALLOW_PRIVATE_NETWORK to allow it` };
+    }
+  }
+  return { address: addresses[0]! };
 }

@@ -40,8 +40,18 @@ export function warmupRepository(db: Db | Tx) {
         .returning({ id: warmupDomains.id });
       return rows.length > 0;
     },
+    /** WARMING domains of users who are not suspended (README "Admin": a suspended user's mail stops). */
     warming(): Promise<WarmupDomainRow[]> {
-      return db.select().from(warmupDomains).where(eq(warmupDomains.status, 'WARMING')).orderBy(warmupDomains.id);
+      return db
+        .select()
+        .from(warmupDomains)
+        .where(
+          and(
+            eq(warmupDomains.status, 'WARMING'),
+            sql`NOT EXISTS (SELECT 1 FROM users u WHERE u.id = ${warmupDomains.userId} AND u.status = 'suspended')`,
+          ),
+        )
+        .orderBy(warmupDomains.id);
     },
     /** The From addresses of the user's other WARMING domains: the rest of the warmup pool. */
     async poolOf(userId: string, exceptId: string): Promise<string[]> {
@@ -91,6 +101,14 @@ export function warmupRepository(db: Db | Tx) {
         .from(warmupMetrics)
         .where(inArray(warmupMetrics.domainId, domainIds))
         .orderBy(warmupMetrics.domainId, desc(warmupMetrics.recordedAt), desc(warmupMetrics.id));
+    },
+    /** Mail a domain sent on the UTC dates from `date` (`YYYY-MM-DD`) on. */
+    async sentSince(domainId: string, date: string): Promise<number> {
+      const [row] = await db
+        .select({ sent: sql<number>`coalesce(sum(${warmupDays.sent}), 0)::int` })
+        .from(warmupDays)
+        .where(and(eq(warmupDays.domainId, domainId), sql`${warmupDays.date} >= ${date}`));
+      return row?.sent ?? 0;
     },
     /** Sent totals per domain. */
     async totals(domainIds: string[]): Promise<Map<string, number>> {

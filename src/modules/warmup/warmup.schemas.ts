@@ -47,6 +47,9 @@ export function parseMailboxUrl(value: string): MailboxUrl | string {
   if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') return 'must be an smtp:// or smtps:// URL';
   if (!url.hostname) return 'must name the host';
   if (!url.username || !url.password) return 'must carry the mailbox user and password (smtp://user:pass@host:port)';
+  // Nothing but the server and the login: a query would become transport options (another transport, a proxy…).
+  if (url.search || url.hash || (url.pathname !== '' && url.pathname !== '/'))
+    return 'must be smtp(s)://user:pass@host[:port], without a path, query or fragment';
   const port = url.port ? Number(url.port) : url.protocol === 'smtps:' ? 465 : 587;
   return { url: url.href, host: url.hostname, port, username: decodeURIComponent(url.username) };
 }

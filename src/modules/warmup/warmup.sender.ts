@@ -1,5 +1,6 @@
 import type { AppDeps } from '../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
+import { mailboxAddress } from './warmup.dns.ts';
 import { type WarmupDomainRow, warmupRepository } from './warmup.repository.ts';
 import { LIMITS, scheduleDay, utcDate, volumeOf, WARMUP_DAYS } from './warmup.schedule.ts';
 import { bounceRateOf, createWarmupService } from './warmup.service.ts';
@@ -65,11 +66,25 @@ export function createWarmupSender(deps: Pick<AppDeps, 'db' | 'clock' | 'config'
     let error: string | null = null;
     if (!pool.length) error = 'No recipients: no other WARMING domain of yours and no WARMUP_SEED_ADDRESSES';
     else {
-      // One connection for the whole day's mail.
+      const mailbox = new URL(box.open(row.smtpUrlEncrypted));
+      const reach = await mailboxAddress(mailbox.hostname.replace(/^\[|\]$/g, ''), {
+        servers: deps.config.DNS_SERVERS,
+        allowPrivate: deps.config.ALLOW_PRIVATE_NETWORK,
+      });
+      if ('refused' in reach) {
+        await repo.recordSends(claim.id, 0, target, reach.refused, deps.clock.now());
+        return { sent: 0, completed: false };
+      }
       // Loaded here, not at start (README "Start-up").
       const { default: nodemailer } = await import('nodemailer');
+      // One connection for the whole day's mail, to the checked address, built from explicit fields only (never
+      // the URL itself: its query would become transport options).
       const transport = nodemailer.createTransport({
-        url: box.open(row.smtpUrlEncrypted),
+        host: reach.address,
+        port: row.smtpPort,
+        secure: mailbox.protocol === 'smtps:',
+        auth: { user: decodeURIComponent(mailbox.username), pass: decodeURIComponent(mailbox.password) },
+        tls: { servername: mailbox.hostname },
         pool: true,
         maxConnections: 1,
       });

@@ -7,14 +7,14 @@ import { emitEvent } from '../../shared/events.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { bouncesFromSender } from '../email-verification/email-verification.service.ts';
-import { checkDomainDns } from './warmup.dns.ts';
+import { checkDomainDns, mailboxAddress } from './warmup.dns.ts';
 import {
   type WarmupDayRow,
   type WarmupDomainRow,
   type WarmupMetricsRow,
   warmupRepository,
 } from './warmup.repository.ts';
-import { LIMITS, overLimit, pausedDaysOf, SCHEDULE, scheduleDay, volumeOf } from './warmup.schedule.ts';
+import { LIMITS, overLimit, pausedDaysOf, SCHEDULE, scheduleDay, utcDate, volumeOf } from './warmup.schedule.ts';
 import {
   type CreateWarmupInput,
   type MailboxUrl,
@@ -29,13 +29,18 @@ type Deps = Pick<AppDeps, 'db' | 'clock' | 'config'>;
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
 /**
- * The bounce rate of a domain's warmup mail computed from recorded bounces (README "Email verification"); null
- * while none are recorded for it, and then the reported rate stands.
+ * The bounce rate of a domain's warmup mail computed from recorded bounces (README "Email verification"): hard and
+ * block bounces of mail from the domain since its latest metrics (or its start) ÷ what it sent on those days. Each
+ * metrics record opens a new window, so rates reported after an auto-pause are not held against it forever. Null
+ * while nothing was sent or bounced in the window; then the reported rate stands.
  */
 export async function bounceRateOf(deps: Deps, domain: WarmupDomainRow): Promise<number | null> {
   if (!domain.startedAt) return null;
-  const sent = (await warmupRepository(deps.db).totals([domain.id])).get(domain.id) ?? 0;
-  const bounced = await bouncesFromSender(deps.db, domain.userId, domain.domain, domain.startedAt);
+  const repo = warmupRepository(deps.db);
+  const [latest] = await repo.latestMetrics([domain.id]);
+  const since = latest && latest.recordedAt > domain.startedAt ? latest.recordedAt : domain.startedAt;
+  const sent = await repo.sentSince(domain.id, utcDate(since));
+  const bounced = await bouncesFromSender(deps.db, domain.userId, domain.domain, since);
   if (!sent || !bounced) return null;
   return Math.min(1, bounced / sent);
 }
@@ -126,6 +131,16 @@ export function createWarmupService(deps: Deps) {
     return dnsSubject(row);
   }
 
+  /** The SSRF guard on the mailbox host at creation and change (and again at each send): 400 naming smtpUrl. */
+  async function assertMailboxAllowed(m: MailboxUrl): Promise<void> {
+    if (deps.config.ALLOW_PRIVATE_NETWORK) return;
+    const reach = await mailboxAddress(m.host.replace(/^\[|\]$/g, ''), {
+      servers: deps.config.DNS_SERVERS,
+      allowPrivate: false,
+    });
+    if ('refused' in reach) throw validationError('smtpUrl', reach.refused);
+  }
+
   const mailboxColumns = (m: MailboxUrl) => ({
     smtpUrlEncrypted: box.seal(m.url),
     smtpHost: m.host,
@@ -150,6 +165,7 @@ export function createWarmupService(deps: Deps) {
 
   return {
     async create(userId: string, input: CreateWarmupInput): Promise<WarmupDomainView> {
+      await assertMailboxAllowed(input.smtpUrl);
       const fromAddress = checkFrom(input.fromAddress, input.domain);
       const now = deps.clock.now();
       try {
@@ -184,6 +200,7 @@ export function createWarmupService(deps: Deps) {
 
     /** Settings while not WARMING; `status` pauses (WARMING → PAUSED) and resumes (PAUSED, AUTO_PAUSED → WARMING). */
     async update(userId: string, id: string, input: UpdateWarmupInput): Promise<WarmupDomainView> {
+      if (input.smtpUrl) await assertMailboxAllowed(input.smtpUrl);
       // A resume after the DKIM selector or the mailbox host changed checks DNS again (before the row is locked).
       const before = await owned(userId, id);
       const recheck =

@@ -27,6 +27,7 @@ const checkoutSession = z.object({
 const refundedCharge = z.object({
   id: z.string().min(1).max(255),
   payment_intent: z.string().max(255).nullish(),
+  amount: z.number().int().min(0),
   amount_refunded: z.number().int().min(0),
 });
 const standardEvent = z.object({ type: z.string().min(1).max(255).optional() }).loose();

@@ -50,8 +50,11 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
   const maxHeld = HELD_ROUNDS * concurrency;
   const refillBelow = REFILL_ROUNDS * concurrency;
   const leaseMs = 2 * timeoutMs + 5_000;
-  /** A delivery that waited here this long is given back unsent: its lease could run out during its send. */
-  const staleAfterMs = leaseMs - timeoutMs - 2_000;
+  /**
+   * A delivery that waited here this long is given back unsent: its send (at most one timeout) and the recording
+   * of its attempt (batched, a few seconds at worst) must end inside its lease.
+   */
+  const staleAfterMs = leaseMs - timeoutMs - 5_000;
   const log = deps.logger.child({ component: 'webhooks' });
   const secrets = new Map<string, string>();
   /** Decrypted once per process (a secret changes only by rotation, which makes a new ciphertext). */
