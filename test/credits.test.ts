@@ -333,7 +333,10 @@ describe('402 INSUFFICIENT_CREDITS before any work', () => {
     const res = await ctx.call(user, 'POST', '/api/leads/validate-bulk', { leadIds: ids.slice(0, 2) });
     assert.equal(res.statusCode, 200, res.body);
     assert.equal(res.json().data.totalQueued, 2);
-    await eventually(async () => (await usageRows(user.id, 'email_validations')).length === 2);
+    // Paid per batch of validations: the units of the usage rows add up to the leads validated.
+    await eventually(
+      async () => (await usageRows(user.id, 'email_validations')).reduce((n, r) => n + (r.units ?? 0), 0) === 2,
+    );
     assert.equal(await balanceOf(user), 0);
     assertError(await ctx.call(user, 'POST', `/api/leads/${ids[2]}/validate-email`), 402, 'INSUFFICIENT_CREDITS');
     const [row] = await ctx.deps.db.select().from(leads).where(eq(leads.id, ids[2]!));

@@ -30,37 +30,61 @@ export function createLeadValidationService(
 ) {
   const repo = leadRepository(deps.db);
 
+  interface Validated {
+    leadId: string;
+    email: string;
+    result: EmailValidation;
+  }
+
   /**
-   * Validates the lead's current email (402 first when the balance cannot pay for it), then stores the
-   * result, moves the status and pays for the validation in one transaction.
+   * Stores validation results of one user, moves their leads' statuses, sends their `lead.validated` events and
+   * pays for them in one transaction (README, Webhooks and Credits). Paid for as one charge: all of them, or, with
+   * `partial`, as many as the balance pays (the first ones); answers how many were stored. The charge comes last:
+   * it locks the user's balance until the commit.
    */
+  async function store(userId: string, items: Validated[], partial: boolean): Promise<{ stored: number; at: string }> {
+    const now = deps.clock.now();
+    const checkedAt = now.toISOString();
+    const stored = await deps.db.transaction(async (tx) => {
+      const paid = partial
+        ? (
+            await deps.credits.spend(tx, userId, 'email_validations', items.length, {
+              partial: true,
+              reason: 'bulk validation',
+            })
+          ).paidUnits
+        : items.length;
+      for (const { leadId, email, result } of items.slice(0, paid)) {
+        const leadStatus = await leadRepository(tx).saveValidation(
+          userId,
+          leadId,
+          email,
+          { ...result, email, checkedAt },
+          statusFor[result.status],
+          now,
+        );
+        if (leadStatus)
+          await emitEvent(tx, userId, 'lead.validated', {
+            leadId,
+            email,
+            result: result.status,
+            leadStatus,
+            checkedAt,
+          });
+      }
+      if (!partial)
+        await deps.credits.spend(tx, userId, 'email_validations', 1, { reason: `lead ${items[0]!.leadId}` });
+      return paid;
+    });
+    return { stored, at: checkedAt };
+  }
+
+  /** Validates the lead's current email (402 first when the balance cannot pay for it), then stores and pays. */
   async function validateAndStore(userId: string, leadId: string, email: string) {
     await deps.credits.assert(deps.db, userId, 'email_validations', 1);
     const result = await validator.validateEmail(email, { userId });
-    const now = deps.clock.now();
-    const stored: EmailValidationResult = { ...result, email, checkedAt: now.toISOString() };
-    // The charge, the result and its `lead.validated` event (README, Webhooks) commit together. The charge
-    // comes last: it locks the user's balance until the commit, and a bulk run's validations all wait on it.
-    await deps.db.transaction(async (tx) => {
-      const leadStatus = await leadRepository(tx).saveValidation(
-        userId,
-        leadId,
-        email,
-        stored,
-        statusFor[result.status],
-        now,
-      );
-      if (leadStatus)
-        await emitEvent(tx, userId, 'lead.validated', {
-          leadId,
-          email,
-          result: result.status,
-          leadStatus,
-          checkedAt: stored.checkedAt,
-        });
-      await deps.credits.spend(tx, userId, 'email_validations', 1, { reason: `lead ${leadId}` });
-    });
-    return { ...result, checkedAt: stored.checkedAt };
+    const { at } = await store(userId, [{ leadId, email, result }], false);
+    return { ...result, checkedAt: at };
   }
 
   return {
@@ -99,26 +123,56 @@ export function createLeadValidationService(
       return { totalRequested: spelled.size, totalQueued: queued.length, skipped };
     },
 
-    /** Worker body: validates each lead of the batch (they share the per-process DNS cache). */
+    /**
+     * Worker body: validates each lead of the batch at once (they share the per-process DNS and probe caches),
+     * then stores each user's results in one transaction with one charge. When the balance runs out part-way,
+     * the results it paid for are stored and the other jobs fail saying so.
+     */
     async runJobs(jobs: Array<Job<EmailValidationJob>>) {
-      return Promise.all(
+      const failed = (id: string, err: unknown) => ({
+        id,
+        status: 'failed' as const,
+        output: { message: String((err as Error).message ?? err) },
+      });
+      const outcomes = new Map<string, ReturnType<typeof failed> | { id: string; status: 'completed' }>();
+      const byUser = new Map<string, Array<Validated & { jobId: string }>>();
+      await Promise.all(
         jobs.map(async (job) => {
           try {
             const { userId, leadId } = job.data;
             const lead = await repo.findEmail(userId, leadId);
             // Deleted since, or its email removed: nothing to validate.
-            if (lead?.email) await validateAndStore(userId, leadId, lead.email);
-            return { id: job.id, status: 'completed' as const };
+            if (!lead?.email) return void outcomes.set(job.id, { id: job.id, status: 'completed' });
+            // Out of credits: no work is done (the bulk request checked the balance for all, but it may have been
+            // spent since).
+            await deps.credits.assert(deps.db, userId, 'email_validations', 1);
+            const result = await validator.validateEmail(lead.email, { userId });
+            const list = byUser.get(userId) ?? [];
+            list.push({ jobId: job.id, leadId, email: lead.email, result });
+            byUser.set(userId, list);
           } catch (err) {
             deps.logger.warn({ err, jobId: job.id }, 'email validation job failed');
-            return {
-              id: job.id,
-              status: 'failed' as const,
-              output: { message: String((err as Error).message ?? err) },
-            };
+            outcomes.set(job.id, failed(job.id, err));
           }
         }),
       );
+      for (const [userId, items] of byUser) {
+        try {
+          const { stored } = await store(userId, items, true);
+          items.forEach((item, i) =>
+            outcomes.set(
+              item.jobId,
+              i < stored
+                ? { id: item.jobId, status: 'completed' }
+                : failed(item.jobId, 'Out of credits: this validation was not stored (buy more credits and retry)'),
+            ),
+          );
+        } catch (err) {
+          deps.logger.warn({ err, userId }, 'email validation results could not be stored');
+          for (const item of items) outcomes.set(item.jobId, failed(item.jobId, err));
+        }
+      }
+      return jobs.map((job) => outcomes.get(job.id)!);
     },
   };
 }
