@@ -1,5 +1,5 @@
 import type { Job } from 'pg-boss';
-import type { EmailValidationResult, LeadStatus } from '../../db/schema/index.ts';
+import type { LeadStatus } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../queue/queues.ts';
 import { createEmailValidator, type EmailValidation, type EmailValidator } from '../../shared/email/validate.ts';
@@ -159,14 +159,14 @@ export function createLeadValidationService(
       for (const [userId, items] of byUser) {
         try {
           const { stored } = await store(userId, items, true);
-          items.forEach((item, i) =>
+          for (const [i, item] of items.entries()) {
             outcomes.set(
               item.jobId,
               i < stored
                 ? { id: item.jobId, status: 'completed' }
                 : failed(item.jobId, 'Out of credits: this validation was not stored (buy more credits and retry)'),
-            ),
-          );
+            );
+          }
         } catch (err) {
           deps.logger.warn({ err, userId }, 'email validation results could not be stored');
           for (const item of items) outcomes.set(item.jobId, failed(item.jobId, err));
