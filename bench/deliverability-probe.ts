@@ -4,15 +4,9 @@
  *   server and a loopback SMTP server (test/helpers), timed from the request to the last stored result; the
  *   SMTP server counts the connections it holds per domain at once.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { loadConfig } from '../src/config.ts';
-import { startRuntime } from '../src/runtime.ts';
 import { startTestDnsServer, type Zone } from '../test/helpers/dns.ts';
-import { freePort } from '../test/helpers/process.ts';
 import { startProbeServer } from '../test/helpers/smtp-probe-server.ts';
-import { BENCH_CREDITS_GRANT, freshBenchDatabase, type Row, request } from './lib.ts';
+import { type Row, request, startBenchService } from './lib.ts';
 
 const PROBE_LEADS = 1000;
 const PROBE_DOMAINS = 50;
@@ -25,34 +19,19 @@ export async function benchProbe(): Promise<Row[]> {
   for (const d of domains) zones[d] = { mx: [{ exchange: 'mx.bench.test', priority: 10 }] };
   const dns = await startTestDnsServer(zones);
   const smtp = await startProbeServer({ openDomains: domains.slice(0, 40), catchAllDomains: domains.slice(40, 45) });
-  const database = await freshBenchDatabase('quarry_bench_probe');
-  const port = await freePort();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-bench-probe-'));
-  const config = loadConfig({
-    DATABASE_URL: database.url,
-    PORT: String(port),
-    LOG_LEVEL: 'silent',
-    DATA_DIR: dataDir,
-    DATABASE_POOL_SIZE: '16',
-    CREDITS_SIGNUP_GRANT: BENCH_CREDITS_GRANT,
-    ALLOW_PRIVATE_NETWORK: 'true',
-    DNS_SERVERS: dns.address,
-    SMTP_PROBE: 'true',
-    SMTP_PROBE_FROM: 'probe@quarry.example',
-    SMTP_PROBE_PORT: String(smtp.port),
-    SMTP_PROBE_PER_DOMAIN: String(PER_DOMAIN),
+  const service = await startBenchService('bench_probe', {
+    workers: true,
+    env: {
+      ALLOW_PRIVATE_NETWORK: 'true',
+      DNS_SERVERS: dns.address,
+      SMTP_PROBE: 'true',
+      SMTP_PROBE_FROM: 'probe@quarry.example',
+      SMTP_PROBE_PORT: String(smtp.port),
+      SMTP_PROBE_PER_DOMAIN: String(PER_DOMAIN),
+    },
   });
-  const runtime = await startRuntime(config, { http: true, workers: true });
+  const { port, user, auth, pool } = service;
   try {
-    const signup = await request(
-      port,
-      'POST',
-      '/api/auth/signup',
-      {},
-      { email: 'bench-probe@example.com', password: 'bench password', termsAccepted: true, privacyAccepted: true },
-    );
-    const { user, apiKey } = JSON.parse(signup.body).data as { user: { id: string }; apiKey: string };
-    const pool = runtime.deps.database.pool!;
     const { rows } = await pool.query<{ id: string }>(
       `INSERT INTO leads (id, user_id, first_name, email, source_url, status, created_at, updated_at)
        SELECT gen_random_uuid(), $1, 'First' || g, 'person' || g || '@d' || (g % $3) || '.bench.test',
@@ -62,15 +41,9 @@ export async function benchProbe(): Promise<Row[]> {
       [user.id, PROBE_LEADS, PROBE_DOMAINS],
     );
     const started = performance.now();
-    const res = await request(
-      port,
-      'POST',
-      '/api/leads/validate-bulk',
-      { authorization: `Bearer ${apiKey}` },
-      {
-        leadIds: rows.map((r) => r.id),
-      },
-    );
+    const res = await request(port, 'POST', '/api/leads/validate-bulk', auth, {
+      leadIds: rows.map((r) => r.id),
+    });
     if (res.status !== 200) throw new Error(`validate-bulk: ${res.status} ${res.body}`);
     let done = 0;
     for (const deadline = performance.now() + 120_000; done < PROBE_LEADS && performance.now() < deadline; ) {
@@ -113,9 +86,7 @@ export async function benchProbe(): Promise<Row[]> {
       },
     ];
   } finally {
-    await runtime.stop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
-    await database.drop();
+    await service.stop();
     await smtp.close();
     await dns.close();
   }

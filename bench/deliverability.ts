@@ -6,15 +6,9 @@
  *     BENCH_TRAP_RUNS runs (default 20), p50 and p99 against the 500 ms target of the README.
  * The validate-bulk figure with SMTP probing is in deliverability-probe.ts.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { loadConfig } from '../src/config.ts';
-import { startRuntime } from '../src/runtime.ts';
 import { startTestDnsServer, type Zone } from '../test/helpers/dns.ts';
-import { freePort } from '../test/helpers/process.ts';
 import { benchProbe } from './deliverability-probe.ts';
-import { BENCH_CREDITS_GRANT, freshBenchDatabase, percentile, type Row, request } from './lib.ts';
+import { percentile, type Row, request, startBenchService } from './lib.ts';
 
 const ADDRESSES = 1000;
 const DOMAINS = 50;
@@ -30,35 +24,17 @@ export async function benchSpamTraps(): Promise<Row[]> {
     ]),
   );
   const dns = await startTestDnsServer(zones);
-  const database = await freshBenchDatabase('quarry_bench_deliverability');
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-bench-'));
-  const port = await freePort();
-  const config = loadConfig({
-    DATABASE_URL: database.url,
-    PORT: String(port),
-    LOG_LEVEL: 'silent',
-    DATA_DIR: dataDir,
-    DATABASE_POOL_SIZE: '16',
-    CREDITS_SIGNUP_GRANT: BENCH_CREDITS_GRANT,
-    DNS_SERVERS: dns.address,
+  const service = await startBenchService('bench_deliverability', {
+    workers: false,
+    env: { DNS_SERVERS: dns.address },
   });
-  const runtime = await startRuntime(config, { http: true, workers: false });
+  const { port, user, auth, pool } = service;
   try {
-    const signup = await request(
-      port,
-      'POST',
-      '/api/auth/signup',
-      {},
-      { email: 'bench-traps@example.com', password: 'bench password', termsAccepted: true, privacyAccepted: true },
-    );
-    const { user, apiKey } = JSON.parse(signup.body).data as { user: { id: string }; apiKey: string };
-    const auth = { authorization: `Bearer ${apiKey}` };
     const locals = ['jane', 'info', 'spamtrap', 'sales.lead', 'john'];
     const emails = Array.from(
       { length: ADDRESSES },
       (_, i) => `${locals[i % locals.length]}+${i}@${domains[i % DOMAINS]}`,
     );
-    const pool = runtime.deps.database.pool!;
     await pool.query(
       `INSERT INTO leads (id, user_id, email, source_url, status, provenance, created_at, updated_at)
        SELECT gen_random_uuid(), $1, e, 'https://example.com/team', 'VALID',
@@ -94,9 +70,7 @@ export async function benchSpamTraps(): Promise<Row[]> {
       { name: '  first run (cold DNS cache)', value: `${warm.ms.toFixed(0)} ms`, target: '-', pass: null },
     ];
   } finally {
-    await runtime.stop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
-    await database.drop();
+    await service.stop();
     await dns.close();
   }
 }

@@ -196,7 +196,10 @@ export interface BenchService {
  * The service on a fresh PostgreSQL database (`quarry_<name>`), listening on a free port, with one user
  * signed up through the API. `workers: false` leaves background jobs out of what the bench times.
  */
-export async function startBenchService(name: string, options: { workers: boolean }): Promise<BenchService> {
+export async function startBenchService(
+  name: string,
+  options: { workers: boolean; env?: Record<string, string> },
+): Promise<BenchService> {
   const database = await freshBenchDatabase(`quarry_${name}`);
   const port = await freePort();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-bench-'));
@@ -207,6 +210,7 @@ export async function startBenchService(name: string, options: { workers: boolea
     DATA_DIR: dataDir,
     DATABASE_POOL_SIZE: '16',
     CREDITS_SIGNUP_GRANT: BENCH_CREDITS_GRANT,
+    ...options.env,
   });
   const runtime = await startRuntime(config, { http: true, workers: options.workers });
   const stop = async () => {

@@ -1,5 +1,6 @@
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { SMTPServer } from 'smtp-server';
+import { listenOnLoopback } from './smtp.ts';
 
 /**
  * A real SMTP server on loopback that answers RCPT TO per address, for mailbox probing:
@@ -107,12 +108,7 @@ export async function startProbeServer(options: ProbeServerOptions = {}): Promis
       connection.closed = true;
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  server.on('error', () => {});
-  const { port } = server.server.address() as AddressInfo;
+  const port = await listenOnLoopback(server);
   return {
     port,
     get connections() {

@@ -20,6 +20,16 @@ export interface TestSmtpServer {
   close(): Promise<void>;
 }
 
+/** Starts `server` on a free loopback port and answers the port (later socket errors are the tests' to see). */
+export async function listenOnLoopback(server: SMTPServer): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  server.on('error', () => {});
+  return (server.server.address() as AddressInfo).port;
+}
+
 /** A real SMTP server on loopback that keeps every message it receives, parsed. */
 export async function startSmtpServer(
   options: { auth?: { user: string; pass: string } } = {},
@@ -60,12 +70,7 @@ export async function startSmtpServer(
       });
     },
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  server.on('error', () => {});
-  const { port } = server.server.address() as AddressInfo;
+  const port = await listenOnLoopback(server);
 
   return {
     url: `smtp://127.0.0.1:${port}`,
