@@ -49,6 +49,7 @@ const creditPrice = z.number().int().min(0).max(1_000_000);
 const creditPrices = z.strictObject({
   pages: creditPrice.default(1),
   email_validations: creditPrice.default(1),
+  emails_sent: creditPrice.default(1),
   ai_tokens: creditPrice.default(1),
 });
 export type CreditPrices = z.infer<typeof creditPrices>;
@@ -127,6 +128,15 @@ const envSchema = z.object({
   /** Probe connections to one domain at once, per process. */
   SMTP_PROBE_PER_DOMAIN: z.coerce.number().int().min(1).max(20).default(2),
   // ---- end of SMTP probing ----
+  // ---- Outreach (README "Outreach") ----
+  /** Outreach mails one worker process sends at once (over every mailbox; each mailbox is one pooled transport). */
+  OUTREACH_SEND_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
+  /** How often each mailbox's inbox is read for replies and bounces when IDLE is not kept open. */
+  OUTREACH_IMAP_INTERVAL_SECONDS: z.coerce.number().int().min(5).max(86_400).default(60),
+  /** The platforms' API base URLs (tests point them at loopback servers speaking the same wire format). */
+  INSTANTLY_API_URL: z.url({ protocol: /^https?$/ }).default('https://api.instantly.ai'),
+  SMARTLEAD_API_URL: z.url({ protocol: /^https?$/ }).default('https://server.smartlead.ai/api/v1'),
+  // ---- end of outreach ----
   /** Run pg-boss workers inside the API process (default). `false` makes an API-only process. */
   RUN_WORKERS: bool.default(true),
   // ---- Outbound webhooks (README, Webhooks) ----

@@ -13,7 +13,7 @@ import { emitEvent } from './events.ts';
  */
 
 /** What is metered, each with its unit: a page crawled, an email validated, an AI token. */
-export const METERED_FEATURES = ['pages', 'email_validations', 'ai_tokens'] as const;
+export const METERED_FEATURES = ['pages', 'email_validations', 'ai_tokens', 'emails_sent'] as const;
 export type MeteredFeature = (typeof METERED_FEATURES)[number];
 
 /** AI tokens are priced per block of this many (a call's tokens are rounded up to whole blocks). */
@@ -22,6 +22,7 @@ export const AI_TOKENS_PER_PRICE_UNIT = 1_000;
 export const meteredUnit: Record<MeteredFeature, string> = {
   pages: 'page crawled',
   email_validations: 'email validated',
+  emails_sent: 'outreach email sent',
   ai_tokens: `${AI_TOKENS_PER_PRICE_UNIT.toLocaleString('en')} AI tokens (input + output, rounded up per call)`,
 };
 

@@ -1,6 +1,7 @@
 import { index, integer, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { campaigns } from './campaigns.ts';
 import { createdAt, idColumn } from './columns.ts';
+import { outreachCampaigns, outreachMessages } from './outreach.ts';
 import { users } from './users.ts';
 
 export const bounceTypes = ['hard', 'soft', 'block'] as const;
@@ -27,6 +28,9 @@ export const emailBounces = pgTable(
     /** The original sender's domain: what a block counts against. */
     senderDomain: text('sender_domain'),
     campaignId: uuid('campaign_id').references(() => campaigns.id, { onDelete: 'set null' }),
+    /** The outreach mail that bounced, when the DSN names one we sent (README "Outreach"). */
+    outreachMessageId: uuid('outreach_message_id').references(() => outreachMessages.id, { onDelete: 'set null' }),
+    outreachCampaignId: uuid('outreach_campaign_id').references(() => outreachCampaigns.id, { onDelete: 'set null' }),
     /** `dsn` or `json`. */
     format: text('format', { enum: ['dsn', 'json'] }).notNull(),
     /** sha256 of what identifies one bounce: the same report sent twice counts once. */
@@ -39,5 +43,6 @@ export const emailBounces = pgTable(
     index('email_bounces_user_email_idx').on(t.userId, t.email),
     index('email_bounces_user_domain_idx').on(t.userId, t.recipientDomain, t.id),
     index('email_bounces_user_campaign_idx').on(t.userId, t.campaignId, t.id),
+    index('email_bounces_user_outreach_campaign_idx').on(t.userId, t.outreachCampaignId, t.id),
   ],
 );

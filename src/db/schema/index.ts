@@ -11,6 +11,7 @@ export * from './idempotency.ts';
 export * from './inbound-webhooks.ts';
 export * from './leads.ts';
 export * from './matching.ts';
+export * from './outreach.ts';
 export * from './profiles.ts';
 export * from './projects.ts';
 export * from './sources.ts';
