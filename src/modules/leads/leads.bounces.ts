@@ -1,3 +1,4 @@
+import { domainToUnicode } from 'node:url';
 import { and, eq, inArray, min, sql } from 'drizzle-orm';
 import type { Db, Tx } from '../../db/client.ts';
 import { type LeadProvenance, leads } from '../../db/schema/index.ts';
@@ -21,6 +22,14 @@ export async function markLeadsHardBounced(
   now: Date,
 ): Promise<Array<{ id: string; email: string }>> {
   if (!emails.length) return [];
+  // Bounces name the address with its domain in punycode; a lead may hold the same address in Unicode.
+  const spellings = new Map<string, string>();
+  for (const email of emails) {
+    spellings.set(email, email);
+    const at = email.lastIndexOf('@');
+    const unicode = `${email.slice(0, at)}@${domainToUnicode(email.slice(at + 1)).toLowerCase()}`;
+    if (at > 0 && unicode !== email && !unicode.endsWith('@')) spellings.set(unicode, email);
+  }
   const ev = sql`coalesce(${leads.emailValidation}, '{}'::jsonb)`;
   const rows = await tx
     .update(leads)
@@ -36,9 +45,12 @@ export async function markLeadsHardBounced(
       validatedAt: now,
       updatedAt: now,
     })
-    .where(and(eq(leads.userId, userId), inArray(lowerEmail, emails)))
+    .where(and(eq(leads.userId, userId), inArray(lowerEmail, [...spellings.keys()])))
     .returning({ id: leads.id, email: leads.email });
-  return rows.map((r) => ({ id: r.id, email: (r.email ?? '').toLowerCase() }));
+  return rows.map((r) => {
+    const lower = (r.email ?? '').toLowerCase();
+    return { id: r.id, email: spellings.get(lower) ?? lower };
+  });
 }
 
 /** The user's leads among `ids`, with their email and provenance. */
