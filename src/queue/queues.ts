@@ -13,6 +13,8 @@ export const QUEUES = {
   accountRollups: 'account-rollups',
   leadStats: 'lead-stats',
   warmup: 'warmup',
+  outreachSend: 'outreach-send',
+  outreachInbox: 'outreach-inbox',
 } as const;
 
 /** pg-boss on the service's own database: PGlite in-process, or PostgreSQL shared by any number of processes. */
@@ -55,6 +57,10 @@ export async function startBoss(
     boss.createQueue(QUEUES.leadStats, { retryLimit: 0, expireInSeconds: 300 }),
     // A day is claimed before it is sent, so a retry or a second process never sends it twice.
     boss.createQueue(QUEUES.warmup, { retryLimit: 0, expireInSeconds: 3600 }),
+    // The sequencer leases what it claims and records each mail before sending it, so a message lost with its
+    // process is not retried by pg-boss: the next run (every minute, or woken) takes over.
+    boss.createQueue(QUEUES.outreachSend, { retryLimit: 0, expireInSeconds: 3600, notify: true }),
+    boss.createQueue(QUEUES.outreachInbox, { retryLimit: 0, expireInSeconds: 900 }),
     // A crawl's own retries are per request; a crashed worker's job is recovered from the jobs
     // table (heartbeats), so pg-boss does not retry or expire scrape messages early.
     boss.createQueue(QUEUES.scrape, { retryLimit: 0, expireInSeconds: 86_400, notify: true }),

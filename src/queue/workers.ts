@@ -11,6 +11,7 @@ import { createLeadValidationService, type EmailValidationJob } from '../modules
 import { createMatchingRecovery } from '../modules/matching/matching.recovery.ts';
 import { createMatchingRunner } from '../modules/matching/matching.runner.ts';
 import type { MatchingJob } from '../modules/matching/matching.service.ts';
+import { createSequencer } from '../modules/outreach/sequencer.ts';
 import type { RunCrawl } from '../modules/scraping/scraping.types.ts';
 import { createWarmupSender } from '../modules/warmup/warmup.sender.ts';
 import { createWebhookDispatcher } from '../modules/webhooks/webhooks.dispatcher.ts';
@@ -39,6 +40,12 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
   const analytics = createAnalyticsService(deps);
   await boss.work(QUEUES.leadStats, async () => {
     await analytics.compactLeadStats();
+  });
+  // One run at a time per process (a run sends batch after batch until nothing is due); other processes claim
+  // other enrollments (README "Outreach", Sequencer).
+  const sequencer = createSequencer(deps);
+  await boss.work(QUEUES.outreachSend, { batchSize: 100 }, async () => {
+    await sequencer.runDue();
   });
   const warmup = createWarmupSender(deps);
   await boss.work(QUEUES.warmup, async () => {
@@ -110,6 +117,8 @@ export async function registerSchedules(deps: AppDeps): Promise<void> {
   // Hourly: each WARMING domain sends its schedule day once (a day is claimed per domain), so a domain started
   // today or a process that was down at midnight still sends today's volume.
   await deps.boss.schedule(QUEUES.warmup, '23 * * * *', null, { tz: 'UTC' });
-  // Every minute: start the runs of HOURLY, DAILY and WEEKLY sources that are due.
+  // Every minute: the outreach sequencer sends what is due (activation and enrollment also wake it).
+  await deps.boss.schedule(QUEUES.outreachSend, '* * * * *', null, { tz: 'UTC' });
+  // Every minute: the runs of HOURLY, DAILY and WEEKLY sources that are due.
   await deps.boss.schedule(QUEUES.sourceScheduler, '* * * * *', null, { tz: 'UTC' });
 }

@@ -45,6 +45,12 @@ export const openApiTags = [
     description:
       'Sending domains warmed up over 5 weeks through their mailbox, checked in DNS, auto-paused on bad rates.',
   },
+  {
+    name: 'Outreach',
+    description:
+      'Email sequences to your leads from your own mailboxes (SMTP to send, IMAP to read replies and bounces): ' +
+      'connections, campaigns, enrollment behind suppression and validation gates, the sequencer, the inbox.',
+  },
   // ---- analytics and admin ----
   { name: 'Analytics', description: 'Figures over your pipeline, sources, capacity and credits, computed in SQL.' },
   { name: 'Admin', description: 'Operators only (ADMIN_EMAILS or role admin): platform figures, users, audit.' },
@@ -171,6 +177,20 @@ export const operationIds: Record<string, string> = {
   'DELETE /api/warmup-domains/{id}': 'deleteWarmupDomain',
   'POST /api/warmup-domains/{id}/start': 'startWarmupDomain',
   'POST /api/warmup-domains/{id}/metrics': 'recordWarmupMetrics',
+  // ---- outreach ----
+  'POST /api/outreach/connections': 'createOutreachConnection',
+  'GET /api/outreach/connections': 'listOutreachConnections',
+  'DELETE /api/outreach/connections/{id}': 'deleteOutreachConnection',
+  'GET /api/outreach/accounts': 'listOutreachAccounts',
+  'POST /api/outreach/campaigns': 'createOutreachCampaign',
+  'GET /api/outreach/campaigns': 'listOutreachCampaigns',
+  'GET /api/outreach/campaigns/{id}': 'getOutreachCampaign',
+  'POST /api/outreach/campaigns/{id}/status': 'setOutreachCampaignStatus',
+  'POST /api/outreach/campaigns/{id}/leads': 'enrollOutreachLeads',
+  'GET /api/outreach/campaigns/{id}/analytics': 'getOutreachCampaignAnalytics',
+  'GET /api/outreach/unsubscribe/{token}': 'outreachUnsubscribePage',
+  'POST /api/outreach/unsubscribe/{token}': 'outreachUnsubscribe',
+  'GET /api/outreach/o/{file}': 'outreachOpenPixel',
   // ---- analytics and admin ----
   'GET /api/analytics/pipeline-overview': 'getPipelineOverview',
   'GET /api/analytics/sources': 'getSourceAnalytics',

@@ -1,0 +1,86 @@
+import { z } from 'zod';
+import type { RouteModule } from '../../route-module.ts';
+import { principalOf } from '../../shared/auth.ts';
+import { done, envelope, errorResponses, idParams, ok, successOnly } from '../../shared/http.ts';
+import { nextCursor } from '../../shared/pagination.ts';
+import {
+  connectionView,
+  createConnectionBody,
+  listAccountsQuery,
+  listConnectionsQuery,
+  mailboxView,
+} from './connections.schemas.ts';
+import { createConnectionService } from './connections.service.ts';
+
+export const OUTREACH_TAGS = ['Outreach'];
+export const outreachRead = { scope: 'outreach:read' };
+export const outreachWrite = { scope: 'outreach:write' };
+
+export const outreachConnectionRoutes: RouteModule = (app, deps) => {
+  const connections = createConnectionService(deps);
+  const tags = OUTREACH_TAGS;
+
+  app.post('/api/outreach/connections', {
+    config: outreachWrite,
+    schema: {
+      tags,
+      summary: 'Connect mailboxes (provider smtp): each SMTP and IMAP login is checked before anything is stored',
+      description:
+        '`smtp`, the built-in provider: 1–50 mailboxes, each with an SMTP URL (sending) and an IMAP URL (replies ' +
+        'and bounces are read from its INBOX), a daily limit and a From name. Every mailbox is verified first: SMTP ' +
+        '`EHLO` and `AUTH`, IMAP `LOGIN`; a refusal is `400 CONNECTION_FAILED`, the message carrying the server’s ' +
+        'reason and `details` naming the field (`mailboxes.0.smtpUrl`), and nothing is stored. Hosts on private ' +
+        'networks are refused unless ALLOW_PRIVATE_NETWORK. Credentials are stored encrypted and never returned. ' +
+        'The platforms `instantly` and `smartlead` are answered `400` in this version.',
+      body: createConnectionBody,
+      response: { 201: envelope(z.object({ connection: connectionView })), ...errorResponses(400, 401, 403) },
+    },
+    handler: async (request, reply) => {
+      reply.code(201);
+      return ok({ connection: await connections.create(principalOf(request).userId, request.body) });
+    },
+  });
+
+  app.get('/api/outreach/connections', {
+    config: outreachRead,
+    schema: {
+      tags,
+      summary: 'Your outreach connections with their mailboxes, newest first (credentials masked)',
+      querystring: listConnectionsQuery,
+      response: {
+        200: envelope(z.object({ connections: z.array(connectionView), nextCursor })),
+        ...errorResponses(400, 401),
+      },
+    },
+    handler: async (request) => ok(await connections.list(principalOf(request).userId, request.query)),
+  });
+
+  app.delete('/api/outreach/connections/:id', {
+    config: outreachWrite,
+    schema: {
+      tags,
+      summary: 'Delete a connection with its mailboxes and campaigns (sent mail history goes with them)',
+      params: idParams,
+      response: { 200: successOnly, ...errorResponses(401, 403, 404) },
+    },
+    handler: async (request) => {
+      await connections.remove(principalOf(request).userId, request.params.id);
+      return done('Connection deleted');
+    },
+  });
+
+  app.get('/api/outreach/accounts', {
+    config: outreachRead,
+    schema: {
+      tags,
+      summary: 'Sending mailboxes, newest first; `connectionId` narrows to one connection',
+      description: 'Each with its daily limit, mails sent today (UTC) and the state of its inbox reading.',
+      querystring: listAccountsQuery,
+      response: {
+        200: envelope(z.object({ accounts: z.array(mailboxView), nextCursor })),
+        ...errorResponses(400, 401, 404),
+      },
+    },
+    handler: async (request) => ok(await connections.listAccounts(principalOf(request).userId, request.query)),
+  });
+};

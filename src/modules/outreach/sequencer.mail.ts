@@ -1,0 +1,97 @@
+import { createHmac } from 'node:crypto';
+import type { SendMailOptions } from 'nodemailer';
+import type { Config } from '../../config.ts';
+import { safeEqual, secretKeyMaterial } from '../../shared/crypto.ts';
+import { isUuid } from '../../shared/ids.ts';
+
+/**
+ * The mails of outreach (README "Outreach", Mails): a Message-ID recorded for threading, RFC 8058 one-click
+ * unsubscribe headers and a visible link, optional open tracking. Links are built from PUBLIC_URL.
+ */
+export const publicUrlOf = (config: Pick<Config, 'PUBLIC_URL' | 'HOST' | 'PORT'>): string =>
+  (config.PUBLIC_URL ?? `http://${config.HOST}:${config.PORT}`).replace(/\/+$/, '');
+
+type KeyConfig = Pick<Config, 'SECRET_KEY' | 'dataDir'>;
+
+const signature = (config: KeyConfig, purpose: string, id: string) =>
+  createHmac('sha256', secretKeyMaterial(config)).update(`${purpose}:${id}`).digest('base64url').slice(0, 32);
+
+/** A link token: the sent mail's id and a MAC under the secret key, so ids cannot be guessed or forged. */
+export const linkToken = (config: KeyConfig, purpose: 'unsubscribe' | 'open', messageRowId: string): string =>
+  `${messageRowId}.${signature(config, purpose, messageRowId)}`;
+
+/** The mail id a token stands for, or undefined when it was not made here. */
+export function tokenMessageId(config: KeyConfig, purpose: 'unsubscribe' | 'open', token: string): string | undefined {
+  const [id, mac] = token.split('.');
+  if (!id || !mac || !isUuid(id)) return undefined;
+  return safeEqual(mac, signature(config, purpose, id)) ? id.toLowerCase() : undefined;
+}
+
+export interface OutgoingMail {
+  from: string;
+  fromName: string | null;
+  to: string;
+  subject: string;
+  text: string;
+  /** Without angle brackets. */
+  messageId: string;
+  inReplyTo: string | null;
+  references: string[];
+  unsubscribeUrl: string;
+  /** The open-tracking image's URL when the campaign tracks opens. */
+  openPixelUrl: string | null;
+}
+
+const escapeHtml = (text: string) =>
+  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+
+/** nodemailer's message options: exactly these headers, the text part, and an HTML part only for tracking. */
+export function mailOptions(mail: OutgoingMail): SendMailOptions {
+  const footer = `\n\n--\nTo stop receiving these emails: ${mail.unsubscribeUrl}\n`;
+  const text = `${mail.text.replace(/\s+$/, '')}${footer}`;
+  const options: SendMailOptions = {
+    from: mail.fromName ? { name: mail.fromName, address: mail.from } : mail.from,
+    to: mail.to,
+    subject: mail.subject,
+    text,
+    messageId: `<${mail.messageId}>`,
+    headers: {
+      // RFC 8058: mail clients offer a one-click unsubscribe that POSTs `List-Unsubscribe=One-Click` to the URL.
+      'List-Unsubscribe': `<${mail.unsubscribeUrl}>`,
+      'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+    },
+  };
+  if (mail.inReplyTo) {
+    options.inReplyTo = `<${mail.inReplyTo}>`;
+    options.references = mail.references.map((r) => `<${r}>`);
+  }
+  if (mail.openPixelUrl) {
+    const paragraphs = mail.text
+      .replace(/\s+$/, '')
+      .split(/\n{2,}/)
+      .map((p) => `<p>${escapeHtml(p).replace(/\n/g, '<br>')}</p>`)
+      .join('\n');
+    options.html =
+      `<!doctype html><html><body>${paragraphs}\n<p style="font-size:12px;color:#666">` +
+      `<a href="${escapeHtml(mail.unsubscribeUrl)}">Unsubscribe</a></p>` +
+      `<img src="${escapeHtml(mail.openPixelUrl)}" width="1" height="1" alt="" style="display:none"></body></html>`;
+  }
+  return options;
+}
+
+/** What an SMTP failure means for the mail (README "Outreach", Exactly once). */
+export type SendFailure = 'rejected' | 'retry' | 'unknown';
+
+/**
+ * `rejected`: the server refused it for good (5xx); `retry`: nothing was handed over (a 4xx answer, or the
+ * connection failed before the message data); `unknown`: the connection broke while or after the data went out,
+ * so the mail may have been delivered: it is never sent again.
+ */
+const BEFORE_DATA = ['CONN', 'EHLO', 'HELO', 'LHLO', 'STARTTLS', 'AUTH', 'MAIL FROM', 'RCPT TO', 'API'];
+
+export function classifySendError(err: unknown): SendFailure {
+  const e = err as { responseCode?: number; command?: string; code?: string };
+  if (typeof e.responseCode === 'number') return e.responseCode >= 500 ? 'rejected' : 'retry';
+  const command = (e.command ?? '').toUpperCase();
+  return BEFORE_DATA.some((c) => command.startsWith(c)) ? 'retry' : 'unknown';
+}

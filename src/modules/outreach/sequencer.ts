@@ -1,0 +1,324 @@
+import { randomUUID } from 'node:crypto';
+import type { Transporter } from 'nodemailer';
+import type { AppDeps } from '../../deps.ts';
+import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
+import { leadsForOutreach, moveLeadsForOutreach, type OutreachLead } from '../leads/leads.outreach.ts';
+import { domainOf, normalizeEmail } from '../suppressions/suppressions.normalize.ts';
+import { suppressionOf } from '../suppressions/suppressions.service.ts';
+import { type CampaignRow, campaignsRepository } from './campaigns.repository.ts';
+import { connectionsRepository, type MailboxRow } from './connections.repository.ts';
+import { mailboxEndpoints, openSmtpTransport } from './mailbox.transport.ts';
+import { classifySendError, linkToken, mailOptions, publicUrlOf } from './sequencer.mail.ts';
+import {
+  type DueEnrollment,
+  type EnrollmentMove,
+  type MessageRow,
+  sequencerRepository,
+} from './sequencer.repository.ts';
+import { inWindow, nextWindowOpening, startOfNextUtcDay, startOfUtcDay } from './sequencer.window.ts';
+import { leadTemplateVars, renderTemplate } from './templates.ts';
+
+type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'logger' | 'credits'>;
+
+/** How long a claim or an unanswered intent is held before another process may take the enrollment again. */
+export const SEND_LEASE_MS = 10 * 60_000;
+/** Enrollments claimed at once. */
+const CLAIM_BATCH = 500;
+/** Sends whose outcome is written in one transaction. */
+const FINALIZE_BATCH = 100;
+/** A mail the server answered with a 4xx (or could not be reached for) is tried again this much later. */
+const RETRY_AFTER_MS = 15 * 60_000;
+
+export interface SequencerRun {
+  sent: number;
+  failed: number;
+  postponed: number;
+  stopped: number;
+}
+
+interface MailboxState {
+  row: MailboxRow;
+  sentToday: number;
+  /** Per campaign, today. */
+  byCampaign: Map<string, number>;
+  /** No mail from this mailbox before this time (the random gap after its latest mail). */
+  freeAt: number;
+  transport?: Promise<Transporter>;
+}
+
+const randomBetween = (min: number, max: number) => min + Math.floor(Math.random() * (max - min + 1));
+
+/**
+ * The built-in sequencer (README "Outreach", Sequencer): sends each enrolled lead's next step when it is due,
+ * inside the campaign's window, within the mailboxes' daily limits and gaps, rotating mailboxes.
+ * Exactly once: the mail is recorded as PENDING (one per enrollment and step, a unique index) and committed
+ * before the SMTP transaction; its outcome is written after. A mail whose outcome was lost (the process died, the
+ * connection broke after the data went out) becomes UNCONFIRMED and is never sent again.
+ */
+export function createSequencer(deps: Deps) {
+  const box = createSecretBox(secretKeyMaterial(deps.config));
+  const baseUrl = publicUrlOf(deps.config);
+  const concurrency = deps.config.OUTREACH_SEND_CONCURRENCY;
+
+  async function runBatch(claimed: DueEnrollment[], now: Date, mailboxes: Map<string, MailboxState>) {
+    const repo = sequencerRepository(deps.db);
+    const result: SequencerRun = { sent: 0, failed: 0, postponed: 0, stopped: 0 };
+    const campaignIds = [...new Set(claimed.map((e) => e.campaignId))];
+    const campaigns = new Map((await campaignsRepository(deps.db).byIds(campaignIds)).map((c) => [c.id, c]));
+    // Mailboxes of these campaigns, with today's counts and their latest mail.
+    const wanted = [...new Set([...campaigns.values()].flatMap((c) => c.mailboxIds))].filter(
+      (id) => !mailboxes.has(id),
+    );
+    const rows = await connectionsRepository(deps.db).mailboxesByIds(wanted);
+    const counts = await repo.sendsSince(
+      rows.map((r) => r.id),
+      startOfUtcDay(now),
+    );
+    for (const row of rows) {
+      const mine = counts.filter((c) => c.mailboxId === row.id);
+      const last = Math.max(0, ...mine.map((c) => new Date(c.last).getTime()));
+      mailboxes.set(row.id, {
+        row,
+        sentToday: mine.reduce((n, c) => n + c.n, 0),
+        byCampaign: new Map(mine.map((c) => [c.campaignId ?? '', c.n])),
+        freeAt: last,
+      });
+    }
+    const leads = new Map<string, OutreachLead>();
+    for (const userId of new Set(claimed.map((e) => e.userId))) {
+      const mine = claimed.filter((e) => e.userId === userId).map((e) => e.leadId);
+      for (const lead of await leadsForOutreach(deps.db, userId, mine)) leads.set(lead.id, lead);
+    }
+    const suppressed = new Set<string>();
+    for (const userId of new Set(claimed.map((e) => e.userId))) {
+      const emails = claimed.filter((e) => e.userId === userId).map((e) => e.email);
+      for (const email of (await suppressionOf(deps.db, userId, emails)).keys()) suppressed.add(`${userId} ${email}`);
+    }
+    const threads = new Map<string, MessageRow[]>();
+    for (const m of await repo.threadsOf(claimed.filter((e) => e.nextStep > 0).map((e) => e.id))) {
+      threads.set(m.enrollmentId!, [...(threads.get(m.enrollmentId!) ?? []), m]);
+    }
+    const unpaid = new Set<string>();
+
+    const postpones: Array<{ id: string; at: Date }> = [];
+    const stops: string[] = [];
+    const sent: Array<{ enrollment: DueEnrollment; message: MessageRow; mailbox: MailboxState }> = [];
+    const moves: EnrollmentMove[] = [];
+    const failedIds: Array<{ id: string; error: string }> = [];
+    const retried: string[] = [];
+    const unconfirmed: string[] = [];
+
+    const advance = (e: DueEnrollment, campaign: CampaignRow, mailboxId: string | null, at: Date): EnrollmentMove => {
+      const next = e.nextStep + 1;
+      if (next >= campaign.steps.length)
+        return { id: e.id, nextStep: next, nextSendAt: null, status: 'COMPLETED', mailboxId };
+      const due = new Date(at.getTime() + campaign.steps[next]!.delayDays * 86_400_000);
+      return { id: e.id, nextStep: next, nextSendAt: due, status: 'ACTIVE', mailboxId };
+    };
+
+    /** The mailbox for this enrollment now, or when to try again. */
+    function pickMailbox(e: DueEnrollment, campaign: CampaignRow): MailboxState | Date {
+      const candidates = (e.mailboxId ? [e.mailboxId] : campaign.mailboxIds)
+        .map((id) => mailboxes.get(id))
+        .filter((m): m is MailboxState => !!m);
+      if (!candidates.length) return new Date(now.getTime() + RETRY_AFTER_MS);
+      const open = candidates.filter(
+        (m) => m.sentToday < m.row.dailyLimit && (m.byCampaign.get(campaign.id) ?? 0) < campaign.dailyLimit,
+      );
+      if (!open.length) return nextWindowOpening(startOfNextUtcDay(now), campaign.window);
+      const ready = open.filter((m) => m.freeAt <= now.getTime());
+      if (!ready.length) return new Date(Math.min(...open.map((m) => m.freeAt)));
+      return ready.reduce((a, b) => (b.sentToday < a.sentToday ? b : a));
+    }
+
+    async function sendOne(e: DueEnrollment): Promise<void> {
+      const campaign = campaigns.get(e.campaignId);
+      const lead = leads.get(e.leadId);
+      if (campaign?.status !== 'ACTIVE') return void postpones.push({ id: e.id, at: now });
+      if (!lead?.email || normalizeEmail(lead.email) !== e.email || suppressed.has(`${e.userId} ${e.email}`)) {
+        stops.push(e.id);
+        return;
+      }
+      if (!inWindow(now, campaign.window))
+        return void postpones.push({ id: e.id, at: nextWindowOpening(now, campaign.window) });
+      if (unpaid.has(e.userId)) return void postpones.push({ id: e.id, at: new Date(now.getTime() + RETRY_AFTER_MS) });
+      const mailbox = pickMailbox(e, campaign);
+      if (mailbox instanceof Date) return void postpones.push({ id: e.id, at: mailbox });
+      // Book the slot before any await, so concurrent sends see it.
+      mailbox.sentToday++;
+      mailbox.byCampaign.set(campaign.id, (mailbox.byCampaign.get(campaign.id) ?? 0) + 1);
+      mailbox.freeAt = now.getTime() + randomBetween(campaign.minGapSeconds, campaign.maxGapSeconds) * 1000;
+      try {
+        await deps.credits.assert(deps.db, e.userId, 'emails_sent', 1);
+      } catch {
+        unpaid.add(e.userId);
+        postpones.push({ id: e.id, at: new Date(now.getTime() + RETRY_AFTER_MS) });
+        return;
+      }
+      const step = campaign.steps[e.nextStep]!;
+      const thread = threads.get(e.id) ?? [];
+      const first = thread[0];
+      const vars = { ...leadTemplateVars(lead), senderName: mailbox.row.fromName, senderEmail: mailbox.row.email };
+      const rendered = renderTemplate(step.subject, vars).trim();
+      const subject = rendered || (first ? `Re: ${first.subject.replace(/^re:\s*/i, '')}` : '(no subject)');
+      const id = randomUUID();
+      const messageId = `${id}@${domainOf(mailbox.row.email)}`;
+      const intent = await sequencerRepository(deps.db).insertIntent({
+        userId: e.userId,
+        mailboxId: mailbox.row.id,
+        campaignId: campaign.id,
+        enrollmentId: e.id,
+        leadId: e.leadId,
+        step: e.nextStep,
+        direction: 'outbound',
+        status: 'PENDING',
+        messageId,
+        inReplyTo: thread.at(-1)?.messageId ?? null,
+        references: thread.map((m) => m.messageId),
+        threadId: first?.threadId ?? messageId,
+        fromEmail: mailbox.row.email,
+        toEmail: e.email,
+        subject,
+        bodyText: renderTemplate(step.body, vars),
+        createdAt: now,
+        updatedAt: now,
+      });
+      if (!intent) return reconcile(e, campaign);
+      const { smtp } = mailboxEndpoints(box, mailbox.row);
+      try {
+        if (!smtp) throw Object.assign(new Error('The mailbox has no SMTP URL'), { responseCode: 550 });
+        mailbox.transport ??= openSmtpTransport(deps, smtp, { pool: true, maxConnections: Math.min(concurrency, 5) });
+        await (await mailbox.transport).sendMail(
+          mailOptions({
+            from: mailbox.row.email,
+            fromName: mailbox.row.fromName,
+            to: e.email,
+            subject,
+            text: intent.bodyText,
+            messageId,
+            inReplyTo: intent.inReplyTo,
+            references: intent.references,
+            unsubscribeUrl: `${baseUrl}/api/outreach/unsubscribe/${linkToken(deps.config, 'unsubscribe', intent.id)}`,
+            openPixelUrl: campaign.trackOpens
+              ? `${baseUrl}/api/outreach/o/${linkToken(deps.config, 'open', intent.id)}.gif`
+              : null,
+          }),
+        );
+        sent.push({ enrollment: e, message: intent, mailbox });
+        moves.push(advance(e, campaign, mailbox.row.id, now));
+      } catch (err) {
+        const kind = classifySendError(err);
+        const error = String((err as Error).message ?? err).slice(0, 500);
+        deps.logger.warn({ enrollmentId: e.id, mailboxId: mailbox.row.id, kind, error }, 'outreach mail not sent');
+        if (kind === 'rejected') {
+          failedIds.push({ id: intent.id, error });
+          stops.push(e.id);
+        } else if (kind === 'retry') {
+          retried.push(intent.id);
+          mailbox.sentToday--;
+          postpones.push({ id: e.id, at: new Date(now.getTime() + RETRY_AFTER_MS) });
+        } else {
+          unconfirmed.push(intent.id);
+          moves.push(advance(e, campaign, mailbox.row.id, now));
+        }
+      }
+    }
+
+    /** This step already has a mail: an answered one moves on, a lost one becomes UNCONFIRMED; none is resent. */
+    async function reconcile(e: DueEnrollment, campaign: CampaignRow) {
+      const existing = await sequencerRepository(deps.db).intentOf(e.id, e.nextStep);
+      if (!existing) return void postpones.push({ id: e.id, at: new Date(now.getTime() + RETRY_AFTER_MS) });
+      if (existing.status === 'FAILED') return void stops.push(e.id);
+      if (existing.status === 'PENDING' && now.getTime() - existing.createdAt.getTime() < SEND_LEASE_MS) {
+        // Another process may still be sending it: look again when its lease is over.
+        return void postpones.push({ id: e.id, at: new Date(existing.createdAt.getTime() + SEND_LEASE_MS) });
+      }
+      if (existing.status === 'PENDING') unconfirmed.push(existing.id);
+      moves.push(advance(e, campaign, existing.mailboxId, existing.createdAt));
+    }
+
+    // OUTREACH_SEND_CONCURRENCY sends at once over every mailbox.
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(concurrency, claimed.length) }, async () => {
+        while (next < claimed.length) {
+          const e = claimed[next++]!;
+          try {
+            await sendOne(e);
+          } catch (err) {
+            deps.logger.error({ err, enrollmentId: e.id }, 'outreach send failed');
+            postpones.push({ id: e.id, at: new Date(now.getTime() + RETRY_AFTER_MS) });
+          }
+        }
+      }),
+    );
+
+    // Outcomes, in batches: mail states, enrollment moves, leads CONTACTED, credits.
+    for (let i = 0; i < Math.max(sent.length, 1); i += FINALIZE_BATCH) {
+      const chunk = sent.slice(i, i + FINALIZE_BATCH);
+      const first = i === 0;
+      await deps.db.transaction(async (tx) => {
+        const txRepo = sequencerRepository(tx);
+        await txRepo.setMessages(
+          chunk.map((s) => s.message.id),
+          { status: 'SENT', sentAt: now, updatedAt: now },
+        );
+        const chunkMoves = moves.filter((m) => chunk.some((s) => s.enrollment.id === m.id));
+        if (first) {
+          // Everything that was not a plain send, once.
+          chunkMoves.push(...moves.filter((m) => !sent.some((s) => s.enrollment.id === m.id)));
+          await txRepo.setMessages(unconfirmed, { status: 'UNCONFIRMED', updatedAt: now });
+          for (const f of failedIds)
+            await txRepo.setMessages([f.id], { status: 'FAILED', error: f.error, updatedAt: now });
+          await txRepo.deleteMessages(retried);
+          await txRepo.stopEnrollments(stops, 'STOPPED', now);
+          await txRepo.postpone(postpones);
+        }
+        await txRepo.moveEnrollments(chunkMoves, now);
+        for (const userId of new Set(chunk.map((s) => s.enrollment.userId))) {
+          const mine = chunk.filter((s) => s.enrollment.userId === userId);
+          await moveLeadsForOutreach(
+            tx,
+            userId,
+            mine.map((s) => s.enrollment.leadId),
+            'CONTACTED',
+            now,
+          );
+          // The mails went out: paid from what the balance holds (never below zero).
+          await deps.credits.spend(tx, userId, 'emails_sent', mine.length, { partial: true, reason: 'outreach mail' });
+        }
+      });
+    }
+    result.sent = sent.length;
+    result.failed = failedIds.length;
+    result.postponed = postpones.length + retried.length;
+    result.stopped = stops.length;
+    return result;
+  }
+
+  return {
+    /** Sends what is due now, batch after batch, until nothing due is left (the worker runs it every minute). */
+    async runDue(options: { maxBatches?: number } = {}): Promise<SequencerRun> {
+      const total: SequencerRun = { sent: 0, failed: 0, postponed: 0, stopped: 0 };
+      const mailboxes = new Map<string, MailboxState>();
+      try {
+        await sequencerRepository(deps.db).confirmStaleOneOffs(new Date(deps.clock.now().getTime() - SEND_LEASE_MS));
+        for (let batch = 0; batch < (options.maxBatches ?? Number.POSITIVE_INFINITY); batch++) {
+          const now = deps.clock.now();
+          const claimed = await deps.db.transaction((tx) =>
+            sequencerRepository(tx).claimDue(now, new Date(now.getTime() + SEND_LEASE_MS), CLAIM_BATCH),
+          );
+          if (!claimed.length) break;
+          const run = await runBatch(claimed, now, mailboxes);
+          total.sent += run.sent;
+          total.failed += run.failed;
+          total.postponed += run.postponed;
+          total.stopped += run.stopped;
+        }
+      } finally {
+        for (const m of mailboxes.values()) void m.transport?.then((t) => t.close()).catch(() => {});
+      }
+      return total;
+    },
+  };
+}

@@ -1,0 +1,99 @@
+import { and, eq, sql } from 'drizzle-orm';
+import { outreachEnrollments, outreachMessages, outreachUnsubscribes } from '../../db/schema/index.ts';
+import type { AppDeps } from '../../deps.ts';
+import { moveLeadsForOutreach } from '../leads/leads.outreach.ts';
+import { suppress } from '../suppressions/suppressions.service.ts';
+import { tokenMessageId } from './sequencer.mail.ts';
+
+type Deps = Pick<AppDeps, 'db' | 'clock' | 'config'>;
+
+/**
+ * The public links of outreach mail (README "Outreach", Unsubscribe and opens). A token names the sent mail and is
+ * signed, so it cannot be guessed; a token that is not ours is a 404 like any unknown page.
+ */
+export function createUnsubscribeService(deps: Deps) {
+  async function messageOf(purpose: 'unsubscribe' | 'open', token: string) {
+    const id = tokenMessageId(deps.config, purpose, token);
+    if (!id) return undefined;
+    const [row] = await deps.db
+      .select()
+      .from(outreachMessages)
+      .where(and(eq(outreachMessages.id, id), eq(outreachMessages.direction, 'outbound')));
+    return row;
+  }
+
+  return {
+    /** The address a valid unsubscribe token stands for (the confirmation page), or undefined. */
+    async addressOf(token: string): Promise<string | undefined> {
+      return (await messageOf('unsubscribe', token))?.toEmail;
+    },
+
+    /**
+     * Unsubscribes the recipient of the mail: the address is suppressed (source `unsubscribe`), every active
+     * enrollment of it stops (UNSUBSCRIBED) and its leads become UNSUBSCRIBED. Once per mail; a second click
+     * changes nothing. Answers the address, or undefined for a token that is not ours.
+     */
+    async unsubscribe(token: string): Promise<string | undefined> {
+      const message = await messageOf('unsubscribe', token);
+      if (!message) return undefined;
+      const now = deps.clock.now();
+      await deps.db.transaction(async (tx) => {
+        const [recorded] = await tx
+          .insert(outreachUnsubscribes)
+          .values({
+            userId: message.userId,
+            messageId: message.id,
+            campaignId: message.campaignId,
+            email: message.toEmail,
+            createdAt: now,
+          })
+          .onConflictDoNothing()
+          .returning({ id: outreachUnsubscribes.id });
+        if (!recorded) return;
+        await suppress(
+          tx,
+          message.userId,
+          [
+            {
+              type: 'email',
+              value: message.toEmail,
+              reason: 'unsubscribed through an outreach mail',
+              source: 'unsubscribe',
+            },
+          ],
+          now,
+        );
+        const stopped = await tx
+          .update(outreachEnrollments)
+          .set({ status: 'UNSUBSCRIBED', nextSendAt: null, updatedAt: now })
+          .where(
+            and(
+              eq(outreachEnrollments.userId, message.userId),
+              eq(outreachEnrollments.email, message.toEmail),
+              eq(outreachEnrollments.status, 'ACTIVE'),
+            ),
+          )
+          .returning({ leadId: outreachEnrollments.leadId });
+        const leadIds = [...new Set([...stopped.map((s) => s.leadId), ...(message.leadId ? [message.leadId] : [])])];
+        await moveLeadsForOutreach(tx, message.userId, leadIds, 'UNSUBSCRIBED', now);
+      });
+      return message.toEmail;
+    },
+
+    /** Counts an open of the mail (the first one sets `openedAt`); false for a token that is not ours. */
+    async opened(token: string): Promise<boolean> {
+      const id = tokenMessageId(deps.config, 'open', token);
+      if (!id) return false;
+      const now = deps.clock.now();
+      const rows = await deps.db
+        .update(outreachMessages)
+        .set({
+          openedAt: sql`coalesce(${outreachMessages.openedAt}, ${now.toISOString()}::timestamptz)`,
+          openCount: sql`${outreachMessages.openCount} + 1`,
+        })
+        .where(and(eq(outreachMessages.id, id), eq(outreachMessages.direction, 'outbound')))
+        .returning({ id: outreachMessages.id });
+      return rows.length > 0;
+    },
+  };
+}
