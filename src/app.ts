@@ -19,6 +19,7 @@ import { leadRoutes } from './modules/leads/leads.routes.ts';
 import { matchingRoutes } from './modules/matching/matching.routes.ts';
 import { outreachCampaignRoutes } from './modules/outreach/campaigns.routes.ts';
 import { outreachConnectionRoutes } from './modules/outreach/connections.routes.ts';
+import { outreachEmailRoutes } from './modules/outreach/emails.routes.ts';
 import { outreachUnsubscribeRoutes } from './modules/outreach/unsubscribe.routes.ts';
 import { profileTypeRoutes } from './modules/profile-types/profile-types.routes.ts';
 import { profileRoutes } from './modules/profiles/profiles.routes.ts';
@@ -79,6 +80,7 @@ const routeModules: RouteModule[] = [
   outreachConnectionRoutes,
   outreachCampaignRoutes,
   outreachUnsubscribeRoutes,
+  outreachEmailRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

@@ -11,6 +11,7 @@ import { createLeadValidationService, type EmailValidationJob } from '../modules
 import { createMatchingRecovery } from '../modules/matching/matching.recovery.ts';
 import { createMatchingRunner } from '../modules/matching/matching.runner.ts';
 import type { MatchingJob } from '../modules/matching/matching.service.ts';
+import { createInboxReader } from '../modules/outreach/inbox.reader.ts';
 import { createSequencer } from '../modules/outreach/sequencer.ts';
 import type { RunCrawl } from '../modules/scraping/scraping.types.ts';
 import { createWarmupSender } from '../modules/warmup/warmup.sender.ts';
@@ -46,6 +47,10 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
   const sequencer = createSequencer(deps);
   await boss.work(QUEUES.outreachSend, { batchSize: 100 }, async () => {
     await sequencer.runDue();
+  });
+  const inboxReader = createInboxReader(deps);
+  await boss.work(QUEUES.outreachInbox, { batchSize: 100 }, async () => {
+    await inboxReader.runDue();
   });
   const warmup = createWarmupSender(deps);
   await boss.work(QUEUES.warmup, async () => {
@@ -119,6 +124,8 @@ export async function registerSchedules(deps: AppDeps): Promise<void> {
   await deps.boss.schedule(QUEUES.warmup, '23 * * * *', null, { tz: 'UTC' });
   // Every minute: the outreach sequencer sends what is due (activation and enrollment also wake it).
   await deps.boss.schedule(QUEUES.outreachSend, '* * * * *', null, { tz: 'UTC' });
+  // Every minute: outreach mailboxes whose turn it is (OUTREACH_IMAP_INTERVAL_SECONDS) are read for replies.
+  await deps.boss.schedule(QUEUES.outreachInbox, '* * * * *', null, { tz: 'UTC' });
   // Every minute: the runs of HOURLY, DAILY and WEEKLY sources that are due.
   await deps.boss.schedule(QUEUES.sourceScheduler, '* * * * *', null, { tz: 'UTC' });
 }

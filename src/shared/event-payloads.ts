@@ -71,8 +71,16 @@ export const eventDataSchemas = {
     })
     .describe('An email bounced (POST /api/email-verification/bounces); once per bounce, duplicates send nothing.'),
   'email.replied': z
-    .looseObject({ email: z.string(), leadId: id.nullable().optional() })
-    .describe('A lead replied to an outreach email.'),
+    .looseObject({
+      email: z.string().describe('Who replied'),
+      leadId: id.nullable().optional(),
+      campaignId: id.nullable().optional().describe('The outreach campaign of the mail answered'),
+      messageId: id.optional().describe('The reply in GET /api/outreach/emails'),
+      threadId: z.string().optional().describe('The Message-ID of the thread’s first mail'),
+      subject: z.string().optional(),
+      receivedAt: time.optional(),
+    })
+    .describe('A lead replied to an outreach email (read from the mailbox over IMAP; auto-replies do not count).'),
   'warmup.auto_paused': z
     .object({
       domainId: id.describe('The warmup domain (GET /api/warmup-domains/{id})'),

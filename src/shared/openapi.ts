@@ -191,6 +191,8 @@ export const operationIds: Record<string, string> = {
   'GET /api/outreach/unsubscribe/{token}': 'outreachUnsubscribePage',
   'POST /api/outreach/unsubscribe/{token}': 'outreachUnsubscribe',
   'GET /api/outreach/o/{file}': 'outreachOpenPixel',
+  'POST /api/outreach/emails': 'sendOutreachEmail',
+  'GET /api/outreach/emails': 'listOutreachInbox',
   // ---- analytics and admin ----
   'GET /api/analytics/pipeline-overview': 'getPipelineOverview',
   'GET /api/analytics/sources': 'getSourceAnalytics',

@@ -8,6 +8,7 @@ import { storedId } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { campaignRepository } from '../campaigns/campaigns.repository.ts';
 import { markLeadsHardBounced } from '../leads/leads.bounces.ts';
+import { stopEnrollmentsOf } from '../outreach/enrollments.ts';
 import { domainOf, normalizeDomain, normalizeEmail } from '../suppressions/suppressions.normalize.ts';
 import { suppress } from '../suppressions/suppressions.service.ts';
 import { classifyBounce, statusOfReply } from './classify.ts';
@@ -87,6 +88,8 @@ export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock
       );
       const hard = [...new Set(fresh.filter((b) => b.type === 'hard').map((b) => b.email))];
       const marked = await markLeadsHardBounced(tx, userId, hard, now);
+      // A hard-bounced address gets no more outreach mail (README "Outreach": its sequences stop as BOUNCED).
+      await stopEnrollmentsOf(tx, userId, hard, 'BOUNCED', now);
       if (hard.length) {
         await suppress(
           tx,
@@ -135,7 +138,13 @@ export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock
      * A raw DSN. Idempotency key per recipient: sha256 of (Original-Envelope-Id, else the returned message's
      * Message-ID, else the sha256 of the whole report; the recipient; its Status).
      */
-    async ingestDsn(userId: string, raw: Buffer, contentType: string, campaignId?: string) {
+    async ingestDsn(
+      userId: string,
+      raw: Buffer,
+      contentType: string,
+      campaignId?: string,
+      outreach?: { messageId: string; campaignId: string | null },
+    ) {
       const campaign = await ownedCampaign(userId, campaignId);
       const dsn = await parseDsn(raw, contentType);
       const id = dsn.originalEnvelopeId ?? dsn.originalMessageId ?? createHash('sha256').update(raw).digest('hex');
@@ -153,6 +162,8 @@ export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock
           reportingMta: dsn.reportingMta,
           senderDomain: senderDomainOf(dsn.sender),
           campaignId: campaign,
+          outreachMessageId: outreach?.messageId ?? null,
+          outreachCampaignId: outreach?.campaignId ?? null,
           format: 'dsn' as const,
           dedupeKey: sha256(['dsn', id, email, r.status]),
         };

@@ -1,0 +1,223 @@
+import { randomUUID } from 'node:crypto';
+import { and, asc, eq, inArray, sql } from 'drizzle-orm';
+import { queryRows } from '../../db/client.ts';
+import { outreachMessages } from '../../db/schema/index.ts';
+import type { AppDeps } from '../../deps.ts';
+import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
+import { AppError, validationError } from '../../shared/errors.ts';
+import { findOwned, isUuid, storedId } from '../../shared/ids.ts';
+import { decodeCursor, encodeCursor } from '../../shared/pagination.ts';
+import { leadsForOutreach, moveLeadsForOutreach } from '../leads/leads.outreach.ts';
+import { domainOf, normalizeEmail } from '../suppressions/suppressions.normalize.ts';
+import { suppressionOf } from '../suppressions/suppressions.service.ts';
+import { connectionsRepository } from './connections.repository.ts';
+import type { EmailView, SendEmailInput } from './emails.schemas.ts';
+import { mailboxEndpoints, openSmtpTransport } from './mailbox.transport.ts';
+import { classifySendError, linkToken, mailOptions, publicUrlOf } from './sequencer.mail.ts';
+import type { MessageRow } from './sequencer.repository.ts';
+
+type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'credits' | 'logger'>;
+
+export function toEmailView(m: MessageRow): EmailView {
+  return {
+    id: m.id,
+    direction: m.direction,
+    status: m.status,
+    kind: m.kind,
+    messageId: m.messageId,
+    threadId: m.threadId,
+    from: m.fromEmail,
+    to: m.toEmail,
+    subject: m.subject,
+    text: m.bodyText,
+    step: m.step === null ? null : m.step + 1,
+    campaignId: m.campaignId,
+    leadId: m.leadId,
+    mailboxId: m.mailboxId,
+    at: (m.sentAt ?? m.receivedAt ?? m.createdAt).toISOString(),
+    openedAt: m.openedAt?.toISOString() ?? null,
+  };
+}
+
+/** One-off mails and the inbox (README "Outreach", Emails). */
+export function createEmailService(deps: Deps) {
+  const box = createSecretBox(secretKeyMaterial(deps.config));
+  const connections = connectionsRepository(deps.db);
+
+  return {
+    /**
+     * Sends one mail, or a reply in a thread, from one of the user's mailboxes: the address must not be suppressed,
+     * the balance pays for it, and the mail is recorded before the SMTP transaction (as the sequencer does).
+     */
+    async send(userId: string, input: SendEmailInput): Promise<EmailView> {
+      const mailbox = await findOwned(
+        input.mailboxId,
+        'Mailbox',
+        (key) => connections.findMailbox(userId, key),
+        'mailboxId',
+      );
+      let parent: MessageRow | undefined;
+      if (input.inReplyTo) {
+        const id = input.inReplyTo.trim().replace(/^<|>$/g, '');
+        [parent] = await deps.db
+          .select()
+          .from(outreachMessages)
+          .where(and(eq(outreachMessages.userId, userId), eq(outreachMessages.messageId, id)));
+        if (!parent) throw validationError('inReplyTo', 'no mail of yours has this Message-ID');
+      }
+      const lead = input.leadId
+        ? (await leadsForOutreach(deps.db, userId, [storedId(input.leadId) ?? ''].filter(isUuid)))[0]
+        : undefined;
+      if (input.leadId && !lead)
+        throw new AppError('NOT_FOUND', 'Lead not found', { details: [{ field: 'leadId', message: 'not found' }] });
+      const rawTo =
+        input.to ?? lead?.email ?? (parent ? (parent.direction === 'inbound' ? parent.fromEmail : parent.toEmail) : '');
+      const to = normalizeEmail(rawTo ?? '');
+      if (!to) throw validationError('to', 'not an email address');
+      const entry = (await suppressionOf(deps.db, userId, [to])).get(to);
+      if (entry)
+        throw validationError(
+          'to',
+          `${to} is suppressed (${entry.type} ${entry.value}: ${entry.reason ?? entry.source})`,
+        );
+      await deps.credits.assert(deps.db, userId, 'emails_sent', 1);
+      const thread = parent
+        ? await deps.db
+            .select()
+            .from(outreachMessages)
+            .where(and(eq(outreachMessages.userId, userId), eq(outreachMessages.threadId, parent.threadId)))
+            .orderBy(asc(outreachMessages.id))
+        : [];
+      const subject = input.subject?.trim() || (parent ? `Re: ${parent.subject.replace(/^re:\s*/i, '')}` : '');
+      if (!subject) throw validationError('subject', 'required for a new mail');
+      const messageId = `${randomUUID()}@${domainOf(mailbox.email)}`;
+      const now = deps.clock.now();
+      const [intent] = await deps.db
+        .insert(outreachMessages)
+        .values({
+          userId,
+          mailboxId: mailbox.id,
+          campaignId: parent?.campaignId ?? null,
+          leadId: lead?.id ?? parent?.leadId ?? null,
+          direction: 'outbound',
+          status: 'PENDING',
+          messageId,
+          inReplyTo: parent?.messageId ?? null,
+          references: thread.map((m) => m.messageId),
+          threadId: parent?.threadId ?? messageId,
+          fromEmail: mailbox.email,
+          toEmail: to,
+          subject,
+          bodyText: input.body,
+          createdAt: now,
+          updatedAt: now,
+        })
+        .returning();
+      const { smtp } = mailboxEndpoints(box, mailbox);
+      if (!smtp) throw validationError('mailboxId', 'this mailbox sends through its platform, not SMTP');
+      const transport = await openSmtpTransport(deps, smtp);
+      try {
+        await transport.sendMail(
+          mailOptions({
+            from: mailbox.email,
+            fromName: mailbox.fromName,
+            to,
+            subject,
+            text: input.body,
+            messageId,
+            inReplyTo: intent!.inReplyTo,
+            references: intent!.references,
+            unsubscribeUrl: `${publicUrlOf(deps.config)}/api/outreach/unsubscribe/${linkToken(deps.config, 'unsubscribe', intent!.id)}`,
+            openPixelUrl: null,
+          }),
+        );
+      } catch (err) {
+        const kind = classifySendError(err);
+        const reason = String((err as Error).message ?? err).slice(0, 500);
+        if (kind === 'unknown') {
+          await deps.db
+            .update(outreachMessages)
+            .set({ status: 'UNCONFIRMED', error: reason })
+            .where(eq(outreachMessages.id, intent!.id));
+        } else {
+          await deps.db.delete(outreachMessages).where(eq(outreachMessages.id, intent!.id));
+        }
+        throw new AppError('CONNECTION_FAILED', `The mail server did not take the mail: ${reason}`, {
+          details: [{ field: 'mailboxId', message: reason }],
+        });
+      } finally {
+        transport.close();
+      }
+      const sent = await deps.db.transaction(async (tx) => {
+        const [row] = await tx
+          .update(outreachMessages)
+          .set({ status: 'SENT', sentAt: now, updatedAt: now })
+          .where(eq(outreachMessages.id, intent!.id))
+          .returning();
+        if (row!.leadId) await moveLeadsForOutreach(tx, userId, [row!.leadId], 'CONTACTED', now);
+        await deps.credits.spend(tx, userId, 'emails_sent', 1, { partial: true, reason: 'outreach mail' });
+        return row!;
+      });
+      return toEmailView(sent);
+    },
+
+    /**
+     * The inbox: threads with at least one reply or auto-reply, the most recently answered first, each with every
+     * mail of the thread (ours and theirs) in order. Cursor: the thread's latest reply.
+     */
+    async inbox(
+      userId: string,
+      query: { limit: number; cursor?: string; leadId?: string; campaignId?: string; mailboxId?: string },
+    ) {
+      const filter = (value: string | undefined, column: string) => {
+        if (value === undefined) return sql``;
+        const key = storedId(value);
+        // An id that is not a UUID names nothing: an empty inbox, not a cast error.
+        return key ? sql` AND ${sql.raw(column)} = ${key}` : sql` AND false`;
+      };
+      const before = decodeCursor(query.cursor);
+      const threads = await queryRows<{ thread_id: string; last: string }>(
+        deps.db,
+        sql`SELECT thread_id, max(id::text) AS last FROM outreach_messages
+            WHERE user_id = ${userId} AND direction = 'inbound' AND kind IN ('reply', 'auto_reply')
+            ${filter(query.leadId, 'lead_id')}${filter(query.campaignId, 'campaign_id')}${filter(query.mailboxId, 'mailbox_id')}
+            GROUP BY thread_id
+            ${before ? sql`HAVING max(id::text) < ${before}` : sql``}
+            ORDER BY last DESC LIMIT ${query.limit + 1}`,
+      );
+      const page = threads.slice(0, query.limit);
+      const messages = page.length
+        ? await deps.db
+            .select()
+            .from(outreachMessages)
+            .where(
+              and(
+                eq(outreachMessages.userId, userId),
+                inArray(
+                  outreachMessages.threadId,
+                  page.map((t) => t.thread_id),
+                ),
+              ),
+            )
+            .orderBy(asc(outreachMessages.id))
+        : [];
+      return {
+        threads: page.map((t) => {
+          const mine = messages.filter((m) => m.threadId === t.thread_id);
+          const first = mine[0]!;
+          const last = mine.at(-1)!;
+          return {
+            threadId: t.thread_id,
+            leadId: mine.find((m) => m.leadId)?.leadId ?? null,
+            campaignId: mine.find((m) => m.campaignId)?.campaignId ?? null,
+            mailboxId: first.mailboxId,
+            subject: first.subject,
+            lastMessageAt: (last.receivedAt ?? last.sentAt ?? last.createdAt).toISOString(),
+            messages: mine.map(toEmailView),
+          };
+        }),
+        nextCursor: threads.length > query.limit ? encodeCursor(page.at(-1)!.last) : null,
+      };
+    },
+  };
+}
