@@ -246,6 +246,13 @@ test('20 leads, 3 steps: replies, hard bounces, an unsubscribe and an out-of-off
     ],
   );
 
+  // Bounce rates now have sends to divide by (README, Email verification).
+  const rates = (await ctx.call(alice, 'GET', `/api/email-verification/bounces?campaignId=${campaignId}`)).json().data
+    .rates;
+  assert.deepEqual(rates.byCampaign, [{ campaignId, hard: 2, soft: 0, block: 0, total: 2, sends: 48, rate: 2 / 48 }]);
+  assert.deepEqual(rates.byDomain, [
+    { domain: 'leads.test', hard: 2, soft: 0, block: 0, total: 2, sends: 48, rate: 2 / 48 },
+  ]);
   const inbox = (await ctx.call(alice, 'GET', `/api/outreach/emails?campaignId=${campaignId}`)).json().data;
   assert.equal(inbox.threads.length, 4, 'three replies and the out-of-office');
   const thread = inbox.threads.find((t: { leadId: string }) => t.leadId === ids[0]);

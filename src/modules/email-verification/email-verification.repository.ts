@@ -24,7 +24,10 @@ export function emailVerificationRepository(db: Db | Tx) {
     const w: SQL[] = [eq(emailBounces.userId, userId)];
     if (f.type) w.push(eq(emailBounces.type, f.type));
     if (f.domain) w.push(eq(emailBounces.recipientDomain, f.domain));
-    if (f.campaignId) w.push(eq(emailBounces.campaignId, f.campaignId));
+    if (f.campaignId)
+      w.push(
+        sql`(${emailBounces.campaignId} = ${f.campaignId} OR ${emailBounces.outreachCampaignId} = ${f.campaignId})`,
+      );
     if (f.from) w.push(gte(emailBounces.createdAt, f.from));
     if (f.to) w.push(lt(emailBounces.createdAt, f.to));
     return w;
@@ -70,13 +73,15 @@ export function emailVerificationRepository(db: Db | Tx) {
         .limit(MAX_GROUPS);
     },
 
+    /** Per campaign: the outreach campaign of the bounced mail, else the deal campaign a report named. */
     async byCampaign(userId: string, f: BounceFilters) {
+      const campaign = sql<string>`coalesce(${emailBounces.outreachCampaignId}, ${emailBounces.campaignId})::text`;
       return db
-        .select({ campaignId: emailBounces.campaignId, ...byType })
+        .select({ campaignId: campaign, ...byType })
         .from(emailBounces)
-        .where(and(...where(userId, f), isNotNull(emailBounces.campaignId)))
-        .groupBy(emailBounces.campaignId)
-        .orderBy(desc(count()), emailBounces.campaignId)
+        .where(and(...where(userId, f), isNotNull(campaign)))
+        .groupBy(campaign)
+        .orderBy(desc(count()), campaign)
         .limit(MAX_GROUPS);
     },
 

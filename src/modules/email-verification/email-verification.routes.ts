@@ -90,8 +90,9 @@ export const emailVerificationRoutes: RouteModule = (app, deps) => {
         'Newest first, filtered by `type`, recipient `domain`, `campaignId` (another user’s: 404) and the time ' +
         'received (`from` inclusive, `to` exclusive); cursor pagination. `rates` cover every bounce matching the ' +
         'filters (top 100 groups each): hard/soft/block counts per recipient domain and per campaign, and blocks ' +
-        'per sending domain. `rate` is bounces ÷ sends; sending is not recorded by this service yet, so `sends` ' +
-        'and `rate` are null rather than a guess.',
+        'per sending domain. `sends` are the outreach mails sent in the same time window to that domain, or in ' +
+        'that outreach campaign (deal campaigns send nothing: null); `rate` is bounces ÷ sends, null without ' +
+        'sends. `campaignId` may name an outreach campaign (its mails’ bounces) or a deal campaign.',
       querystring: listBouncesQuery,
       response: { 200: envelope(bounceList), ...errorResponses(400, 401, 403, 404) },
     },

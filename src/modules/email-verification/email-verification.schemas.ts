@@ -68,10 +68,7 @@ export const listBouncesQuery = paginationQuery.extend({
 });
 export type ListBouncesQuery = z.infer<typeof listBouncesQuery>;
 
-const rate = z
-  .number()
-  .nullable()
-  .describe('bounces ÷ sends; null while no sends are recorded (see the operation description)');
+const rate = z.number().nullable().describe('bounces ÷ outreach mails sent (same filters); null when none were sent');
 const counts = { hard: z.number().int(), soft: z.number().int(), block: z.number().int(), total: z.number().int() };
 
 export const bounceList = z.object({

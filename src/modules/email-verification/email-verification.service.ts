@@ -9,6 +9,7 @@ import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { campaignRepository } from '../campaigns/campaigns.repository.ts';
 import { markLeadsHardBounced } from '../leads/leads.bounces.ts';
 import { stopEnrollmentsOf } from '../outreach/enrollments.ts';
+import { ownedOutreachCampaign, sendsByCampaign, sendsByRecipientDomain } from '../outreach/sends.ts';
 import { domainOf, normalizeDomain, normalizeEmail } from '../suppressions/suppressions.normalize.ts';
 import { suppress } from '../suppressions/suppressions.service.ts';
 import { classifyBounce, statusOfReply } from './classify.ts';
@@ -68,12 +69,18 @@ type Pending = Omit<BounceInsert, 'userId' | 'createdAt'>;
 export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock'>) {
   const repo = emailVerificationRepository(deps.db);
 
-  async function ownedCampaign(userId: string, campaignId: string | undefined): Promise<string | null> {
-    if (campaignId === undefined) return null;
+  /** A campaign id from a client: an outreach campaign (what sends mail) or a deal campaign of the user. */
+  async function ownedCampaign(
+    userId: string,
+    campaignId: string | undefined,
+  ): Promise<{ campaignId: string | null; outreachCampaignId: string | null }> {
+    if (campaignId === undefined) return { campaignId: null, outreachCampaignId: null };
     const key = storedId(campaignId);
+    const outreach = key && (await ownedOutreachCampaign(deps.db, userId, key));
+    if (outreach) return { campaignId: null, outreachCampaignId: outreach };
     const row = key && (await campaignRepository(deps.db).find(userId, key));
     if (!row) throw notFound('Campaign', 'campaignId');
-    return row.id;
+    return { campaignId: row.id, outreachCampaignId: null };
   }
 
   /**
@@ -161,9 +168,9 @@ export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock
           action: r.action || null,
           reportingMta: dsn.reportingMta,
           senderDomain: senderDomainOf(dsn.sender),
-          campaignId: campaign,
+          campaignId: campaign.campaignId,
           outreachMessageId: outreach?.messageId ?? null,
-          outreachCampaignId: outreach?.campaignId ?? null,
+          outreachCampaignId: outreach?.campaignId ?? campaign.outreachCampaignId,
           format: 'dsn' as const,
           dedupeKey: sha256(['dsn', id, email, r.status]),
         };
@@ -196,16 +203,26 @@ export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock
           action: 'failed',
           reportingMta: null,
           senderDomain: senderDomainOf(body.sender),
-          campaignId: campaign,
+          campaignId: campaign.campaignId,
+          outreachCampaignId: campaign.outreachCampaignId,
           format: 'json',
-          dedupeKey: sha256(['json', body.messageId ?? null, email, status, body.smtpCode, diagnostic, campaign]),
+          dedupeKey: sha256([
+            'json',
+            body.messageId ?? null,
+            email,
+            status,
+            body.smtpCode,
+            diagnostic,
+            campaign.campaignId ?? campaign.outreachCampaignId,
+          ]),
         },
       ]);
     },
 
     /**
-     * Bounces newest first, and the breakdowns over every bounce matching the filters. No module records
-     * sends yet, so `sends` and `rate` are null (README, Email verification).
+     * Bounces newest first, and the breakdowns over every bounce matching the filters. Rates are bounces ÷ the
+     * outreach mails sent in the same window (README, Email verification): to the recipient domain, or in the
+     * outreach campaign; null where nothing was sent (and for deal campaigns, which send nothing).
      */
     async list(userId: string, query: ListBouncesQuery) {
       const filters: BounceFilters = {
@@ -218,8 +235,10 @@ export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock
         if (!domain) throw validationError('domain', 'not a domain');
         filters.domain = domain;
       }
-      if (query.campaignId !== undefined)
-        filters.campaignId = (await ownedCampaign(userId, query.campaignId)) ?? undefined;
+      if (query.campaignId !== undefined) {
+        const owned = await ownedCampaign(userId, query.campaignId);
+        filters.campaignId = (owned.campaignId ?? owned.outreachCampaignId)!;
+      }
       const [rows, byDomain, byCampaign, blocksBySender] = await Promise.all([
         repo.list(userId, filters, query.limit, decodeCursor(query.cursor)),
         repo.byDomain(userId, filters),
@@ -227,13 +246,33 @@ export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock
         repo.blocksBySender(userId, filters),
       ]);
       const page = pageOf(rows, query.limit);
-      const unknownSends = { sends: null, rate: null };
+      const window = { from: filters.from, to: filters.to };
+      const [domainSends, campaignSends] = await Promise.all([
+        sendsByRecipientDomain(
+          deps.db,
+          userId,
+          byDomain.map((r) => r.domain),
+          window,
+        ),
+        sendsByCampaign(
+          deps.db,
+          userId,
+          byCampaign.map((r) => r.campaignId!),
+          window,
+        ),
+      ]);
+      const withRate = (total: number, sends: number | undefined) =>
+        sends ? { sends, rate: Math.min(1, total / sends) } : { sends: sends ?? null, rate: null };
       return {
         bounces: page.items.map(toBounceView),
         nextCursor: page.nextCursor,
         rates: {
-          byDomain: byDomain.map((r) => ({ ...r, ...unknownSends })),
-          byCampaign: byCampaign.map((r) => ({ ...r, campaignId: r.campaignId!, ...unknownSends })),
+          byDomain: byDomain.map((r) => ({ ...r, ...withRate(r.total, domainSends.get(r.domain)) })),
+          byCampaign: byCampaign.map((r) => ({
+            ...r,
+            campaignId: r.campaignId!,
+            ...withRate(r.total, campaignSends.get(r.campaignId!)),
+          })),
           blocksBySender: blocksBySender.map((r) => ({ senderDomain: r.senderDomain!, blocks: r.blocks })),
         },
       };

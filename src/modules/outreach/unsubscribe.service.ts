@@ -1,8 +1,9 @@
 import { and, eq, sql } from 'drizzle-orm';
-import { outreachEnrollments, outreachMessages, outreachUnsubscribes } from '../../db/schema/index.ts';
+import { outreachMessages, outreachUnsubscribes } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { moveLeadsForOutreach } from '../leads/leads.outreach.ts';
 import { suppress } from '../suppressions/suppressions.service.ts';
+import { stopEnrollmentsOf } from './enrollments.ts';
 import { tokenMessageId } from './sequencer.mail.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'config'>;
@@ -63,18 +64,8 @@ export function createUnsubscribeService(deps: Deps) {
           ],
           now,
         );
-        const stopped = await tx
-          .update(outreachEnrollments)
-          .set({ status: 'UNSUBSCRIBED', nextSendAt: null, updatedAt: now })
-          .where(
-            and(
-              eq(outreachEnrollments.userId, message.userId),
-              eq(outreachEnrollments.email, message.toEmail),
-              eq(outreachEnrollments.status, 'ACTIVE'),
-            ),
-          )
-          .returning({ leadId: outreachEnrollments.leadId });
-        const leadIds = [...new Set([...stopped.map((s) => s.leadId), ...(message.leadId ? [message.leadId] : [])])];
+        const stopped = await stopEnrollmentsOf(tx, message.userId, [message.toEmail], 'UNSUBSCRIBED', now);
+        const leadIds = [...new Set([...stopped, ...(message.leadId ? [message.leadId] : [])])];
         await moveLeadsForOutreach(tx, message.userId, leadIds, 'UNSUBSCRIBED', now);
       });
       return message.toEmail;
