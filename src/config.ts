@@ -131,6 +131,11 @@ const envSchema = z.object({
   // ---- Outreach (README "Outreach") ----
   /** Outreach mails one worker process sends at once (over every mailbox; each mailbox is one pooled transport). */
   OUTREACH_SEND_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
+  /**
+   * How long the sequencer holds what it claimed, and how long a mail recorded but not confirmed may still be in
+   * flight: after it, another process takes the enrollment over and such a mail counts as sent (never resent).
+   */
+  OUTREACH_SEND_LEASE_SECONDS: z.coerce.number().int().min(5).max(86_400).default(600),
   /** How often each mailbox's inbox is read for replies and bounces when IDLE is not kept open. */
   OUTREACH_IMAP_INTERVAL_SECONDS: z.coerce.number().int().min(5).max(86_400).default(60),
   /** The platforms' API base URLs (tests point them at loopback servers speaking the same wire format). */

@@ -20,8 +20,6 @@ import { leadTemplateVars, renderTemplate } from './templates.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'logger' | 'credits'>;
 
-/** How long a claim or an unanswered intent is held before another process may take the enrollment again. */
-export const SEND_LEASE_MS = 10 * 60_000;
 /** Enrollments claimed at once. */
 const CLAIM_BATCH = 500;
 /** Sends whose outcome is written in one transaction. */
@@ -59,6 +57,8 @@ export function createSequencer(deps: Deps) {
   const box = createSecretBox(secretKeyMaterial(deps.config));
   const baseUrl = publicUrlOf(deps.config);
   const concurrency = deps.config.OUTREACH_SEND_CONCURRENCY;
+  // How long a claim or an unanswered mail is held before another process may take the enrollment over.
+  const SEND_LEASE_MS = deps.config.OUTREACH_SEND_LEASE_SECONDS * 1000;
 
   async function runBatch(claimed: DueEnrollment[], now: Date, mailboxes: Map<string, MailboxState>) {
     const repo = sequencerRepository(deps.db);
