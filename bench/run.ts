@@ -4,7 +4,7 @@
  * PostgreSQL: BENCH_DATABASE_URL, else TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test
  * (a scratch database is made).
  * Sections: `npm run bench -- foundation`, `scraping`, `matching`, `accounts`, `events`, `analytics`,
- * `deliverability` (default: all).
+ * `deliverability`, `outreach` (default: all).
  */
 import { benchAccounts } from './accounts.ts';
 import { benchAnalytics } from './analytics.ts';
@@ -13,6 +13,7 @@ import { benchEvents } from './events.ts';
 import { benchFoundation } from './foundation.ts';
 import { printTable, type Row } from './lib.ts';
 import { benchMatching } from './matching.ts';
+import { benchOutreach } from './outreach.ts';
 import { benchScraping } from './scraping.ts';
 
 const sections: Record<string, () => Promise<Row[]>> = {
@@ -23,6 +24,7 @@ const sections: Record<string, () => Promise<Row[]>> = {
   events: benchEvents,
   analytics: benchAnalytics,
   deliverability: benchDeliverability,
+  outreach: benchOutreach,
 };
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const unknown = wanted.filter((name) => !(name in sections));

@@ -80,10 +80,10 @@ export function sequencerRepository(db: Db | Tx) {
         .orderBy(outreachMessages.step);
     },
 
-    /** The intent, recorded before the SMTP transaction; undefined when this step already has one. */
-    async insertIntent(values: MessageInsert): Promise<MessageRow | undefined> {
-      const [row] = await db.insert(outreachMessages).values(values).onConflictDoNothing().returning();
-      return row;
+    /** Intents, recorded before the SMTP transaction; a step that already has one is left out of the answer. */
+    insertIntents(values: MessageInsert[]): Promise<MessageRow[]> {
+      if (!values.length) return Promise.resolve([]);
+      return db.insert(outreachMessages).values(values).onConflictDoNothing().returning();
     },
 
     async intentOf(enrollmentId: string, step: number): Promise<MessageRow | undefined> {

@@ -12,6 +12,7 @@ import { classifySendError, linkToken, mailOptions, publicUrlOf } from './sequen
 import {
   type DueEnrollment,
   type EnrollmentMove,
+  type MessageInsert,
   type MessageRow,
   sequencerRepository,
 } from './sequencer.repository.ts';
@@ -21,7 +22,9 @@ import { leadTemplateVars, renderTemplate } from './templates.ts';
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'logger' | 'credits'>;
 
 /** Enrollments claimed at once. */
-const CLAIM_BATCH = 500;
+const CLAIM_BATCH = 1000;
+/** Mails being prepared (intent recorded) per mail being sent. */
+const PREPARE_AHEAD = 4;
 /** Sends whose outcome is written in one transaction. */
 const FINALIZE_BATCH = 100;
 /** A mail the server answered with a 4xx (or could not be reached for) is tried again this much later. */
@@ -59,6 +62,7 @@ export function createSequencer(deps: Deps) {
   const concurrency = deps.config.OUTREACH_SEND_CONCURRENCY;
   // How long a claim or an unanswered mail is held before another process may take the enrollment over.
   const SEND_LEASE_MS = deps.config.OUTREACH_SEND_LEASE_SECONDS * 1000;
+  const smtpSlots = semaphore(concurrency);
 
   async function runBatch(claimed: DueEnrollment[], now: Date, mailboxes: Map<string, MailboxState>) {
     const repo = sequencerRepository(deps.db);
@@ -98,7 +102,17 @@ export function createSequencer(deps: Deps) {
     for (const m of await repo.threadsOf(claimed.filter((e) => e.nextStep > 0).map((e) => e.id))) {
       threads.set(m.enrollmentId!, [...(threads.get(m.enrollmentId!) ?? []), m]);
     }
-    const unpaid = new Set<string>();
+    // What each user's balance pays for in this batch (one read per user, not one per mail).
+    const allowance = new Map<string, number>();
+    const price = deps.credits.prices.emails_sent;
+    for (const userId of new Set(claimed.map((e) => e.userId))) {
+      const paysFor =
+        deps.credits.enabled && price > 0
+          ? Math.floor((await deps.credits.balance(deps.db, userId)) / price)
+          : Number.POSITIVE_INFINITY;
+      allowance.set(userId, paysFor);
+    }
+    const intents = intentWriter(deps.db);
 
     const postpones: Array<{ id: string; at: Date }> = [];
     const stops: string[] = [];
@@ -141,20 +155,15 @@ export function createSequencer(deps: Deps) {
       }
       if (!inWindow(now, campaign.window))
         return void postpones.push({ id: e.id, at: nextWindowOpening(now, campaign.window) });
-      if (unpaid.has(e.userId)) return void postpones.push({ id: e.id, at: new Date(now.getTime() + RETRY_AFTER_MS) });
+      if (!(allowance.get(e.userId)! > 0))
+        return void postpones.push({ id: e.id, at: new Date(now.getTime() + RETRY_AFTER_MS) });
       const mailbox = pickMailbox(e, campaign);
       if (mailbox instanceof Date) return void postpones.push({ id: e.id, at: mailbox });
       // Book the slot before any await, so concurrent sends see it.
       mailbox.sentToday++;
       mailbox.byCampaign.set(campaign.id, (mailbox.byCampaign.get(campaign.id) ?? 0) + 1);
       mailbox.freeAt = now.getTime() + randomBetween(campaign.minGapSeconds, campaign.maxGapSeconds) * 1000;
-      try {
-        await deps.credits.assert(deps.db, e.userId, 'emails_sent', 1);
-      } catch {
-        unpaid.add(e.userId);
-        postpones.push({ id: e.id, at: new Date(now.getTime() + RETRY_AFTER_MS) });
-        return;
-      }
+      allowance.set(e.userId, allowance.get(e.userId)! - 1);
       const step = campaign.steps[e.nextStep]!;
       const thread = threads.get(e.id) ?? [];
       const first = thread[0];
@@ -163,7 +172,7 @@ export function createSequencer(deps: Deps) {
       const subject = rendered || (first ? `Re: ${first.subject.replace(/^re:\s*/i, '')}` : '(no subject)');
       const id = randomUUID();
       const messageId = `${id}@${domainOf(mailbox.row.email)}`;
-      const intent = await sequencerRepository(deps.db).insertIntent({
+      const intent = await intents.add({
         userId: e.userId,
         mailboxId: mailbox.row.id,
         campaignId: campaign.id,
@@ -188,22 +197,27 @@ export function createSequencer(deps: Deps) {
       try {
         if (!smtp) throw Object.assign(new Error('The mailbox has no SMTP URL'), { responseCode: 550 });
         mailbox.transport ??= openSmtpTransport(deps, smtp, { pool: true, maxConnections: Math.min(concurrency, 5) });
-        await (await mailbox.transport).sendMail(
-          mailOptions({
-            from: mailbox.row.email,
-            fromName: mailbox.row.fromName,
-            to: e.email,
-            subject,
-            text: intent.bodyText,
-            messageId,
-            inReplyTo: intent.inReplyTo,
-            references: intent.references,
-            unsubscribeUrl: `${baseUrl}/api/outreach/unsubscribe/${linkToken(deps.config, 'unsubscribe', intent.id)}`,
-            openPixelUrl: campaign.trackOpens
-              ? `${baseUrl}/api/outreach/o/${linkToken(deps.config, 'open', intent.id)}.gif`
-              : null,
-          }),
-        );
+        await smtpSlots.acquire();
+        try {
+          await (await mailbox.transport).sendMail(
+            mailOptions({
+              from: mailbox.row.email,
+              fromName: mailbox.row.fromName,
+              to: e.email,
+              subject,
+              text: intent.bodyText,
+              messageId,
+              inReplyTo: intent.inReplyTo,
+              references: intent.references,
+              unsubscribeUrl: `${baseUrl}/api/outreach/unsubscribe/${linkToken(deps.config, 'unsubscribe', intent.id)}`,
+              openPixelUrl: campaign.trackOpens
+                ? `${baseUrl}/api/outreach/o/${linkToken(deps.config, 'open', intent.id)}.gif`
+                : null,
+            }),
+          );
+        } finally {
+          smtpSlots.release();
+        }
         sent.push({ enrollment: e, message: intent, mailbox });
         moves.push(advance(e, campaign, mailbox.row.id, now));
       } catch (err) {
@@ -237,10 +251,12 @@ export function createSequencer(deps: Deps) {
       moves.push(advance(e, campaign, existing.mailboxId, existing.createdAt));
     }
 
-    // OUTREACH_SEND_CONCURRENCY sends at once over every mailbox.
+    // Four times as many preparing as sending: intents waiting for their INSERT share one statement (each commit
+    // waits for the WAL flush), and the SMTP connections never wait for the database. OUTREACH_SEND_CONCURRENCY
+    // mails are handed to SMTP at once; a crash can leave up to this many recorded and unsent (UNCONFIRMED).
     let next = 0;
     await Promise.all(
-      Array.from({ length: Math.min(concurrency, claimed.length) }, async () => {
+      Array.from({ length: Math.min(concurrency * PREPARE_AHEAD, claimed.length) }, async () => {
         while (next < claimed.length) {
           const e = claimed[next++]!;
           try {
@@ -253,47 +269,53 @@ export function createSequencer(deps: Deps) {
       }),
     );
 
-    // Outcomes, in batches: mail states, enrollment moves, leads CONTACTED, credits.
-    for (let i = 0; i < Math.max(sent.length, 1); i += FINALIZE_BATCH) {
-      const chunk = sent.slice(i, i + FINALIZE_BATCH);
-      const first = i === 0;
-      await deps.db.transaction(async (tx) => {
-        const txRepo = sequencerRepository(tx);
-        await txRepo.setMessages(
-          chunk.map((s) => s.message.id),
-          { status: 'SENT', sentAt: now, updatedAt: now },
-        );
-        const chunkMoves = moves.filter((m) => chunk.some((s) => s.enrollment.id === m.id));
-        if (first) {
-          // Everything that was not a plain send, once.
-          chunkMoves.push(...moves.filter((m) => !sent.some((s) => s.enrollment.id === m.id)));
-          await txRepo.setMessages(unconfirmed, { status: 'UNCONFIRMED', updatedAt: now });
-          for (const f of failedIds)
-            await txRepo.setMessages([f.id], { status: 'FAILED', error: f.error, updatedAt: now });
-          await txRepo.deleteMessages(retried);
-          await txRepo.stopEnrollments(stops, 'STOPPED', now);
-          await txRepo.postpone(postpones);
-        }
-        await txRepo.moveEnrollments(chunkMoves, now);
-        for (const userId of new Set(chunk.map((s) => s.enrollment.userId))) {
-          const mine = chunk.filter((s) => s.enrollment.userId === userId);
-          await moveLeadsForOutreach(
-            tx,
-            userId,
-            mine.map((s) => s.enrollment.leadId),
-            'CONTACTED',
-            now,
+    // Outcomes, in batches: mail states, enrollment moves, leads CONTACTED, credits. Written while the next batch
+    // is sent (its enrollments are leased, so nothing is claimed twice meanwhile).
+    const finalize = async () => {
+      for (let i = 0; i < Math.max(sent.length, 1); i += FINALIZE_BATCH) {
+        const chunk = sent.slice(i, i + FINALIZE_BATCH);
+        const first = i === 0;
+        await deps.db.transaction(async (tx) => {
+          const txRepo = sequencerRepository(tx);
+          await txRepo.setMessages(
+            chunk.map((s) => s.message.id),
+            { status: 'SENT', sentAt: now, updatedAt: now },
           );
-          // The mails went out: paid from what the balance holds (never below zero).
-          await deps.credits.spend(tx, userId, 'emails_sent', mine.length, { partial: true, reason: 'outreach mail' });
-        }
-      });
-    }
+          const chunkMoves = moves.filter((m) => chunk.some((s) => s.enrollment.id === m.id));
+          if (first) {
+            // Everything that was not a plain send, once.
+            chunkMoves.push(...moves.filter((m) => !sent.some((s) => s.enrollment.id === m.id)));
+            await txRepo.setMessages(unconfirmed, { status: 'UNCONFIRMED', updatedAt: now });
+            for (const f of failedIds)
+              await txRepo.setMessages([f.id], { status: 'FAILED', error: f.error, updatedAt: now });
+            await txRepo.deleteMessages(retried);
+            await txRepo.stopEnrollments(stops, 'STOPPED', now);
+            await txRepo.postpone(postpones);
+          }
+          await txRepo.moveEnrollments(chunkMoves, now);
+          for (const userId of new Set(chunk.map((s) => s.enrollment.userId))) {
+            const mine = chunk.filter((s) => s.enrollment.userId === userId);
+            await moveLeadsForOutreach(
+              tx,
+              userId,
+              mine.map((s) => s.enrollment.leadId),
+              'CONTACTED',
+              now,
+            );
+            // The mails went out: paid from what the balance holds (never below zero).
+            await deps.credits.spend(tx, userId, 'emails_sent', mine.length, {
+              partial: true,
+              reason: 'outreach mail',
+            });
+          }
+        });
+      }
+    };
     result.sent = sent.length;
     result.failed = failedIds.length;
     result.postponed = postpones.length + retried.length;
     result.stopped = stops.length;
-    return result;
+    return { result, finalize: finalize() };
   }
 
   return {
@@ -301,6 +323,7 @@ export function createSequencer(deps: Deps) {
     async runDue(options: { maxBatches?: number } = {}): Promise<SequencerRun> {
       const total: SequencerRun = { sent: 0, failed: 0, postponed: 0, stopped: 0 };
       const mailboxes = new Map<string, MailboxState>();
+      const writing: Array<Promise<void>> = [];
       try {
         await sequencerRepository(deps.db).confirmStaleOneOffs(new Date(deps.clock.now().getTime() - SEND_LEASE_MS));
         for (let batch = 0; batch < (options.maxBatches ?? Number.POSITIVE_INFINITY); batch++) {
@@ -309,16 +332,74 @@ export function createSequencer(deps: Deps) {
             sequencerRepository(tx).claimDue(now, new Date(now.getTime() + SEND_LEASE_MS), CLAIM_BATCH),
           );
           if (!claimed.length) break;
-          const run = await runBatch(claimed, now, mailboxes);
+          const { result: run, finalize } = await runBatch(claimed, now, mailboxes);
+          // Unhandled until awaited below; the rejection is kept, not thrown twice.
+          finalize.catch(() => {});
+          writing.push(finalize);
           total.sent += run.sent;
           total.failed += run.failed;
           total.postponed += run.postponed;
           total.stopped += run.stopped;
         }
+        for (const w of writing) await w;
       } finally {
+        await Promise.allSettled(writing);
         for (const m of mailboxes.values()) void m.transport?.then((t) => t.close()).catch(() => {});
       }
       return total;
+    },
+  };
+}
+
+/**
+ * Intents are recorded before their mail is sent; sends running at once share one INSERT (group commit): a send
+ * waits for the statement that recorded its intent, and a step that already has one gets undefined.
+ */
+function intentWriter(db: Deps['db']) {
+  let queue: Array<{ values: MessageInsert; resolve(row: MessageRow | undefined): void; reject(e: unknown): void }> =
+    [];
+  let flushing = false;
+  async function flush() {
+    flushing = true;
+    while (queue.length) {
+      const items = queue;
+      queue = [];
+      try {
+        const rows = await sequencerRepository(db).insertIntents(items.map((i) => i.values));
+        const byId = new Map(rows.map((r) => [r.messageId, r]));
+        for (const item of items) item.resolve(byId.get(item.values.messageId));
+      } catch (err) {
+        for (const item of items) item.reject(err);
+      }
+    }
+    flushing = false;
+  }
+  return {
+    add(values: MessageInsert): Promise<MessageRow | undefined> {
+      return new Promise((resolve, reject) => {
+        queue.push({ values, resolve, reject });
+        if (!flushing) queueMicrotask(() => void (flushing || flush()));
+      });
+    },
+  };
+}
+
+/** At most `size` holders at once; the others wait in order. */
+function semaphore(size: number) {
+  let free = size;
+  const waiting: Array<() => void> = [];
+  return {
+    async acquire(): Promise<void> {
+      if (free > 0) {
+        free--;
+        return;
+      }
+      await new Promise<void>((resolve) => waiting.push(resolve));
+    },
+    release(): void {
+      const wake = waiting.shift();
+      if (wake) wake();
+      else free++;
     },
   };
 }

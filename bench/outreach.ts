@@ -1,0 +1,224 @@
+/**
+ * Outreach figures on PostgreSQL (README "Outreach"), the service's own sequencer and inbox reader:
+ *   - sends: BENCH_OUTREACH_DUE (default 10,000) due first-step mails to a loopback SMTP sink (accepting at once):
+ *     sends/s of the sequencer (OUTREACH_SEND_CONCURRENCY 8, one mailbox's pooled transport) against a bare
+ *     nodemailer loop with the same pooled transport, concurrency, headers and body, run before and after (their
+ *     mean). Twice: a campaign of exactly the due leads, then one of BENCH_OUTREACH_ENROLLED (default 1,000,000)
+ *     enrolled leads of which the same number is due: the second rate ÷ the first shows the scheduler's cost
+ *     follows due sends, not enrolled ones.
+ *   - replies: 1,000 replies to those mails appended to a Dovecot INBOX (test/helpers/imap-server.ts), then one
+ *     inbox read: matched, stored, sequences stopped, leads REPLIED.
+ * `BENCH_OUTREACH_DUE=1000 BENCH_OUTREACH_ENROLLED=20000 npm run bench -- outreach` for a quick check.
+ */
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import { SMTPServer } from 'smtp-server';
+import { createInboxReader } from '../src/modules/outreach/inbox.reader.ts';
+import { mailOptions } from '../src/modules/outreach/sequencer.mail.ts';
+import { createSequencer } from '../src/modules/outreach/sequencer.ts';
+import { createSecretBox, secretKeyMaterial } from '../src/shared/crypto.ts';
+import { startImapServer } from '../test/helpers/imap-server.ts';
+import { listenOnLoopback } from '../test/helpers/smtp.ts';
+import { type Row, seedLeads, startBenchService } from './lib.ts';
+
+const DUE = Number(process.env.BENCH_OUTREACH_DUE ?? 10_000);
+const ENROLLED = Number(process.env.BENCH_OUTREACH_ENROLLED ?? 1_000_000);
+const REPLIES = Math.min(1000, DUE);
+const CONCURRENCY = 8;
+const SENDER = 'bench@outreach-bench.test';
+
+async function startSink() {
+  const sink = { count: 0 };
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    logger: false,
+    onData(stream, _session, callback) {
+      stream.on('data', () => {});
+      stream.on('end', () => {
+        sink.count++;
+        callback();
+      });
+    },
+  });
+  const port = await listenOnLoopback(server);
+  return { port, sink, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+/** The bare loop: the same pooled transport options and concurrency, the same headers and a body of the same size. */
+async function bareLoop(port: number, count: number): Promise<number> {
+  const { default: nodemailer } = await import('nodemailer');
+  const transport = nodemailer.createTransport({
+    host: '127.0.0.1',
+    port,
+    secure: false,
+    auth: { user: 'u', pass: 'p' },
+    pool: true,
+    maxConnections: Math.min(CONCURRENCY, 5),
+  });
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < count) {
+        const i = next++;
+        await transport.sendMail(
+          mailOptions({
+            from: SENDER,
+            fromName: 'Bench',
+            to: `person${i}@company${i % 500}.com`,
+            subject: `Hello First${i}`,
+            text: `Hi First${i}, a first note about Company ${i % 500}.`,
+            messageId: `${randomUUID()}@outreach-bench.test`,
+            inReplyTo: null,
+            references: [],
+            unsubscribeUrl: `http://127.0.0.1/api/outreach/unsubscribe/${randomUUID()}.${'x'.repeat(32)}`,
+            openPixelUrl: null,
+          }),
+        );
+      }
+    }),
+  );
+  transport.close();
+  return count / ((performance.now() - started) / 1000);
+}
+
+async function seedCampaign(pool: pg.Pool, userId: string, connectionId: string, mailboxId: string, name: string) {
+  const { rows } = await pool.query<{ id: string }>(
+    `INSERT INTO outreach_campaigns (id, user_id, connection_id, name, status, steps, "window", daily_limit,
+                                     mailbox_ids, stop_on_reply, min_gap_seconds, max_gap_seconds, track_opens)
+     VALUES (gen_random_uuid(), $1, $2, $3, 'ACTIVE', $4, $5, 1000000, ARRAY[$6::uuid], true, 0, 0, false)
+     RETURNING id`,
+    [
+      userId,
+      connectionId,
+      name,
+      JSON.stringify([
+        { subject: 'Hello {{firstName}}', body: 'Hi {{firstName}}, a first note about {{company}}.', delayDays: 0 },
+        { subject: '', body: 'Following up, {{firstName}}.', delayDays: 3 },
+      ]),
+      JSON.stringify({ timezone: 'UTC', days: [1, 2, 3, 4, 5, 6, 7], startHour: 0, endHour: 24 }),
+      mailboxId,
+    ],
+  );
+  return rows[0]!.id;
+}
+
+/** Enrolls the user's first `count` leads (by id) in the campaign; the first `due` of them due now. */
+async function enroll(pool: pg.Pool, userId: string, campaignId: string, count: number, due: number) {
+  const batch = 250_000;
+  for (let offset = 0; offset < count; offset += batch) {
+    await pool.query(
+      `INSERT INTO outreach_enrollments (id, user_id, campaign_id, lead_id, email, next_send_at)
+       SELECT gen_random_uuid(), $1, $2, l.id, l.email,
+              CASE WHEN l.n <= $5 THEN now() - interval '1 second' ELSE now() + interval '30 days' END
+       FROM (SELECT id, email, row_number() OVER (ORDER BY id) AS n FROM leads WHERE user_id = $1
+             ORDER BY id LIMIT $3 OFFSET $4) l`,
+      [userId, campaignId, Math.min(batch, count - offset), offset, due - offset],
+    );
+  }
+  await pool.query('ANALYZE outreach_enrollments');
+}
+
+export async function benchOutreach(): Promise<Row[]> {
+  const smtp = await startSink();
+  const imap = await startImapServer({ users: [{ user: SENDER, pass: 'bench' }] });
+  const service = await startBenchService('bench_outreach', {
+    workers: false,
+    env: { ALLOW_PRIVATE_NETWORK: 'true', OUTREACH_SEND_CONCURRENCY: String(CONCURRENCY) },
+  });
+  const { user, pool, runtime } = service;
+  try {
+    await seedLeads(pool, user.id, Math.max(ENROLLED, DUE), 500);
+    const box = createSecretBox(secretKeyMaterial(runtime.deps.config));
+    const {
+      rows: [connection],
+    } = await pool.query<{ id: string }>(
+      `INSERT INTO outreach_connections (id, user_id, provider, name, verified_at)
+       VALUES (gen_random_uuid(), $1, 'smtp', 'bench', now()) RETURNING id`,
+      [user.id],
+    );
+    const {
+      rows: [mailbox],
+    } = await pool.query<{ id: string }>(
+      `INSERT INTO outreach_mailboxes (id, user_id, connection_id, email, from_name, daily_limit, smtp_url_encrypted,
+                                       imap_url_encrypted, smtp_host, smtp_port, imap_host, imap_port, username)
+       VALUES (gen_random_uuid(), $1, $2, $3, 'Bench', 10000000, $4, $5, '127.0.0.1', $6, '127.0.0.1', $7, 'u')
+       RETURNING id`,
+      [
+        user.id,
+        connection!.id,
+        SENDER,
+        box.seal(`smtp://u:p@127.0.0.1:${smtp.port}`),
+        box.seal(imap.url(SENDER)),
+        smtp.port,
+        imap.port,
+      ],
+    );
+    const sequencer = createSequencer(runtime.deps);
+    const timedRun = async () => {
+      const before = smtp.sink.count;
+      const started = performance.now();
+      const run = await sequencer.runDue();
+      const secs = (performance.now() - started) / 1000;
+      if (run.sent !== DUE || smtp.sink.count - before !== DUE)
+        throw new Error(`sent ${run.sent}, sink got ${smtp.sink.count - before}, wanted ${DUE}`);
+      return DUE / secs;
+    };
+    const baseBefore = await bareLoop(smtp.port, DUE);
+    const small = await seedCampaign(pool, user.id, connection!.id, mailbox!.id, 'due only');
+    await enroll(pool, user.id, small, DUE, DUE);
+    const rateSmall = await timedRun();
+    const large = await seedCampaign(pool, user.id, connection!.id, mailbox!.id, 'one million');
+    await enroll(pool, user.id, large, ENROLLED, DUE);
+    const rateLarge = await timedRun();
+    const baseAfter = await bareLoop(smtp.port, DUE);
+    const baseline = (baseBefore + baseAfter) / 2;
+
+    // Replies to the first campaign's mails, appended to the mailbox's INBOX, then one read.
+    const { rows: sent } = await pool.query<{ message_id: string; to_email: string; subject: string }>(
+      `SELECT message_id, to_email, subject FROM outreach_messages WHERE campaign_id = $1 LIMIT $2`,
+      [small, REPLIES],
+    );
+    for (const [i, m] of sent.entries()) {
+      await imap.append(
+        SENDER,
+        `From: <${m.to_email}>\r\nTo: <${SENDER}>\r\nSubject: Re: ${m.subject}\r\nMessage-ID: <r${i}@bench.test>\r\n` +
+          `In-Reply-To: <${m.message_id}>\r\nReferences: <${m.message_id}>\r\n\r\nTell me more.\r\n`,
+      );
+    }
+    const started = performance.now();
+    const read = await createInboxReader(runtime.deps).runDue({ force: true });
+    const replySecs = (performance.now() - started) / 1000;
+    return [
+      {
+        name: `sequencer sends/s ÷ bare nodemailer loop (${DUE.toLocaleString('en')} due of ${ENROLLED.toLocaleString('en')} enrolled)`,
+        value: `${(rateLarge / baseline).toFixed(2)} (${rateLarge.toFixed(0)}/s vs ${baseline.toFixed(0)}/s)`,
+        target: '≥ 0.8',
+        pass: rateLarge / baseline >= 0.8,
+      },
+      {
+        name: `  same due sends, campaign of ${DUE.toLocaleString('en')} enrolled`,
+        value: `${rateSmall.toFixed(0)}/s (bare loop before ${baseBefore.toFixed(0)}/s, after ${baseAfter.toFixed(0)}/s)`,
+        target: '-',
+        pass: null,
+      },
+      {
+        name: '  rate at 1M enrolled ÷ rate at due-only (cost follows due sends)',
+        value: (rateLarge / rateSmall).toFixed(2),
+        target: '≥ 0.8',
+        pass: rateLarge / rateSmall >= 0.8,
+      },
+      {
+        name: `${REPLIES.toLocaleString('en')} replies in the IMAP inbox matched and processed`,
+        value: `${replySecs.toFixed(1)} s (${read.reply} replies, ${read.unmatched} unmatched)`,
+        target: '< 20 s',
+        pass: read.reply === REPLIES && replySecs < 20,
+      },
+    ];
+  } finally {
+    await service.stop();
+    await imap.close();
+    await smtp.close();
+  }
+}
