@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import PostalMime from 'postal-mime';
@@ -22,11 +23,24 @@ let imap: TestImapServer;
 // Monday 2026-03-02 10:00 UTC.
 const clock = new ManualClock(new Date('2026-03-02T10:00:00Z'));
 const SMTP_USER = { user: 'sales@quarry-sender.test', pass: 'smtp secret' };
+// RFC 8463: an ed25519 key record publishes the bare 32-byte key.
+const ED25519_KEY = crypto
+  .generateKeyPairSync('ed25519')
+  .publicKey.export({ type: 'spki', format: 'der' })
+  .subarray(-32)
+  .toString('base64');
 
 before(async () => {
   dns = await startTestDnsServer({
     ...TEST_ZONES,
     'prospects.test': { mx: [{ exchange: 'mx.prospects.test', priority: 10 }] },
+    // The sending domain: mail exchangers, SPF for the loopback SMTP host, a DKIM key under `google`, DMARC.
+    'quarry-sender.test': {
+      mx: [{ exchange: 'mx.quarry-sender.test', priority: 10 }],
+      txt: ['v=spf1 ip4:127.0.0.1 -all'],
+    },
+    'google._domainkey.quarry-sender.test': { txt: [`v=DKIM1; k=ed25519; p=${ED25519_KEY}`] },
+    '_dmarc.quarry-sender.test': { txt: ['v=DMARC1; p=none; rua=mailto:dmarc@quarry-sender.test'] },
   });
   smtp = await startSmtpServer({ auth: SMTP_USER });
   imap = await startImapServer({ users: [{ user: 'sales@quarry-sender.test', pass: 'imap secret' }] });
@@ -129,6 +143,34 @@ describe('connections', () => {
     assert.deepEqual((await ctx.call(bob, 'GET', '/api/outreach/accounts')).json().data.accounts, []);
     assertError(await ctx.call(bob, 'DELETE', `/api/outreach/connections/${connectionId}`), 404, 'NOT_FOUND');
     assertError(await ctx.call(bob, 'GET', `/api/outreach/accounts?connectionId=${connectionId}`), 404, 'NOT_FOUND');
+  });
+
+  test('account test: MX, SPF, DKIM (found under a common selector) and DMARC, each with what DNS answered', async () => {
+    const [account] = (await ctx.call(alice, 'GET', '/api/outreach/accounts')).json().data.accounts;
+    const res = await ctx.call(alice, 'POST', `/api/outreach/accounts/${account.id}/test`, {});
+    assert.equal(res.statusCode, 200, res.body);
+    const { domain, checks, passed } = res.json().data;
+    assert.equal(domain, 'quarry-sender.test');
+    const by = Object.fromEntries(checks.map((c: { check: string }) => [c.check, c]));
+    assert.equal(by.mx.record, '10 mx.quarry-sender.test');
+    assert.equal(by.spf.pass, true, by.spf.message);
+    assert.equal(by.spf.record, 'v=spf1 ip4:127.0.0.1 -all');
+    assert.equal(by.dkim.pass, true);
+    assert.match(by.dkim.message, /^google\._domainkey\.quarry-sender\.test/);
+    assert.equal(by.dmarc.pass, true);
+    assert.match(by.dmarc.message, /policy none/);
+    assert.equal(passed, 4);
+    const wrongSelector = await ctx.call(alice, 'POST', `/api/outreach/accounts/${account.id}/test`, {
+      dkimSelector: 's9',
+    });
+    const dkim = wrongSelector.json().data.checks.find((c: { check: string }) => c.check === 'dkim');
+    assert.equal(dkim.pass, false);
+    assert.match(dkim.message, /s9\._domainkey/);
+    assertValidation(
+      await ctx.call(alice, 'POST', `/api/outreach/accounts/${account.id}/test`, { dkimSelector: 'a b' }),
+      'dkimSelector',
+    );
+    assertError(await ctx.call(bob, 'POST', `/api/outreach/accounts/${account.id}/test`, {}), 404, 'NOT_FOUND');
   });
 
   test('a mailbox host on a private network is refused unless ALLOW_PRIVATE_NETWORK', async () => {

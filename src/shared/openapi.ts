@@ -182,6 +182,7 @@ export const operationIds: Record<string, string> = {
   'GET /api/outreach/connections': 'listOutreachConnections',
   'DELETE /api/outreach/connections/{id}': 'deleteOutreachConnection',
   'GET /api/outreach/accounts': 'listOutreachAccounts',
+  'POST /api/outreach/accounts/{id}/test': 'testOutreachAccount',
   'POST /api/outreach/campaigns': 'createOutreachCampaign',
   'GET /api/outreach/campaigns': 'listOutreachCampaigns',
   'GET /api/outreach/campaigns/{id}': 'getOutreachCampaign',

@@ -4,6 +4,8 @@ import { principalOf } from '../../shared/auth.ts';
 import { done, envelope, errorResponses, idParams, ok, successOnly } from '../../shared/http.ts';
 import { nextCursor } from '../../shared/pagination.ts';
 import {
+  accountTestBody,
+  accountTestView,
   connectionView,
   createConnectionBody,
   listAccountsQuery,
@@ -82,5 +84,23 @@ export const outreachConnectionRoutes: RouteModule = (app, deps) => {
       },
     },
     handler: async (request) => ok(await connections.listAccounts(principalOf(request).userId, request.query)),
+  });
+
+  app.post('/api/outreach/accounts/:id/test', {
+    config: outreachRead,
+    schema: {
+      tags,
+      summary: 'DNS vitals of the mailbox’s domain: MX, SPF, DKIM, DMARC',
+      description:
+        'Read through DNS_SERVERS. MX: the domain has mail exchangers (a null MX fails: replies and bounces would ' +
+        'be lost). SPF: the domain’s record authorizes the mailbox’s SMTP host. DKIM: a key record under ' +
+        '`dkimSelector`, or else under a common selector (the one found is named). DMARC: `_dmarc.<domain>` holds ' +
+        'a policy (`p=none` passes with a note). Each check with what DNS answered.',
+      params: idParams,
+      body: accountTestBody,
+      response: { 200: envelope(accountTestView), ...errorResponses(400, 401, 404) },
+    },
+    handler: async (request) =>
+      ok(await connections.testAccount(principalOf(request).userId, request.params.id, request.body?.dkimSelector)),
   });
 };

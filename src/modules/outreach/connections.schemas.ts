@@ -94,3 +94,28 @@ export type ConnectionView = z.infer<typeof connectionView>;
 
 export const listConnectionsQuery = paginationQuery;
 export const listAccountsQuery = paginationQuery.extend({ connectionId: z.string().optional() });
+
+export const accountTestBody = z
+  .object({
+    dkimSelector: z
+      .string()
+      .trim()
+      .toLowerCase()
+      .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/, 'must be a DNS label')
+      .optional()
+      .describe('Default: the common selectors default, google, selector1, selector2, k1, s1, mail, dkim'),
+  })
+  .default({});
+
+export const accountTestView = z.object({
+  domain: z.string(),
+  checks: z.array(
+    z.object({
+      check: z.enum(['mx', 'spf', 'dkim', 'dmarc']),
+      pass: z.boolean(),
+      record: z.string().nullable().describe('What DNS answered'),
+      message: z.string(),
+    }),
+  ),
+  passed: z.number().int().describe('Checks that passed, of 4'),
+});

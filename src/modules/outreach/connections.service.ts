@@ -3,6 +3,7 @@ import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
 import { AppError, type ErrorDetail, notFound } from '../../shared/errors.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
+import { dnsVitals } from './accounts.dns.ts';
 import { type ConnectionRow, connectionsRepository, type MailboxRow } from './connections.repository.ts';
 import type { ConnectionView, CreateConnectionInput, MailboxView } from './connections.schemas.ts';
 import { type MailboxEndpoint, openImapClient, openSmtpTransport, parseMailboxUrl } from './mailbox.transport.ts';
@@ -174,6 +175,17 @@ export function createConnectionService(deps: Deps) {
     async remove(userId: string, id: string): Promise<void> {
       const row = await owned(userId, id);
       if (!(await repo.remove(userId, row.id))) throw notFound('Connection');
+    },
+
+    /** DNS vitals of the mailbox's domain: MX, SPF, DKIM, DMARC, each with what was read. */
+    async testAccount(userId: string, id: string, dkimSelector?: string) {
+      const mailbox = await findOwned(id, 'Account', (key) => repo.findMailbox(userId, key));
+      return dnsVitals({
+        email: mailbox.email,
+        smtpHost: mailbox.smtpHost,
+        dkimSelector,
+        servers: deps.config.DNS_SERVERS,
+      });
     },
 
     async listAccounts(userId: string, query: { limit: number; cursor?: string; connectionId?: string }) {
