@@ -173,6 +173,34 @@ describe('connections', () => {
     assertError(await ctx.call(bob, 'POST', `/api/outreach/accounts/${account.id}/test`, {}), 404, 'NOT_FOUND');
   });
 
+  test('account warmup: enabling makes the domain a warming warmup domain through this mailbox; disabling pauses', async () => {
+    const [account] = (await ctx.call(alice, 'GET', '/api/outreach/accounts')).json().data.accounts;
+    const url = `/api/outreach/accounts/${account.id}/warmup`;
+    assert.deepEqual((await ctx.call(alice, 'GET', url)).json().data, { enabled: false, warmupDomain: null });
+    assertValidation(await ctx.call(alice, 'POST', url, { enabled: true }), 'dkimSelector');
+    const missingKey = await ctx.call(alice, 'POST', url, { enabled: true, dkimSelector: 's9' });
+    assertError(missingKey, 400, 'DNS_NOT_READY');
+    // The domain stays linked in DRAFT; once the right selector is set through Warmup domains it starts.
+    const draft = (await ctx.call(alice, 'GET', url)).json().data;
+    assert.equal(draft.warmupDomain.status, 'DRAFT');
+    const fix = await ctx.call(alice, 'PATCH', `/api/warmup-domains/${draft.warmupDomain.id}`, {
+      dkimSelector: 'google',
+    });
+    assert.equal(fix.statusCode, 200, fix.body);
+    const on = await ctx.call(alice, 'POST', url, { enabled: true });
+    assert.equal(on.statusCode, 200, on.body);
+    assert.equal(on.json().data.enabled, true);
+    assert.equal(on.json().data.warmupDomain.domain, 'quarry-sender.test');
+    assert.equal(on.json().data.warmupDomain.status, 'WARMING');
+    assert.equal(on.json().data.warmupDomain.fromAddress, 'sales@quarry-sender.test');
+    const off = await ctx.call(alice, 'POST', url, { enabled: false });
+    assert.equal(off.json().data.enabled, false);
+    assert.equal(off.json().data.warmupDomain.status, 'PAUSED');
+    assert.doesNotMatch(off.body, /smtp secret|smtp%20secret/);
+    assertError(await ctx.call(bob, 'GET', url), 404, 'NOT_FOUND');
+    assertError(await ctx.call(bob, 'POST', url, { enabled: true, dkimSelector: 'google' }), 404, 'NOT_FOUND');
+  });
+
   test('a mailbox host on a private network is refused unless ALLOW_PRIVATE_NETWORK', async () => {
     const strict = await createTwoUserContext({ workers: false, env: { ALLOW_PRIVATE_NETWORK: 'false' } });
     try {

@@ -183,6 +183,8 @@ export const operationIds: Record<string, string> = {
   'DELETE /api/outreach/connections/{id}': 'deleteOutreachConnection',
   'GET /api/outreach/accounts': 'listOutreachAccounts',
   'POST /api/outreach/accounts/{id}/test': 'testOutreachAccount',
+  'POST /api/outreach/accounts/{id}/warmup': 'setOutreachAccountWarmup',
+  'GET /api/outreach/accounts/{id}/warmup': 'getOutreachAccountWarmup',
   'POST /api/outreach/campaigns': 'createOutreachCampaign',
   'GET /api/outreach/campaigns': 'listOutreachCampaigns',
   'GET /api/outreach/campaigns/{id}': 'getOutreachCampaign',

@@ -3,9 +3,12 @@ import type { RouteModule } from '../../route-module.ts';
 import { principalOf } from '../../shared/auth.ts';
 import { done, envelope, errorResponses, idParams, ok, successOnly } from '../../shared/http.ts';
 import { nextCursor } from '../../shared/pagination.ts';
+import { warmupDomainView } from '../warmup/warmup.schemas.ts';
+import { createAccountWarmupService } from './accounts.warmup.ts';
 import {
   accountTestBody,
   accountTestView,
+  accountWarmupBody,
   connectionView,
   createConnectionBody,
   listAccountsQuery,
@@ -20,6 +23,13 @@ export const outreachWrite = { scope: 'outreach:write' };
 
 export const outreachConnectionRoutes: RouteModule = (app, deps) => {
   const connections = createConnectionService(deps);
+  const accountWarmup = createAccountWarmupService(deps);
+  const warmupState = envelope(
+    z.object({
+      enabled: z.boolean().describe('The mailbox is warming now'),
+      warmupDomain: warmupDomainView.nullable().describe('Its domain in Warmup domains: day, target, sent, rates'),
+    }),
+  );
   const tags = OUTREACH_TAGS;
 
   app.post('/api/outreach/connections', {
@@ -102,5 +112,35 @@ export const outreachConnectionRoutes: RouteModule = (app, deps) => {
     },
     handler: async (request) =>
       ok(await connections.testAccount(principalOf(request).userId, request.params.id, request.body?.dkimSelector)),
+  });
+
+  app.post('/api/outreach/accounts/:id/warmup', {
+    config: outreachWrite,
+    schema: {
+      tags,
+      summary: 'Enable or disable warmup of a mailbox',
+      description:
+        'Enabling makes the mailbox’s domain a warmup domain sending through this mailbox (see Warmup domains; ' +
+        '`dkimSelector` needed the first time) and starts it: SPF and DKIM are checked (`400 DNS_NOT_READY` ' +
+        'naming the record; the domain stays in DRAFT, linked, so a later call starts it), or resumes a paused ' +
+        'one (an auto-paused one only with its rates within the limits: `400 INVALID_STATE`). `409 CONFLICT` when ' +
+        'the domain is already warming through another mailbox. Disabling pauses it.',
+      params: idParams,
+      body: accountWarmupBody,
+      response: { 200: warmupState, ...errorResponses(400, 401, 403, 404, 409) },
+    },
+    handler: async (request) =>
+      ok(await accountWarmup.set(principalOf(request).userId, request.params.id, request.body)),
+  });
+
+  app.get('/api/outreach/accounts/:id/warmup', {
+    config: outreachRead,
+    schema: {
+      tags,
+      summary: 'Warmup of a mailbox: state, schedule day, today’s target and sent count, latest rates',
+      params: idParams,
+      response: { 200: warmupState, ...errorResponses(401, 404) },
+    },
+    handler: async (request) => ok(await accountWarmup.get(principalOf(request).userId, request.params.id)),
   });
 };

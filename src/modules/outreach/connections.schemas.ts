@@ -119,3 +119,14 @@ export const accountTestView = z.object({
   ),
   passed: z.number().int().describe('Checks that passed, of 4'),
 });
+
+export const accountWarmupBody = z.object({
+  enabled: z.boolean(),
+  dkimSelector: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .max(253)
+    .optional()
+    .describe('The DKIM selector of the mailbox’s domain; needed the first time warmup is enabled'),
+});
