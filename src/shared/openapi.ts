@@ -196,6 +196,7 @@ export const operationIds: Record<string, string> = {
   'GET /api/outreach/o/{file}': 'outreachOpenPixel',
   'POST /api/outreach/emails': 'sendOutreachEmail',
   'GET /api/outreach/emails': 'listOutreachInbox',
+  'POST /api/outreach/personalize': 'personalizeOutreach',
   // ---- analytics and admin ----
   'GET /api/analytics/pipeline-overview': 'getPipelineOverview',
   'GET /api/analytics/sources': 'getSourceAnalytics',

@@ -6,9 +6,11 @@ import { nextCursor } from '../../shared/pagination.ts';
 import { OUTREACH_TAGS, outreachRead, outreachWrite } from './connections.routes.ts';
 import { emailView, listEmailsQuery, sendEmailBody, threadView } from './emails.schemas.ts';
 import { createEmailService } from './emails.service.ts';
+import { createPersonalizer, personalizeBody, personalizeResult } from './personalize.ts';
 
 export const outreachEmailRoutes: RouteModule = (app, deps) => {
   const emails = createEmailService(deps);
+  const personalizer = createPersonalizer(deps);
   const tags = OUTREACH_TAGS;
 
   app.post('/api/outreach/emails', {
@@ -46,5 +48,22 @@ export const outreachEmailRoutes: RouteModule = (app, deps) => {
       },
     },
     handler: async (request) => ok(await emails.inbox(principalOf(request).userId, request.query)),
+  });
+
+  app.post('/api/outreach/personalize', {
+    config: outreachWrite,
+    schema: {
+      tags,
+      summary: 'AI personalization: a subject and a first line per lead (up to 100; dry run option)',
+      description:
+        'The model writes from the lead (name, title, company, email domain, custom fields) and its profiles, ' +
+        'guided by `instructions`. Unless `dryRun`, each answer is stored on the lead as the custom fields ' +
+        '`personalizedSubject` and `personalizedFirstLine`, for templates: `{{custom.personalizedFirstLine}}`. ' +
+        'A lead the model gave no answer for carries `error`. Tokens are charged as AI credits (402 before the ' +
+        'first call when the balance is empty); without an AI provider: `503 AI_NOT_CONFIGURED`.',
+      body: personalizeBody,
+      response: { 200: envelope(personalizeResult), ...errorResponses(400, 401, 402, 403, 503) },
+    },
+    handler: async (request) => ok(await personalizer.personalize(principalOf(request).userId, request.body)),
   });
 };
