@@ -205,6 +205,7 @@ describe('GET /api/credits/pricing', () => {
         ['pages', 1],
         ['email_validations', 1],
         ['ai_tokens', 1],
+        ['emails_sent', 1],
       ],
     );
     assert.match(data.prices[2].unit, /1,000 AI tokens/);
