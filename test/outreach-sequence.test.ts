@@ -8,7 +8,7 @@ import { DAY_MS, ManualClock } from '../src/shared/clock.ts';
 import { createTwoUserContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { startTestDnsServer, TEST_ZONES, type TestDnsServer } from './helpers/dns.ts';
 import { startImapServer, type TestImapServer } from './helpers/imap-server.ts';
-import { type ReceivedMail, startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
+import { headerOf, type ReceivedMail, startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 
 // The issue's whole journey (README "Outreach"): a 3-step sequence to 20 leads; 3 reply, 2 hard-bounce (DSNs in the
 // mailbox's IMAP inbox), 1 unsubscribes through the link, 1 sends an out-of-office; exactly the right mails go out.
@@ -41,15 +41,21 @@ after(async () => {
   await dns?.close();
 });
 
-const headerOf = (mail: ReceivedMail, name: string) =>
-  mail.raw
-    .toString('utf8')
-    .split(/\r?\n\r?\n/)[0]!
-    .replace(/\r?\n[ \t]+/g, ' ')
-    .split(/\r?\n/)
-    .find((l) => l.toLowerCase().startsWith(`${name.toLowerCase()}:`))
-    ?.slice(name.length + 1)
-    .trim();
+const header = (mail: ReceivedMail, name: string) => headerOf(mail.raw, name);
+/** The team mailbox connected for `user` (both logins checked by the API). */
+const connect = (user: TestUser) =>
+  ctx.call(user, 'POST', '/api/outreach/connections', {
+    provider: 'smtp',
+    name: 'Team',
+    mailboxes: [
+      {
+        email: SENDER,
+        smtpUrl: `smtp://${encodeURIComponent(SENDER)}:pw-smtp@127.0.0.1:${smtp.port}`,
+        imapUrl: imap.url(SENDER),
+        dailyLimit: 500,
+      },
+    ],
+  });
 const mailsTo = (to: string) => smtp.messages.filter((m) => m.to.includes(to));
 
 const reply = (from: string, original: ReceivedMail, extra = '') =>
@@ -58,8 +64,8 @@ const reply = (from: string, original: ReceivedMail, extra = '') =>
     `To: <${SENDER}>`,
     `Subject: Re: ${original.subject}`,
     `Message-ID: <reply-${from}-${Math.random().toString(36).slice(2)}@leads.test>`,
-    `In-Reply-To: ${headerOf(original, 'Message-ID')}`,
-    `References: ${headerOf(original, 'Message-ID')}`,
+    `In-Reply-To: ${header(original, 'Message-ID')}`,
+    `References: ${header(original, 'Message-ID')}`,
     'Date: Mon, 02 Mar 2026 12:00:00 +0000',
     extra,
     '',
@@ -99,7 +105,7 @@ Content-Type: text/rfc822-headers
 From: ${SENDER}
 To: ${to}
 Subject: ${original.subject}
-Message-ID: ${headerOf(original, 'Message-ID')}
+Message-ID: ${header(original, 'Message-ID')}
 
 --B0UND--
 `.replace(/\n/g, '\r\n');
@@ -110,18 +116,7 @@ test('20 leads, 3 steps: replies, hard bounces, an unsubscribe and an out-of-off
     eventTypes: ['email.replied', 'email.bounced'],
   });
   assert.equal(hook.statusCode, 201, hook.body);
-  const connection = await ctx.call(alice, 'POST', '/api/outreach/connections', {
-    provider: 'smtp',
-    name: 'Team',
-    mailboxes: [
-      {
-        email: SENDER,
-        smtpUrl: `smtp://${encodeURIComponent(SENDER)}:pw-smtp@127.0.0.1:${smtp.port}`,
-        imapUrl: imap.url(SENDER),
-        dailyLimit: 500,
-      },
-    ],
-  });
+  const connection = await connect(alice);
   assert.equal(connection.statusCode, 201, connection.body);
   const campaign = await ctx.call(alice, 'POST', '/api/outreach/campaigns', {
     connectionId: connection.json().data.connection.id,
@@ -171,7 +166,7 @@ test('20 leads, 3 steps: replies, hard bounces, an unsubscribe and an out-of-off
     ),
   );
   await imap.append(SENDER, 'From: <stranger@else.test>\r\nSubject: hello\r\nMessage-ID: <x@else.test>\r\n\r\nhi\r\n');
-  const unsubscribe = new URL(headerOf(mailsTo(people[5]!)[0]!, 'List-Unsubscribe')!.slice(1, -1));
+  const unsubscribe = new URL(header(mailsTo(people[5]!)[0]!, 'List-Unsubscribe')!.slice(1, -1));
   assert.equal(
     (
       await ctx.inject({
@@ -278,7 +273,7 @@ test('20 leads, 3 steps: replies, hard bounces, an unsubscribe and an out-of-off
   });
   assert.equal(answer.statusCode, 201, answer.body);
   const sentReply = mailsTo(people[0]!).at(-1)!;
-  assert.equal(headerOf(sentReply, 'In-Reply-To'), `<${thread.messages[1].messageId}>`);
+  assert.equal(header(sentReply, 'In-Reply-To'), `<${thread.messages[1].messageId}>`);
   assert.match(sentReply.subject, /^Re: Hello P0$/);
   const refused = await ctx.call(alice, 'POST', '/api/outreach/emails', {
     mailboxId: thread.mailboxId,
@@ -303,17 +298,7 @@ test('20 leads, 3 steps: replies, hard bounces, an unsubscribe and an out-of-off
 
 test('a wrong IMAP password is shown on the account and stops nothing else', async () => {
   const user = await ctx.signup();
-  const connection = await ctx.call(user, 'POST', '/api/outreach/connections', {
-    provider: 'smtp',
-    name: 'Team',
-    mailboxes: [
-      {
-        email: SENDER,
-        smtpUrl: `smtp://${encodeURIComponent(SENDER)}:pw-smtp@127.0.0.1:${smtp.port}`,
-        imapUrl: imap.url(SENDER),
-      },
-    ],
-  });
+  const connection = await connect(user);
   assert.equal(connection.statusCode, 201, connection.body);
   // The password changed at the mail provider after the connection was made.
   const mailboxId = connection.json().data.connection.mailboxes[0].id;

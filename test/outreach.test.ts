@@ -10,7 +10,7 @@ import { createTwoUserContext, type TestContext, type TestUser } from './helpers
 import { assertError, assertValidation } from './helpers/assertions.ts';
 import { startTestDnsServer, TEST_ZONES, type TestDnsServer } from './helpers/dns.ts';
 import { startImapServer, type TestImapServer } from './helpers/imap-server.ts';
-import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
+import { headerOf, startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 
 // README "Outreach": connect a mailbox (SMTP and IMAP logins checked), create a campaign, enroll leads behind the
 // gates, and let the sequencer send: steps in order, in the window, threaded, with one-click unsubscribe.
@@ -67,15 +67,6 @@ const mailbox = (overrides: Record<string, unknown> = {}) => ({
   dailyLimit: 100,
   ...overrides,
 });
-const headerOf = (raw: Buffer, name: string) =>
-  raw
-    .toString('utf8')
-    .split(/\r?\n\r?\n/)[0]!
-    .replace(/\r?\n[ \t]+/g, ' ')
-    .split(/\r?\n/)
-    .find((l) => l.toLowerCase().startsWith(`${name.toLowerCase()}:`))
-    ?.slice(name.length + 1)
-    .trim();
 
 let connectionId: string;
 

@@ -98,3 +98,15 @@ export async function startSmtpServer(
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+
+/** A header of a raw message (the first with that name, unfolded), without its name. */
+export function headerOf(raw: Buffer, name: string): string | undefined {
+  return raw
+    .toString('utf8')
+    .split(/\r?\n\r?\n/)[0]!
+    .replace(/\r?\n[ \t]+/g, ' ')
+    .split(/\r?\n/)
+    .find((l) => l.toLowerCase().startsWith(`${name.toLowerCase()}:`))
+    ?.slice(name.length + 1)
+    .trim();
+}
