@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { RouteModule } from '../../route-module.ts';
+import { notFound } from '../../shared/errors.ts';
+import { errorResponses } from '../../shared/http.ts';
 import { OUTREACH_TAGS } from './connections.routes.ts';
 import { createUnsubscribeService } from './unsubscribe.service.ts';
 
@@ -43,12 +45,12 @@ export const outreachUnsubscribeRoutes: RouteModule = (app, deps) => {
         tags,
         summary: 'The unsubscribe page of a mail (public; a button confirms)',
         params: tokenParams,
-        response: { 200: html, 404: html },
+        response: { 200: html, ...errorResponses(404) },
       },
       handler: async (request, reply) => {
         const email = await service.addressOf(request.params.token);
+        if (!email) throw notFound('Unsubscribe link');
         reply.type('text/html; charset=utf-8');
-        if (!email) return reply.code(404).send(page('Link not found', '<p>This unsubscribe link is not valid.</p>'));
         return page(
           'Unsubscribe',
           `<p>Stop emails to <strong>${escapeHtml(email)}</strong>?</p><form method="post">` +
@@ -67,12 +69,12 @@ export const outreachUnsubscribeRoutes: RouteModule = (app, deps) => {
           '(UNSUBSCRIBED) and marks their leads UNSUBSCRIBED. Repeating it changes nothing. 404 for a link that ' +
           'is not valid.',
         params: tokenParams,
-        response: { 200: html, 404: html },
+        response: { 200: html, ...errorResponses(404) },
       },
       handler: async (request, reply) => {
         const email = await service.unsubscribe(request.params.token);
+        if (!email) throw notFound('Unsubscribe link');
         reply.type('text/html; charset=utf-8');
-        if (!email) return reply.code(404).send(page('Link not found', '<p>This unsubscribe link is not valid.</p>'));
         return page('Unsubscribed', `<p>${escapeHtml(email)} will not receive these emails again.</p>`);
       },
     });
@@ -83,13 +85,13 @@ export const outreachUnsubscribeRoutes: RouteModule = (app, deps) => {
         tags,
         summary: 'Open-tracking image of a mail (public)',
         params: z.object({ file: z.string().max(210) }),
-        response: { 200: z.any().describe('image/gif'), 404: z.any().describe('image/gif (the link is not ours)') },
+        response: { 200: z.any().describe('image/gif'), ...errorResponses(404) },
       },
       handler: async (request, reply) => {
         const token = request.params.file.replace(/\.gif$/, '');
         const counted = await service.opened(token);
         reply.header('cache-control', 'no-store, private');
-        if (!counted) return reply.code(404).type('image/gif').send(PIXEL);
+        if (!counted) throw notFound('Image');
         return reply.type('image/gif').send(PIXEL);
       },
     });
