@@ -10,6 +10,8 @@ type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'logger'>;
 
 /** Messages fetched and processed between two saves of the mailbox's position. */
 const FETCH_BATCH = 200;
+/** How much earlier than its interval a mailbox may be read again. */
+const CLAIM_SLACK_MS = 5_000;
 /** A read that has not finished by then gives up (the next round continues from the saved position). */
 const READ_TIMEOUT_MS = 5 * 60_000;
 
@@ -39,7 +41,8 @@ export function createInboxReader(deps: Deps) {
 
   async function claim(mailboxId: string, force: boolean): Promise<MailboxRow | undefined> {
     const now = deps.clock.now();
-    const since = new Date(now.getTime() - deps.config.OUTREACH_IMAP_INTERVAL_SECONDS * 1000);
+    // A few seconds of slack, so a once-a-minute cron with a 60 s interval reads every minute, not every other.
+    const since = new Date(now.getTime() - deps.config.OUTREACH_IMAP_INTERVAL_SECONDS * 1000 + CLAIM_SLACK_MS);
     const [row] = await deps.db
       .update(outreachMailboxes)
       .set({ imapCheckedAt: now })
