@@ -167,7 +167,11 @@ describe('connections', () => {
   test('account warmup: enabling makes the domain a warming warmup domain through this mailbox; disabling pauses', async () => {
     const [account] = (await ctx.call(alice, 'GET', '/api/outreach/accounts')).json().data.accounts;
     const url = `/api/outreach/accounts/${account.id}/warmup`;
-    assert.deepEqual((await ctx.call(alice, 'GET', url)).json().data, { enabled: false, warmupDomain: null });
+    assert.deepEqual((await ctx.call(alice, 'GET', url)).json().data, {
+      enabled: false,
+      warmupDomain: null,
+      platform: null,
+    });
     assertValidation(await ctx.call(alice, 'POST', url, { enabled: true }), 'dkimSelector');
     const missingKey = await ctx.call(alice, 'POST', url, { enabled: true, dkimSelector: 's9' });
     assertError(missingKey, 400, 'DNS_NOT_READY');

@@ -35,6 +35,7 @@ export const errorStatus = {
   SEARCH_PROVIDER_ERROR: 502,
   PAYMENTS_NOT_CONFIGURED: 503,
   PAYMENT_PROVIDER_ERROR: 502,
+  PLATFORM_ERROR: 502,
 } as const;
 
 export type ErrorCode = keyof typeof errorStatus;

@@ -32,7 +32,7 @@ export const emailBounces = pgTable(
     outreachMessageId: uuid('outreach_message_id').references(() => outreachMessages.id, { onDelete: 'set null' }),
     outreachCampaignId: uuid('outreach_campaign_id').references(() => outreachCampaigns.id, { onDelete: 'set null' }),
     /** `dsn` or `json`. */
-    format: text('format', { enum: ['dsn', 'json'] }).notNull(),
+    format: text('format', { enum: ['dsn', 'json', 'platform'] }).notNull(),
     /** sha256 of what identifies one bounce: the same report sent twice counts once. */
     dedupeKey: text('dedupe_key').notNull(),
     createdAt: createdAt(),

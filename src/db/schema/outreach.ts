@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { bigint, boolean, index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { createdAt, idColumn, tsColumn, updatedAt } from './columns.ts';
 import { leads } from './leads.ts';
 import { users } from './users.ts';
@@ -66,7 +66,7 @@ export const outreachMailboxes = pgTable(
     warmupDomainId: uuid('warmup_domain_id').references(() => warmupDomains.id, { onDelete: 'set null' }),
     /** IMAP position: the folder's UIDVALIDITY and the highest UID processed. */
     imapUidValidity: text('imap_uid_validity'),
-    imapLastUid: integer('imap_last_uid').notNull().default(0),
+    imapLastUid: bigint('imap_last_uid', { mode: 'number' }).notNull().default(0),
     imapCheckedAt: tsColumn('imap_checked_at'),
     imapError: text('imap_error'),
     createdAt: createdAt(),
@@ -250,3 +250,15 @@ export const outreachUnsubscribes = pgTable(
     index('outreach_unsubscribes_campaign_idx').on(t.campaignId),
   ],
 );
+
+/**
+ * Who runs the built-in sequencer now (README "Outreach", Sequencer): one process at a time over the whole
+ * deployment, so each mailbox's daily limit, its gaps and each user's credit allowance, counted in that process,
+ * hold however many workers there are. A lease, renewed while the run lasts: a process that dies loses it after
+ * OUTREACH_SEND_LEASE_SECONDS.
+ */
+export const outreachSequencerLease = pgTable('outreach_sequencer_lease', {
+  name: text('name').primaryKey(),
+  holder: text('holder').notNull(),
+  leaseUntil: tsColumn('lease_until').notNull(),
+});

@@ -47,7 +47,7 @@ export const bounceView = z
     reportingMta: z.string().nullable(),
     senderDomain: z.string().nullable(),
     campaignId: z.string().nullable(),
-    format: z.enum(['dsn', 'json']),
+    format: z.enum(['dsn', 'json', 'platform']).describe('platform: reported by a connected outreach platform'),
     createdAt: z.string(),
   })
   .meta({ id: 'Bounce' });

@@ -84,43 +84,45 @@ export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock
   }
 
   /**
-   * Stores the bounces not seen before; for each new one: a hard bounce marks the user's leads with that
-   * address INVALID and suppresses it (source hard_bounce); every one emits `email.bounced`. One transaction.
+   * Stores the bounces not seen before, in the caller's transaction; for each new one: a hard bounce marks the
+   * user's leads with that address INVALID and suppresses it (source hard_bounce); every one emits `email.bounced`.
    */
-  async function record(userId: string, pending: Pending[]) {
-    const now = deps.clock.now();
-    const stored = await deps.db.transaction(async (tx) => {
-      const fresh = await emailVerificationRepository(tx).insertNew(
-        pending.map((p) => ({ ...p, userId, createdAt: now })),
+  async function store(tx: Db | Tx, userId: string, pending: Pending[], now: Date) {
+    const fresh = await emailVerificationRepository(tx).insertNew(
+      pending.map((p) => ({ ...p, userId, createdAt: now })),
+    );
+    const hard = [...new Set(fresh.filter((b) => b.type === 'hard').map((b) => b.email))];
+    const marked = await markLeadsHardBounced(tx, userId, hard, now);
+    // A hard-bounced address gets no more outreach mail (README "Outreach": its sequences stop as BOUNCED).
+    await stopEnrollmentsOf(tx, userId, hard, 'BOUNCED', now);
+    if (hard.length) {
+      await suppress(
+        tx,
+        userId,
+        hard.map((value) => ({ type: 'email', value, reason: 'hard bounce', source: 'hard_bounce' })),
+        now,
       );
-      const hard = [...new Set(fresh.filter((b) => b.type === 'hard').map((b) => b.email))];
-      const marked = await markLeadsHardBounced(tx, userId, hard, now);
-      // A hard-bounced address gets no more outreach mail (README "Outreach": its sequences stop as BOUNCED).
-      await stopEnrollmentsOf(tx, userId, hard, 'BOUNCED', now);
-      if (hard.length) {
-        await suppress(
-          tx,
-          userId,
-          hard.map((value) => ({ type: 'email', value, reason: 'hard bounce', source: 'hard_bounce' })),
-          now,
-        );
-      }
-      const leadOf = new Map(marked.map((m) => [m.email, m.id]));
-      for (const b of fresh) {
-        await emitEvent(tx, userId, 'email.bounced', {
-          bounceId: b.id,
-          email: b.email,
-          leadId: leadOf.get(b.email) ?? null,
-          bounceType: b.type,
-          status: b.status,
-          smtpCode: b.smtpCode,
-          diagnostic: b.diagnostic,
-          campaignId: b.campaignId,
-          senderDomain: b.senderDomain,
-        });
-      }
-      return fresh;
-    });
+    }
+    const leadOf = new Map(marked.map((m) => [m.email, m.id]));
+    for (const b of fresh) {
+      await emitEvent(tx, userId, 'email.bounced', {
+        bounceId: b.id,
+        email: b.email,
+        leadId: leadOf.get(b.email) ?? null,
+        bounceType: b.type,
+        status: b.status,
+        smtpCode: b.smtpCode,
+        diagnostic: b.diagnostic,
+        campaignId: b.campaignId,
+        senderDomain: b.senderDomain,
+      });
+    }
+    return fresh;
+  }
+
+  /** Stores the bounces not seen before (one transaction) and answers each, fresh or duplicate. */
+  async function record(userId: string, pending: Pending[]) {
+    const stored = await deps.db.transaction((tx) => store(tx, userId, pending, deps.clock.now()));
     const freshKeys = new Set(stored.map((b) => b.dedupeKey));
     const old = await repo.existingKeys(
       userId,
@@ -141,6 +143,47 @@ export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock
   };
 
   return {
+    /**
+     * A bounce a connected outreach platform reported (README "Outreach", Platforms), in the caller's transaction.
+     * The platform gives no RFC 3463 code: a platform stops mailing an address that bounced, so it is recorded as
+     * `5.1.0` (other address status: a hard bounce) with the platform named in the diagnostic.
+     */
+    async recordPlatformBounce(
+      tx: Db | Tx,
+      userId: string,
+      input: {
+        email: string;
+        provider: string;
+        eventId: string;
+        outreachCampaignId: string | null;
+        detail: string | null;
+      },
+    ) {
+      const diagnostic = `bounce reported by ${input.provider}${input.detail ? `: ${input.detail.slice(0, 400)}` : ''}`;
+      return store(
+        tx,
+        userId,
+        [
+          {
+            email: input.email,
+            recipientDomain: domainOf(input.email),
+            type: 'hard',
+            status: '5.1.0',
+            smtpCode: null,
+            diagnostic,
+            action: 'failed',
+            reportingMta: null,
+            senderDomain: null,
+            campaignId: null,
+            outreachCampaignId: input.outreachCampaignId,
+            format: 'platform',
+            dedupeKey: sha256(['platform', input.provider, input.eventId, input.email]),
+          },
+        ],
+        deps.clock.now(),
+      );
+    },
+
     /**
      * A raw DSN. Idempotency key per recipient: sha256 of (Original-Envelope-Id, else the returned message's
      * Message-ID, else the sha256 of the whole report; the recipient; its Status).

@@ -1,4 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm';
+import { arrayLiteral } from '../../db/array-literal.ts';
 import type { Condition, ConditionGroup, Criterion } from './matching.conditions.ts';
 import {
   type FieldRef,
@@ -41,9 +42,6 @@ type Cmp = keyof typeof cmp;
 
 const lowerIf = (ci: boolean, x: SQL) => (ci ? sql`lower(${x})` : x);
 
-/** A PostgreSQL array literal of `items` (every element quoted and escaped), bound as ONE parameter. */
-const arrayLiteral = (items: readonly string[]) =>
-  `{${items.map((x) => `"${x.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}`;
 /** A text[] parameter, lower-cased in SQL (lower() of the literal keeps quotes and escapes intact). */
 const textArray = (ci: boolean, items: readonly string[]) =>
   ci ? sql`lower(${arrayLiteral(items)})::text[]` : sql`${arrayLiteral(items)}::text[]`;

@@ -5,13 +5,16 @@ import { findOwned } from '../../shared/ids.ts';
 import { domainOf } from '../suppressions/suppressions.normalize.ts';
 import { createWarmupBody, type WarmupDomainView } from '../warmup/warmup.schemas.ts';
 import { createWarmupService } from '../warmup/warmup.service.ts';
-import { connectionsRepository } from './connections.repository.ts';
+import { connectionsRepository, type MailboxRow } from './connections.repository.ts';
+import { accountRef, clientOf, isPlatform, platformFailure } from './platforms.ts';
+import type { PlatformWarmupAnalytics } from './providers/platform.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'config'>;
 
 export interface AccountWarmup {
   enabled: boolean;
   warmupDomain: WarmupDomainView | null;
+  platform: PlatformWarmupAnalytics | null;
 }
 
 /**
@@ -28,19 +31,45 @@ export function createAccountWarmupService(deps: Deps) {
   const stateOf = (view: WarmupDomainView): AccountWarmup => ({
     enabled: view.status === 'WARMING',
     warmupDomain: view,
+    platform: null,
   });
+  const none: AccountWarmup = { enabled: false, warmupDomain: null, platform: null };
+
+  /** A platform's account: the platform warms it (README "Outreach", Platforms); undefined for `smtp`. */
+  async function platformOf(mailbox: MailboxRow) {
+    const connection = (await repo.find(mailbox.userId, mailbox.connectionId))!;
+    if (!isPlatform(connection.provider)) return undefined;
+    const provider = connection.provider;
+    const client = clientOf(deps, box, connection);
+    const account = accountRef(mailbox);
+    const analytics = async (): Promise<AccountWarmup> => {
+      const figures = await client.warmupAnalytics(account).catch((err) => platformFailure(err, provider, 'id'));
+      return { enabled: figures.enabled ?? false, warmupDomain: null, platform: figures };
+    };
+    return {
+      analytics,
+      async set(enabled: boolean) {
+        await client.setWarmup(account, enabled).catch((err) => platformFailure(err, provider, 'enabled'));
+        return analytics();
+      },
+    };
+  }
 
   return {
     async get(userId: string, id: string): Promise<AccountWarmup> {
       const mailbox = await owned(userId, id);
-      if (!mailbox.warmupDomainId) return { enabled: false, warmupDomain: null };
+      const platform = await platformOf(mailbox);
+      if (platform) return platform.analytics();
+      if (!mailbox.warmupDomainId) return none;
       return stateOf(await warmup.get(userId, mailbox.warmupDomainId));
     },
 
     async set(userId: string, id: string, input: { enabled: boolean; dkimSelector?: string }): Promise<AccountWarmup> {
       const mailbox = await owned(userId, id);
+      const platform = await platformOf(mailbox);
+      if (platform) return platform.set(input.enabled);
       if (!input.enabled) {
-        if (!mailbox.warmupDomainId) return { enabled: false, warmupDomain: null };
+        if (!mailbox.warmupDomainId) return none;
         const view = await warmup.get(userId, mailbox.warmupDomainId);
         if (view.status !== 'WARMING') return stateOf(view);
         return stateOf(await warmup.update(userId, view.id, { status: 'PAUSED' }));

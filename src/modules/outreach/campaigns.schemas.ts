@@ -113,6 +113,7 @@ export const campaignView = z
     minGapSeconds: z.number().int(),
     maxGapSeconds: z.number().int(),
     trackOpens: z.boolean(),
+    externalId: z.string().nullable().describe('The platform’s campaign id (`instantly`, `smartlead`)'),
     leads: z.partialRecord(z.enum(enrollmentStatuses), z.number().int()).describe('Enrolled leads by state'),
     createdAt: z.string(),
     updatedAt: z.string(),
@@ -138,6 +139,18 @@ export const analyticsView = z.object({
     replyRate: z.number().nullable(),
     bounceRate: z.number().nullable(),
   }),
-  perStep: z.array(z.object({ step: z.number().int().describe('1-based'), ...figures })),
-  perMailbox: z.array(z.object({ mailboxId: z.string(), email: z.string(), ...figures })),
+  perStep: z.array(
+    z.object({
+      step: z.number().int().describe('1-based'),
+      ...figures,
+      bounced: z.number().int().nullable().describe('null when a platform does not count it per step'),
+      unsubscribed: z.number().int().nullable().describe('null when a platform does not count it per step'),
+    }),
+  ),
+  perMailbox: z
+    .array(z.object({ mailboxId: z.string(), email: z.string(), ...figures }))
+    .describe('Empty for a platform campaign'),
+  source: z
+    .enum(['quarry', 'instantly', 'smartlead'])
+    .describe('Who counted: Quarry (built-in sender, in SQL over its own records) or the platform that sends'),
 });

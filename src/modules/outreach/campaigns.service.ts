@@ -1,6 +1,7 @@
 import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../queue/queues.ts';
-import { AppError, notFound } from '../../shared/errors.ts';
+import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
+import { AppError, notFound, validationError } from '../../shared/errors.ts';
 import { findOwned, storedId } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { leadsForOutreach } from '../leads/leads.outreach.ts';
@@ -9,7 +10,17 @@ import { suppressionOf } from '../suppressions/suppressions.service.ts';
 import { campaignFigures } from './campaigns.analytics.ts';
 import { type CampaignRow, campaignsRepository } from './campaigns.repository.ts';
 import type { CampaignView, CreateCampaignInput, SkipReason } from './campaigns.schemas.ts';
-import { connectionsRepository } from './connections.repository.ts';
+import { type ConnectionRow, connectionsRepository, type MailboxRow } from './connections.repository.ts';
+import {
+  accountRef,
+  clientOf,
+  isPlatform,
+  type PlatformProvider,
+  platformFailure,
+  platformLead,
+  platformSteps,
+  platformWebhookAddress,
+} from './platforms.ts';
 import { leadTemplateVars, requiredVariables } from './templates.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'boss'>;
@@ -20,6 +31,7 @@ const ratio = (part: number, whole: number) => (whole ? part / whole : null);
 export function createCampaignService(deps: Deps) {
   const repo = campaignsRepository(deps.db);
   const connections = connectionsRepository(deps.db);
+  const box = createSecretBox(secretKeyMaterial(deps.config));
 
   async function viewsOf(rows: CampaignRow[]): Promise<CampaignView[]> {
     const counts = await repo.statusCounts(rows.map((r) => r.id));
@@ -36,6 +48,7 @@ export function createCampaignService(deps: Deps) {
       minGapSeconds: r.minGapSeconds,
       maxGapSeconds: r.maxGapSeconds,
       trackOpens: r.trackOpens,
+      externalId: r.externalId,
       leads: Object.fromEntries(counts.filter((c) => c.campaignId === r.id).map((c) => [c.status, c.n])),
       createdAt: r.createdAt.toISOString(),
       updatedAt: r.updatedAt.toISOString(),
@@ -43,6 +56,79 @@ export function createCampaignService(deps: Deps) {
   }
   const viewOf = async (row: CampaignRow) => (await viewsOf([row]))[0]!;
   const owned = (userId: string, id: string) => findOwned(id, 'Campaign', (key) => repo.find(userId, key));
+
+  /**
+   * A platform campaign is created on the platform first (README "Outreach", Platforms): its steps read each lead's
+   * rendered mails, its schedule, limits and senders are this campaign's. Smartlead's webhooks belong to campaigns,
+   * so they are registered here (with PUBLIC_URL set).
+   */
+  async function createOnPlatform(
+    connection: ConnectionRow,
+    input: CreateCampaignInput,
+    senders: MailboxRow[],
+  ): Promise<string> {
+    const provider = connection.provider as PlatformProvider;
+    input.steps.forEach((step, i) => {
+      for (const part of ['subject', 'body'] as const) {
+        const sender = requiredVariables(step[part]).find((v) => v === 'senderName' || v === 'senderEmail');
+        if (sender)
+          throw validationError(
+            `steps.${i}.${part}`,
+            `{{${sender}}} is known only to the built-in sender; a platform picks the sender itself`,
+          );
+      }
+    });
+    const client = clientOf(deps, box, connection);
+    try {
+      const { externalId } = await client.createCampaign({
+        name: input.name,
+        steps: platformSteps(input.steps),
+        window: input.window,
+        dailyLimit: input.dailyLimit,
+        senders: senders.map(accountRef),
+        stopOnReply: input.stopOnReply,
+        trackOpens: input.trackOpens,
+        minGapMinutes: Math.ceil(input.minGapSeconds / 60),
+      });
+      const hook = platformWebhookAddress(deps, provider, connection.id);
+      if (provider === 'smartlead' && hook.url)
+        await client.registerWebhook({ url: hook.url, campaignExternalId: externalId });
+      return externalId;
+    } catch (err) {
+      return platformFailure(err, provider, 'connectionId');
+    }
+  }
+
+  /** A platform campaign's figures are the platform's own (it sends, and counts what happens to its mails). */
+  async function platformAnalytics(campaign: CampaignRow, connection: ConnectionRow, enrolled: number) {
+    const figures = await clientOf(deps, box, connection)
+      .campaignAnalytics(campaign.externalId!)
+      .catch((err) => platformFailure(err, connection.provider as PlatformProvider, 'id'));
+    const { steps, ...totals } = figures;
+    return {
+      campaignId: campaign.id,
+      enrolled,
+      totals: {
+        ...totals,
+        openRate: ratio(totals.opened, totals.sent),
+        replyRate: ratio(totals.replied, totals.sent),
+        bounceRate: ratio(totals.bounced, totals.sent),
+      },
+      perStep: (steps ?? []).map((s) => ({
+        step: s.step + 1,
+        sent: s.sent,
+        opened: s.opened,
+        replied: s.replied,
+        bounced: null,
+        unsubscribed: null,
+      })),
+      perMailbox: [],
+      source: connection.provider as PlatformProvider,
+    };
+  }
+
+  const connectionOf = async (campaign: CampaignRow) =>
+    (await connections.find(campaign.userId, campaign.connectionId))!;
 
   /** Wakes the sequencer (README "Outreach": sends start within seconds, not at the next minute). */
   const wake = () => deps.boss.send(QUEUES.outreachSend, {}, { singletonKey: 'wake', singletonSeconds: 1 });
@@ -66,10 +152,18 @@ export function createCampaignService(deps: Deps) {
           if (!mailboxIds.includes(key)) mailboxIds.push(key);
         }
       }
+      const externalId = isPlatform(connection.provider)
+        ? await createOnPlatform(
+            connection,
+            input,
+            mailboxes.filter((m) => mailboxIds.includes(m.id)),
+          )
+        : null;
       const now = deps.clock.now();
       const row = await repo.insert({
         userId,
         connectionId: connection.id,
+        externalId,
         name: input.name,
         steps: input.steps,
         window: input.window,
@@ -101,18 +195,29 @@ export function createCampaignService(deps: Deps) {
     /** DRAFT → ACTIVE, ACTIVE ⇄ PAUSED; anything else is 400 INVALID_STATE. */
     async setStatus(userId: string, id: string, status: 'active' | 'paused'): Promise<CampaignView> {
       const row = await owned(userId, id);
+      const to = status === 'active' ? 'ACTIVE' : 'PAUSED';
+      const check = (current: CampaignRow) => {
+        const allowed = to === 'ACTIVE' ? ['DRAFT', 'PAUSED'] : ['ACTIVE'];
+        if (!allowed.includes(current.status))
+          throw new AppError('INVALID_STATE', `A ${current.status} campaign cannot become ${to}`);
+        if (to === 'ACTIVE' && !current.mailboxIds.length)
+          throw new AppError('INVALID_STATE', 'The campaign has no mailbox to send from');
+      };
+      check(row);
+      // A platform moves first, outside any transaction (no lock held over its HTTP call): if it refuses, nothing
+      // changes here.
+      const connection = await connectionOf(row);
+      if (isPlatform(connection.provider) && row.externalId) {
+        await clientOf(deps, box, connection)
+          .setCampaignStatus(row.externalId, status)
+          .catch((err) => platformFailure(err, connection.provider as PlatformProvider, 'status'));
+      }
       const updated = await deps.db.transaction(async (tx) => {
         const txRepo = campaignsRepository(tx);
-        const locked = (await txRepo.lock(row.id))!;
-        const to = status === 'active' ? 'ACTIVE' : 'PAUSED';
-        const allowed = to === 'ACTIVE' ? ['DRAFT', 'PAUSED'] : ['ACTIVE'];
-        if (!allowed.includes(locked.status))
-          throw new AppError('INVALID_STATE', `A ${locked.status} campaign cannot become ${to}`);
-        if (to === 'ACTIVE' && !locked.mailboxIds.length)
-          throw new AppError('INVALID_STATE', 'The campaign has no mailbox to send from');
+        check((await txRepo.lock(row.id))!);
         return txRepo.update(row.id, { status: to, updatedAt: deps.clock.now() });
       });
-      if (updated.status === 'ACTIVE') await wake();
+      if (updated.status === 'ACTIVE' && !isPlatform(connection.provider)) await wake();
       return viewOf(updated);
     },
 
@@ -165,6 +270,17 @@ export function createCampaignService(deps: Deps) {
           else accepted.push({ leadId: lead.id, email });
         }
       }
+      const connection = await connectionOf(campaign);
+      const onPlatform = isPlatform(connection.provider) && campaign.externalId;
+      if (onPlatform && accepted.length) {
+        // The platform takes the leads first, each with its mails rendered; they are recorded here only then.
+        await clientOf(deps, box, connection)
+          .addLeads(
+            campaign.externalId!,
+            accepted.map((a) => platformLead(leads.get(a.leadId)!, a.email, campaign.steps)),
+          )
+          .catch((err) => platformFailure(err, connection.provider as PlatformProvider, 'leadIds'));
+      }
       const now = deps.clock.now();
       const uploaded = await repo.enroll(
         accepted.map((a) => ({
@@ -172,12 +288,13 @@ export function createCampaignService(deps: Deps) {
           campaignId: campaign.id,
           leadId: a.leadId,
           email: a.email,
-          nextSendAt: now,
+          // A platform sends on its own schedule: the built-in sequencer never picks these up.
+          nextSendAt: onPlatform ? null : now,
           createdAt: now,
           updatedAt: now,
         })),
       );
-      if (uploaded && campaign.status === 'ACTIVE') await wake();
+      if (uploaded && campaign.status === 'ACTIVE' && !onPlatform) await wake();
       const skipped: Partial<Record<SkipReason, number>> = {};
       for (const s of skippedIds) skipped[s.reason] = (skipped[s.reason] ?? 0) + 1;
       return { uploaded, skipped, skippedIds };
@@ -185,6 +302,13 @@ export function createCampaignService(deps: Deps) {
 
     async analytics(userId: string, id: string) {
       const campaign = await owned(userId, id);
+      const connection = await connectionOf(campaign);
+      if (isPlatform(connection.provider) && campaign.externalId)
+        return platformAnalytics(
+          campaign,
+          connection,
+          (await repo.statusCounts([campaign.id])).reduce((n, c) => n + c.n, 0),
+        );
       const [totalRows, perStep, perMailbox, counts] = await Promise.all([
         campaignFigures(deps.db, campaign.id, 'none'),
         campaignFigures(deps.db, campaign.id, 'step'),
@@ -210,6 +334,7 @@ export function createCampaignService(deps: Deps) {
         perMailbox: perMailbox
           .filter((r) => r.key !== null)
           .map((r) => ({ mailboxId: r.key!, email: mailboxes.get(r.key!)?.email ?? '', ...strip(r) })),
+        source: 'quarry' as const,
       };
     },
   };

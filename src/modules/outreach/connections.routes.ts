@@ -27,7 +27,21 @@ export const outreachConnectionRoutes: RouteModule = (app, deps) => {
   const warmupState = envelope(
     z.object({
       enabled: z.boolean().describe('The mailbox is warming now'),
-      warmupDomain: warmupDomainView.nullable().describe('Its domain in Warmup domains: day, target, sent, rates'),
+      warmupDomain: warmupDomainView
+        .nullable()
+        .describe('`smtp`: its domain in Warmup domains: day, target, sent, rates; null on platforms'),
+      platform: z
+        .object({
+          email: z.string(),
+          enabled: z.boolean().nullable(),
+          sent: z.number().int(),
+          landedInbox: z.number().int(),
+          landedSpam: z.number().int(),
+          received: z.number().int(),
+          healthScore: z.number().nullable().describe('The platform’s own score, 0–100, when it gives one'),
+        })
+        .nullable()
+        .describe('`instantly`, `smartlead`: the platform’s warmup analytics of the account; null for `smtp`'),
     }),
   );
   const tags = OUTREACH_TAGS;
@@ -36,14 +50,20 @@ export const outreachConnectionRoutes: RouteModule = (app, deps) => {
     config: outreachWrite,
     schema: {
       tags,
-      summary: 'Connect mailboxes (provider smtp): each SMTP and IMAP login is checked before anything is stored',
+      summary:
+        'Connect mailboxes (smtp) or a platform (instantly, smartlead): credentials are checked before anything is stored',
       description:
         '`smtp`, the built-in provider: 1–50 mailboxes, each with an SMTP URL (sending) and an IMAP URL (replies ' +
         'and bounces are read from its INBOX), a daily limit and a From name. Every mailbox is verified first: SMTP ' +
         '`EHLO` and `AUTH`, IMAP `LOGIN`; a refusal is `400 CONNECTION_FAILED`, the message carrying the server’s ' +
         'reason and `details` naming the field (`mailboxes.0.smtpUrl`), and nothing is stored. Hosts on private ' +
         'networks are refused unless ALLOW_PRIVATE_NETWORK. Credentials are stored encrypted and never returned. ' +
-        'The platforms `instantly` and `smartlead` are answered `400` in this version.',
+        '`instantly` (Instantly API v2, Bearer key) and `smartlead` (`api_key`): the platform’s auth check and its ' +
+        'sending accounts are read first (they become this connection’s accounts); a refused key is `400 ' +
+        'CONNECTION_FAILED` with the platform’s reason, naming `apiKey`. The key is stored encrypted and shown ' +
+        'masked. `webhook.url` (shown in this answer only) is where the platform posts its events (replies, ' +
+        'bounces, unsubscribes, sends); with PUBLIC_URL set, Instantly’s webhook is registered at once and ' +
+        'Smartlead’s with each campaign.',
       body: createConnectionBody,
       response: { 201: envelope(z.object({ connection: connectionView })), ...errorResponses(400, 401, 403) },
     },
@@ -124,7 +144,9 @@ export const outreachConnectionRoutes: RouteModule = (app, deps) => {
         '`dkimSelector` needed the first time) and starts it: SPF and DKIM are checked (`400 DNS_NOT_READY` ' +
         'naming the record; the domain stays in DRAFT, linked, so a later call starts it), or resumes a paused ' +
         'one (an auto-paused one only with its rates within the limits: `400 INVALID_STATE`). `409 CONFLICT` when ' +
-        'the domain is already warming through another mailbox. Disabling pauses it.',
+        'the domain is already warming through another mailbox. Disabling pauses it. On `instantly` and ' +
+        '`smartlead` accounts, the platform’s own warmup is enabled or disabled (`502 PLATFORM_ERROR` when it ' +
+        'refuses) and its analytics answered.',
       params: idParams,
       body: accountWarmupBody,
       response: { 200: warmupState, ...errorResponses(400, 401, 403, 404, 409) },

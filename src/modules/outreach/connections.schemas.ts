@@ -86,7 +86,15 @@ export const connectionView = z
     apiKey: z.string().nullable().describe('Masked: the last four characters'),
     accountLabel: z.string().nullable(),
     verifiedAt: z.string(),
-    mailboxes: z.array(mailboxView),
+    mailboxes: z.array(mailboxView).describe('`smtp`: the mailboxes given; platforms: their sending accounts'),
+    webhook: z
+      .object({
+        url: z.string().describe('The inbound webhook address (a path when PUBLIC_URL is not set); it holds a secret'),
+        registered: z.boolean().describe('Whether Quarry pointed the platform’s webhooks at it'),
+        shownOnce: z.literal(true),
+      })
+      .nullable()
+      .describe('Platforms, in the answer that creates the connection only; null everywhere else'),
     createdAt: z.string(),
   })
   .meta({ id: 'OutreachConnection' });

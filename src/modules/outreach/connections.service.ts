@@ -1,12 +1,14 @@
 import type { AppDeps } from '../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
 import { AppError, type ErrorDetail, notFound } from '../../shared/errors.ts';
-import { findOwned } from '../../shared/ids.ts';
+import { findOwned, newId } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { dnsVitals } from './accounts.dns.ts';
 import { type ConnectionRow, connectionsRepository, type MailboxRow } from './connections.repository.ts';
 import type { ConnectionView, CreateConnectionInput, MailboxView } from './connections.schemas.ts';
 import { type MailboxEndpoint, openImapClient, openSmtpTransport, parseMailboxUrl } from './mailbox.transport.ts';
+import { type PlatformProvider, platformFailure, platformWebhookAddress } from './platforms.ts';
+import { platformClient } from './providers/index.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'logger'>;
 
@@ -96,6 +98,7 @@ export function createConnectionService(deps: Deps) {
       startOfUtcDay(deps.clock.now()),
     );
     return rows.map((r) => ({
+      webhook: null,
       id: r.id,
       provider: r.provider,
       name: r.name,
@@ -111,14 +114,69 @@ export function createConnectionService(deps: Deps) {
 
   const owned = (userId: string, id: string) => findOwned(id, 'Connection', (key) => repo.find(userId, key));
 
+  /**
+   * A platform (README "Outreach", Platforms): its auth check and its sending accounts are read before anything is
+   * stored; with PUBLIC_URL set, its webhooks are pointed at this connection's inbound address (Smartlead's belong to
+   * campaigns: registered as each campaign is created). The address, which carries a secret, is shown once.
+   */
+  async function connectPlatform(
+    userId: string,
+    provider: PlatformProvider,
+    name: string,
+    apiKey: string,
+  ): Promise<ConnectionView> {
+    const client = platformClient(provider, apiKey, deps);
+    const id = newId();
+    const address = platformWebhookAddress(deps, provider, id);
+    let label: string | null;
+    let accounts: Awaited<ReturnType<typeof client.listAccounts>>;
+    let webhookRegistered = false;
+    try {
+      label = (await client.verify()).accountLabel;
+      accounts = await client.listAccounts();
+      if (address.url && provider === 'instantly') {
+        await client.registerWebhook({ url: address.url });
+        webhookRegistered = true;
+      }
+    } catch (err) {
+      platformFailure(err, provider, 'apiKey', true);
+    }
+    const now = deps.clock.now();
+    const { connection } = await deps.db.transaction((tx) =>
+      connectionsRepository(tx).insert(
+        {
+          id,
+          userId,
+          provider,
+          name,
+          apiKeyEncrypted: box.seal(apiKey),
+          apiKeyHint: apiKey.slice(-4),
+          accountLabel: label,
+          verifiedAt: now,
+          createdAt: now,
+          updatedAt: now,
+        },
+        [...new Map(accounts.map((a) => [a.email.toLowerCase(), a])).values()].map((a) => ({
+          userId,
+          email: a.email.toLowerCase(),
+          fromName: a.fromName,
+          dailyLimit: a.dailyLimit ?? 50,
+          externalId: a.externalId,
+          createdAt: now,
+          updatedAt: now,
+        })),
+      ),
+    );
+    const [view] = await viewsOf([connection]);
+    return {
+      ...view!,
+      webhook: { url: address.url ?? address.path, registered: webhookRegistered, shownOnce: true },
+    };
+  }
+
   return {
     async create(userId: string, input: CreateConnectionInput): Promise<ConnectionView> {
-      if (input.provider !== 'smtp') {
-        // Platform clients come with their own verification (README "Outreach", Platforms).
-        throw new AppError('VALIDATION_ERROR', `provider ${input.provider} is not available yet: use smtp`, {
-          details: [{ field: 'provider', message: 'only smtp is available in this version' }],
-        });
-      }
+      if (input.provider !== 'smtp') return connectPlatform(userId, input.provider, input.name, input.apiKey!);
       const mailboxes = input.mailboxes!;
       // Every mailbox is checked before anything is stored; all failures are named at once.
       const failures = (

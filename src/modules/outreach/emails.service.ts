@@ -10,9 +10,12 @@ import { decodeCursor, encodeCursor } from '../../shared/pagination.ts';
 import { leadsForOutreach, moveLeadsForOutreach } from '../leads/leads.outreach.ts';
 import { domainOf, normalizeEmail } from '../suppressions/suppressions.normalize.ts';
 import { suppressionOf } from '../suppressions/suppressions.service.ts';
-import { connectionsRepository } from './connections.repository.ts';
+import { campaignsRepository } from './campaigns.repository.ts';
+import { type ConnectionRow, connectionsRepository, type MailboxRow } from './connections.repository.ts';
 import type { EmailView, SendEmailInput } from './emails.schemas.ts';
 import { mailboxEndpoints, openSmtpTransport } from './mailbox.transport.ts';
+import { platformMailId, platformMessageId } from './platform.events.ts';
+import { accountRef, clientOf, isPlatform, type PlatformProvider, platformFailure } from './platforms.ts';
 import { classifySendError, linkToken, mailOptions, publicUrlOf } from './sequencer.mail.ts';
 import type { MessageRow } from './sequencer.repository.ts';
 
@@ -39,10 +42,74 @@ export function toEmailView(m: MessageRow): EmailView {
   };
 }
 
+const mailServerRefused = (err: unknown) => {
+  const reason = String((err as Error).message ?? err).slice(0, 500);
+  return new AppError('CONNECTION_FAILED', `The mail server did not take the mail: ${reason}`, {
+    details: [{ field: 'mailboxId', message: reason }],
+  });
+};
+
 /** One-off mails and the inbox (README "Outreach", Emails). */
 export function createEmailService(deps: Deps) {
   const box = createSecretBox(secretKeyMaterial(deps.config));
   const connections = connectionsRepository(deps.db);
+  const campaigns = campaignsRepository(deps.db);
+
+  /**
+   * A platform sends only within its own threads (README "Outreach", Platforms): a mail there is a reply to a mail
+   * the platform reported, through its API; it is recorded once the platform took it, and metered.
+   */
+  async function replyThroughPlatform(
+    userId: string,
+    connection: ConnectionRow,
+    mailbox: MailboxRow,
+    mail: { parent: MessageRow | undefined; to: string; subject: string; body: string; leadId: string | undefined },
+  ): Promise<EmailView> {
+    const provider = connection.provider as PlatformProvider;
+    const parentMail = mail.parent && platformMailId(mail.parent.messageId, provider);
+    if (!mail.parent || !parentMail)
+      throw validationError(
+        'inReplyTo',
+        `${provider} sends new mail through campaigns only: name a mail of this connection to reply to`,
+      );
+    const campaign = mail.parent.campaignId ? await campaigns.find(userId, mail.parent.campaignId) : undefined;
+    const { externalId } = await clientOf(deps, box, connection)
+      .replyToEmail({
+        from: accountRef(mailbox),
+        replyToExternalId: parentMail,
+        campaignExternalId: campaign?.externalId ?? null,
+        subject: mail.subject,
+        bodyText: mail.body,
+      })
+      .catch((err) => platformFailure(err, provider, 'mailboxId'));
+    const now = deps.clock.now();
+    const sent = await deps.db.transaction(async (tx) => {
+      const [row] = await tx
+        .insert(outreachMessages)
+        .values({
+          userId,
+          mailboxId: mailbox.id,
+          campaignId: mail.parent!.campaignId,
+          leadId: mail.leadId ?? mail.parent!.leadId,
+          direction: 'outbound',
+          status: 'SENT',
+          messageId: platformMessageId(provider, externalId ?? randomUUID()),
+          inReplyTo: mail.parent!.messageId,
+          threadId: mail.parent!.threadId,
+          fromEmail: mailbox.email,
+          toEmail: mail.to,
+          subject: mail.subject,
+          bodyText: mail.body,
+          sentAt: now,
+          createdAt: now,
+          updatedAt: now,
+        })
+        .returning();
+      await deps.credits.spend(tx, userId, 'emails_sent', 1, { partial: true, reason: `outreach mail (${provider})` });
+      return row!;
+    });
+    return toEmailView(sent);
+  }
 
   return {
     /**
@@ -90,6 +157,25 @@ export function createEmailService(deps: Deps) {
         : [];
       const subject = input.subject?.trim() || (parent ? `Re: ${parent.subject.replace(/^re:\s*/i, '')}` : '');
       if (!subject) throw validationError('subject', 'required for a new mail');
+      const connection = (await connections.find(userId, mailbox.connectionId))!;
+      if (isPlatform(connection.provider))
+        return replyThroughPlatform(userId, connection, mailbox, {
+          parent,
+          to,
+          subject,
+          body: input.body,
+          leadId: lead?.id,
+        });
+      // The connection first: a server that cannot be reached leaves nothing recorded.
+      const { smtp } = mailboxEndpoints(box, mailbox);
+      if (!smtp) throw validationError('mailboxId', 'this mailbox sends through its platform, not SMTP');
+      let transport: Awaited<ReturnType<typeof openSmtpTransport>>;
+      try {
+        transport = await openSmtpTransport(deps, smtp);
+      } catch (err) {
+        if (err instanceof AppError) throw err;
+        throw mailServerRefused(err);
+      }
       const messageId = `${randomUUID()}@${domainOf(mailbox.email)}`;
       const now = deps.clock.now();
       const [intent] = await deps.db
@@ -113,9 +199,6 @@ export function createEmailService(deps: Deps) {
           updatedAt: now,
         })
         .returning();
-      const { smtp } = mailboxEndpoints(box, mailbox);
-      if (!smtp) throw validationError('mailboxId', 'this mailbox sends through its platform, not SMTP');
-      const transport = await openSmtpTransport(deps, smtp);
       try {
         await transport.sendMail(
           mailOptions({
@@ -132,19 +215,15 @@ export function createEmailService(deps: Deps) {
           }),
         );
       } catch (err) {
-        const kind = classifySendError(err);
-        const reason = String((err as Error).message ?? err).slice(0, 500);
-        if (kind === 'unknown') {
+        if (classifySendError(err) === 'unknown') {
           await deps.db
             .update(outreachMessages)
-            .set({ status: 'UNCONFIRMED', error: reason })
+            .set({ status: 'UNCONFIRMED', error: String((err as Error).message ?? err).slice(0, 500) })
             .where(eq(outreachMessages.id, intent!.id));
         } else {
           await deps.db.delete(outreachMessages).where(eq(outreachMessages.id, intent!.id));
         }
-        throw new AppError('CONNECTION_FAILED', `The mail server did not take the mail: ${reason}`, {
-          details: [{ field: 'mailboxId', message: reason }],
-        });
+        throw mailServerRefused(err);
       } finally {
         transport.close();
       }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { outreachMailboxes } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
@@ -68,22 +69,33 @@ export function createInboxReader(deps: Deps) {
       try {
         const validity = client.mailbox ? String(client.mailbox.uidValidity) : '';
         let lastUid = mailbox.imapUidValidity === validity ? mailbox.imapLastUid : 0;
-        for (;;) {
+        // The UIDs first (`n:*` answers the last message even when its UID is below n, RFC 3501 §6.4.8), then
+        // their messages in batches: each message is downloaded once, whatever the size of the backlog.
+        const found = await client.search({ uid: `${lastUid + 1}:*` }, { uid: true });
+        const uids = (found || []).filter((uid) => uid > lastUid).sort((a, b) => a - b);
+        for (let i = 0; i < uids.length && Date.now() <= deadline; i += FETCH_BATCH) {
           const batch: Array<{ uid: number; source: Buffer }> = [];
-          for await (const m of client.fetch(`${lastUid + 1}:*`, { uid: true, source: true }, { uid: true })) {
-            // `n:*` answers the last message even when its UID is below n (RFC 3501 §6.4.8).
-            if (m.uid > lastUid && m.source) batch.push({ uid: m.uid, source: m.source });
-            if (batch.length >= FETCH_BATCH) break;
-          }
-          if (!batch.length) break;
+          const wanted = uids.slice(i, i + FETCH_BATCH);
+          for await (const m of client.fetch(wanted.join(','), { uid: true, source: true }, { uid: true }))
+            if (m.source) batch.push({ uid: m.uid, source: m.source });
           batch.sort((a, b) => a.uid - b.uid);
           for (const m of batch) {
-            const outcome = await inbox.process(mailbox, m.source, `imap-${mailbox.id}-${validity}-${m.uid}@quarry`);
+            let outcome: InboundOutcome;
+            try {
+              outcome = await inbox.process(
+                mailbox,
+                m.source,
+                `imap-${mailbox.id}-${createHash('sha256').update(m.source).digest('hex').slice(0, 32)}@quarry`,
+              );
+            } catch (err) {
+              // One message that cannot be stored must not block the mailbox: it is logged and passed over.
+              deps.logger.warn({ err, mailboxId: mailbox.id, uid: m.uid }, 'inbound mail could not be processed');
+              outcome = 'unreadable';
+            }
             run[outcome]++;
           }
-          lastUid = batch.at(-1)!.uid;
+          lastUid = wanted.at(-1)!;
           await repo.updateMailbox(mailbox.id, { imapUidValidity: validity, imapLastUid: lastUid, imapError: null });
-          if (batch.length < FETCH_BATCH || Date.now() > deadline) break;
         }
         await repo.updateMailbox(mailbox.id, { imapUidValidity: validity, imapError: null });
       } finally {

@@ -16,6 +16,9 @@ type Deps = Pick<AppDeps, 'db' | 'clock'>;
 /** Stored text of an inbound mail at most (the inbox shows replies, not archives). */
 const MAX_BODY = 100_000;
 
+/** PostgreSQL text holds no NUL character; a mail may carry one. */
+const withoutNul = (text: string) => text.replaceAll('\u0000', '');
+
 export type InboundOutcome = 'reply' | 'auto_reply' | 'bounce' | 'duplicate' | 'unmatched' | 'unreadable';
 
 /**
@@ -55,8 +58,8 @@ export function createInboxService(deps: Deps) {
         if (!headerMap.has(h.key.toLowerCase())) headerMap.set(h.key.toLowerCase(), h.value);
       const headers: InboundHeaders = {
         contentType: headerMap.get('content-type') ?? 'text/plain',
-        subject: email.subject ?? '',
-        from: email.from?.address ?? '',
+        subject: withoutNul(email.subject ?? ''),
+        from: withoutNul(email.from?.address ?? ''),
         get: (name) => headerMap.get(name.toLowerCase()),
       };
       const kind = classifyInbound(headers);
@@ -108,7 +111,7 @@ export function createInboxService(deps: Deps) {
             fromEmail: normalizeEmail(headers.from) ?? headers.from.slice(0, 320),
             toEmail: mailbox.email,
             subject: headers.subject.slice(0, 998),
-            bodyText: (email.text ?? '').slice(0, MAX_BODY),
+            bodyText: withoutNul(email.text ?? '').slice(0, MAX_BODY),
             receivedAt,
             createdAt: now,
             updatedAt: now,

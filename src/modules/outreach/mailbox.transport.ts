@@ -33,12 +33,21 @@ export function parseMailboxUrl(url: string, kind: 'smtp' | 'imap'): MailboxEndp
   if (scheme !== kind && scheme !== `${kind}s`) return undefined;
   if (!parsed.hostname || !parsed.username) return undefined;
   if ((parsed.pathname && parsed.pathname !== '/') || parsed.search || parsed.hash) return undefined;
+  let user: string;
+  let pass: string;
+  try {
+    // A stray `%` (a password not percent-encoded) is a malformed URL, not a crash.
+    user = decodeURIComponent(parsed.username);
+    pass = decodeURIComponent(parsed.password);
+  } catch {
+    return undefined;
+  }
   return {
     host: parsed.hostname.replace(/^\[|\]$/g, ''),
     port: parsed.port ? Number(parsed.port) : DEFAULT_PORTS[scheme as keyof typeof DEFAULT_PORTS],
     secure: scheme.endsWith('s'),
-    user: decodeURIComponent(parsed.username),
-    pass: decodeURIComponent(parsed.password),
+    user,
+    pass,
   };
 }
 

@@ -82,16 +82,50 @@ export function mailOptions(mail: OutgoingMail): SendMailOptions {
 /** What an SMTP failure means for the mail (README "Outreach", Exactly once). */
 export type SendFailure = 'rejected' | 'retry' | 'unknown';
 
-/**
- * `rejected`: the server refused it for good (5xx); `retry`: nothing was handed over (a 4xx answer, or the
- * connection failed before the message data); `unknown`: the connection broke while or after the data went out,
- * so the mail may have been delivered: it is never sent again.
- */
-const BEFORE_DATA = ['CONN', 'EHLO', 'HELO', 'LHLO', 'STARTTLS', 'AUTH', 'MAIL FROM', 'RCPT TO', 'API'];
+/** Commands answered before any of the message is handed over: a refusal there is the mailbox's, not the lead's. */
+const SESSION_COMMANDS = ['EHLO', 'HELO', 'LHLO', 'STARTTLS', 'AUTH', 'MAIL FROM', 'RSET', 'CONN'];
+/** System errors of a connection that was never made. */
+const NEVER_CONNECTED = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+]);
+/** nodemailer's timeouts before the session could carry a message. */
+const SETUP_TIMEOUTS = new Set(['CONNECT_TIMEOUT', 'GREETING_TIMEOUT', 'UPGRADE_TIMEOUT']);
 
+/**
+ * `rejected`: the server refused this recipient or message for good (a 5xx to RCPT TO or DATA): the lead's sequence
+ * stops. `retry`: nothing was handed over: a 4xx, a refusal of the session itself (greeting, AUTH, MAIL FROM: the
+ * mailbox's problem, never the lead's), a local check, or a connection that was never made. `unknown`: the
+ * connection broke without an answer once it was up (nodemailer names every socket failure `CONN`, even one after
+ * the message data went out), so the mail may have been delivered: it is never sent again.
+ */
 export function classifySendError(err: unknown): SendFailure {
-  const e = err as { responseCode?: number; command?: string; code?: string };
-  if (typeof e.responseCode === 'number') return e.responseCode >= 500 ? 'rejected' : 'retry';
+  const e = err as {
+    responseCode?: number;
+    command?: string;
+    code?: string;
+    originalCode?: string;
+    timeoutType?: string;
+  };
   const command = (e.command ?? '').toUpperCase();
-  return BEFORE_DATA.some((c) => command.startsWith(c)) ? 'retry' : 'unknown';
+  if (typeof e.responseCode === 'number') {
+    const recipientOrMessage = command.startsWith('RCPT TO') || command.startsWith('DATA');
+    return recipientOrMessage && e.responseCode >= 500 && e.responseCode !== 503 ? 'rejected' : 'retry';
+  }
+  if (command === 'API' || e.code === 'EDNS' || e.code === 'EAUTH' || e.code === 'ENOAUTH' || e.code === 'ETLS')
+    return 'retry';
+  if (NEVER_CONNECTED.has(e.originalCode ?? '') || SETUP_TIMEOUTS.has(e.timeoutType ?? '')) return 'retry';
+  if (command && SESSION_COMMANDS.some((c) => command.startsWith(c)) && command !== 'CONN') return 'retry';
+  return 'unknown';
+}
+
+/** A failure of the session rather than of this recipient: the mailbox (its login, its server) is the problem. */
+export function sessionFailure(err: unknown): boolean {
+  const e = err as { responseCode?: number; command?: string };
+  const command = (e.command ?? '').toUpperCase();
+  return typeof e.responseCode !== 'number' || !(command.startsWith('RCPT TO') || command.startsWith('DATA'));
 }

@@ -2,17 +2,18 @@ import { randomUUID } from 'node:crypto';
 import type { Transporter } from 'nodemailer';
 import type { AppDeps } from '../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
+import { newId } from '../../shared/ids.ts';
 import { leadsForOutreach, moveLeadsForOutreach, type OutreachLead } from '../leads/leads.outreach.ts';
 import { domainOf, normalizeEmail } from '../suppressions/suppressions.normalize.ts';
 import { suppressionOf } from '../suppressions/suppressions.service.ts';
 import { type CampaignRow, campaignsRepository } from './campaigns.repository.ts';
 import { connectionsRepository, type MailboxRow } from './connections.repository.ts';
 import { mailboxEndpoints, openSmtpTransport } from './mailbox.transport.ts';
-import { classifySendError, linkToken, mailOptions, publicUrlOf } from './sequencer.mail.ts';
+import { classifySendError, linkToken, mailOptions, publicUrlOf, sessionFailure } from './sequencer.mail.ts';
 import {
   type DueEnrollment,
   type EnrollmentMove,
-  type MessageInsert,
+  type IntentInsert,
   type MessageRow,
   sequencerRepository,
 } from './sequencer.repository.ts';
@@ -64,6 +65,28 @@ export function createSequencer(deps: Deps) {
   const SEND_LEASE_MS = deps.config.OUTREACH_SEND_LEASE_SECONDS * 1000;
   const smtpSlots = semaphore(concurrency);
 
+  /** The mailbox's pooled transport, opened once per run (a failed opening rests the mailbox for the run). */
+  function transportOf(mailbox: MailboxState): Promise<Transporter> {
+    if (!mailbox.transport) {
+      const { smtp } = mailboxEndpoints(box, mailbox.row);
+      mailbox.transport = smtp
+        ? openSmtpTransport(deps, smtp, { pool: true, maxConnections: Math.min(concurrency, 5) })
+        : Promise.reject(new Error('The mailbox has no SMTP URL'));
+      mailbox.transport.catch(() => {});
+    }
+    return mailbox.transport;
+  }
+
+  /** A mailbox whose server refused the session (or could not be reached) sends nothing more in this run. */
+  function mailboxUnavailable(mailbox: MailboxState, err: unknown) {
+    if (mailbox.freeAt !== Number.POSITIVE_INFINITY)
+      deps.logger.warn(
+        { mailboxId: mailbox.row.id, error: String((err as Error).message ?? err).slice(0, 300) },
+        'outreach mailbox unavailable; its leads wait',
+      );
+    mailbox.freeAt = Number.POSITIVE_INFINITY;
+  }
+
   async function runBatch(claimed: DueEnrollment[], now: Date, mailboxes: Map<string, MailboxState>) {
     const repo = sequencerRepository(deps.db);
     const result: SequencerRun = { sent: 0, failed: 0, postponed: 0, stopped: 0 };
@@ -114,9 +137,9 @@ export function createSequencer(deps: Deps) {
     }
     const intents = intentWriter(deps.db);
 
-    const postpones: Array<{ id: string; at: Date }> = [];
+    const postpones: Array<{ id: string; step: number; at: Date }> = [];
     const stops: string[] = [];
-    const sent: Array<{ enrollment: DueEnrollment; message: MessageRow; mailbox: MailboxState }> = [];
+    const sent: Array<{ enrollment: DueEnrollment; message: IntentInsert; mailbox: MailboxState }> = [];
     const moves: EnrollmentMove[] = [];
     const failedIds: Array<{ id: string; error: string }> = [];
     const retried: string[] = [];
@@ -134,7 +157,7 @@ export function createSequencer(deps: Deps) {
     function pickMailbox(e: DueEnrollment, campaign: CampaignRow): MailboxState | Date {
       const candidates = (e.mailboxId ? [e.mailboxId] : campaign.mailboxIds)
         .map((id) => mailboxes.get(id))
-        .filter((m): m is MailboxState => !!m);
+        .filter((m): m is MailboxState => !!m && m.freeAt !== Number.POSITIVE_INFINITY);
       if (!candidates.length) return new Date(now.getTime() + RETRY_AFTER_MS);
       const open = candidates.filter(
         (m) => m.sentToday < m.row.dailyLimit && (m.byCampaign.get(campaign.id) ?? 0) < campaign.dailyLimit,
@@ -148,58 +171,69 @@ export function createSequencer(deps: Deps) {
     async function sendOne(e: DueEnrollment): Promise<void> {
       const campaign = campaigns.get(e.campaignId);
       const lead = leads.get(e.leadId);
-      if (campaign?.status !== 'ACTIVE') return void postpones.push({ id: e.id, at: now });
+      if (campaign?.status !== 'ACTIVE') return void postpones.push({ id: e.id, step: e.nextStep, at: now });
       if (!lead?.email || normalizeEmail(lead.email) !== e.email || suppressed.has(`${e.userId} ${e.email}`)) {
         stops.push(e.id);
         return;
       }
       if (!inWindow(now, campaign.window))
-        return void postpones.push({ id: e.id, at: nextWindowOpening(now, campaign.window) });
+        return void postpones.push({ id: e.id, step: e.nextStep, at: nextWindowOpening(now, campaign.window) });
       if (!(allowance.get(e.userId)! > 0))
-        return void postpones.push({ id: e.id, at: new Date(now.getTime() + RETRY_AFTER_MS) });
+        return void postpones.push({ id: e.id, step: e.nextStep, at: new Date(now.getTime() + RETRY_AFTER_MS) });
       const mailbox = pickMailbox(e, campaign);
-      if (mailbox instanceof Date) return void postpones.push({ id: e.id, at: mailbox });
-      // Book the slot before any await, so concurrent sends see it.
+      if (mailbox instanceof Date) return void postpones.push({ id: e.id, step: e.nextStep, at: mailbox });
+      // Book the slot before any await, so concurrent sends see it; `release` gives it back.
+      const freeBefore = mailbox.freeAt;
+      const booked = now.getTime() + randomBetween(campaign.minGapSeconds, campaign.maxGapSeconds) * 1000;
       mailbox.sentToday++;
       mailbox.byCampaign.set(campaign.id, (mailbox.byCampaign.get(campaign.id) ?? 0) + 1);
-      mailbox.freeAt = now.getTime() + randomBetween(campaign.minGapSeconds, campaign.maxGapSeconds) * 1000;
+      mailbox.freeAt = booked;
       allowance.set(e.userId, allowance.get(e.userId)! - 1);
+      const release = () => {
+        mailbox.sentToday--;
+        mailbox.byCampaign.set(campaign.id, (mailbox.byCampaign.get(campaign.id) ?? 1) - 1);
+        if (mailbox.freeAt === booked) mailbox.freeAt = freeBefore;
+        allowance.set(e.userId, allowance.get(e.userId)! + 1);
+      };
+      // The connection first: a mailbox that cannot be reached (DNS, a private address, a refused login) leaves
+      // nothing recorded and the lead waits; the mailbox rests for the rest of this run.
+      let transport: Transporter;
+      try {
+        transport = await transportOf(mailbox);
+      } catch (err) {
+        release();
+        mailboxUnavailable(mailbox, err);
+        return void postpones.push({ id: e.id, step: e.nextStep, at: new Date(now.getTime() + RETRY_AFTER_MS) });
+      }
       const step = campaign.steps[e.nextStep]!;
       const thread = threads.get(e.id) ?? [];
       const first = thread[0];
       const vars = { ...leadTemplateVars(lead), senderName: mailbox.row.fromName, senderEmail: mailbox.row.email };
       const rendered = renderTemplate(step.subject, vars).trim();
       const subject = rendered || (first ? `Re: ${first.subject.replace(/^re:\s*/i, '')}` : '(no subject)');
-      const id = randomUUID();
-      const messageId = `${id}@${domainOf(mailbox.row.email)}`;
-      const intent = await intents.add({
-        userId: e.userId,
-        mailboxId: mailbox.row.id,
-        campaignId: campaign.id,
+      const messageId = `${randomUUID()}@${domainOf(mailbox.row.email)}`;
+      const intent: IntentInsert = {
+        id: newId(),
         enrollmentId: e.id,
-        leadId: e.leadId,
+        mailboxId: mailbox.row.id,
         step: e.nextStep,
-        direction: 'outbound',
-        status: 'PENDING',
         messageId,
         inReplyTo: thread.at(-1)?.messageId ?? null,
         references: thread.map((m) => m.messageId),
         threadId: first?.threadId ?? messageId,
         fromEmail: mailbox.row.email,
-        toEmail: e.email,
         subject,
         bodyText: renderTemplate(step.body, vars),
         createdAt: now,
-        updatedAt: now,
-      });
-      if (!intent) return reconcile(e, campaign);
-      const { smtp } = mailboxEndpoints(box, mailbox.row);
+      };
+      if (!(await intents.add(intent))) {
+        release();
+        return reconcile(e, campaign);
+      }
       try {
-        if (!smtp) throw Object.assign(new Error('The mailbox has no SMTP URL'), { responseCode: 550 });
-        mailbox.transport ??= openSmtpTransport(deps, smtp, { pool: true, maxConnections: Math.min(concurrency, 5) });
         await smtpSlots.acquire();
         try {
-          await (await mailbox.transport).sendMail(
+          await transport.sendMail(
             mailOptions({
               from: mailbox.row.email,
               fromName: mailbox.row.fromName,
@@ -229,8 +263,9 @@ export function createSequencer(deps: Deps) {
           stops.push(e.id);
         } else if (kind === 'retry') {
           retried.push(intent.id);
-          mailbox.sentToday--;
-          postpones.push({ id: e.id, at: new Date(now.getTime() + RETRY_AFTER_MS) });
+          release();
+          if (sessionFailure(err)) mailboxUnavailable(mailbox, err);
+          postpones.push({ id: e.id, step: e.nextStep, at: new Date(now.getTime() + RETRY_AFTER_MS) });
         } else {
           unconfirmed.push(intent.id);
           moves.push(advance(e, campaign, mailbox.row.id, now));
@@ -241,11 +276,16 @@ export function createSequencer(deps: Deps) {
     /** This step already has a mail: an answered one moves on, a lost one becomes UNCONFIRMED; none is resent. */
     async function reconcile(e: DueEnrollment, campaign: CampaignRow) {
       const existing = await sequencerRepository(deps.db).intentOf(e.id, e.nextStep);
-      if (!existing) return void postpones.push({ id: e.id, at: new Date(now.getTime() + RETRY_AFTER_MS) });
+      if (!existing)
+        return void postpones.push({ id: e.id, step: e.nextStep, at: new Date(now.getTime() + RETRY_AFTER_MS) });
       if (existing.status === 'FAILED') return void stops.push(e.id);
       if (existing.status === 'PENDING' && now.getTime() - existing.createdAt.getTime() < SEND_LEASE_MS) {
         // Another process may still be sending it: look again when its lease is over.
-        return void postpones.push({ id: e.id, at: new Date(existing.createdAt.getTime() + SEND_LEASE_MS) });
+        return void postpones.push({
+          id: e.id,
+          step: e.nextStep,
+          at: new Date(existing.createdAt.getTime() + SEND_LEASE_MS),
+        });
       }
       if (existing.status === 'PENDING') unconfirmed.push(existing.id);
       moves.push(advance(e, campaign, existing.mailboxId, existing.createdAt));
@@ -263,7 +303,7 @@ export function createSequencer(deps: Deps) {
             await sendOne(e);
           } catch (err) {
             deps.logger.error({ err, enrollmentId: e.id }, 'outreach send failed');
-            postpones.push({ id: e.id, at: new Date(now.getTime() + RETRY_AFTER_MS) });
+            postpones.push({ id: e.id, step: e.nextStep, at: new Date(now.getTime() + RETRY_AFTER_MS) });
           }
         }
       }),
@@ -319,17 +359,37 @@ export function createSequencer(deps: Deps) {
   }
 
   return {
-    /** Sends what is due now, batch after batch, until nothing due is left (the worker runs it every minute). */
+    /**
+     * Sends what is due now, batch after batch, until nothing due is left (the worker runs it every minute). One
+     * process runs it at a time (a lease, renewed while it lasts): another process's call answers at once, and the
+     * next minute's run picks up whatever became due meanwhile.
+     */
     async runDue(options: { maxBatches?: number } = {}): Promise<SequencerRun> {
       const total: SequencerRun = { sent: 0, failed: 0, postponed: 0, stopped: 0 };
+      const holder = randomUUID();
+      const leaseFrom = (now: Date) => new Date(now.getTime() + SEND_LEASE_MS);
+      const repo = sequencerRepository(deps.db);
+      if (!(await repo.takeRunLease(holder, deps.clock.now(), leaseFrom(deps.clock.now())))) return total;
+      let leaseLost = false;
+      const renewal = setInterval(
+        () =>
+          void repo
+            .takeRunLease(holder, deps.clock.now(), leaseFrom(deps.clock.now()))
+            .then((held) => {
+              if (!held) leaseLost = true;
+            })
+            .catch(() => {}),
+        Math.max(1000, SEND_LEASE_MS / 3),
+      );
+      renewal.unref();
       const mailboxes = new Map<string, MailboxState>();
       const writing: Array<Promise<void>> = [];
       try {
-        await sequencerRepository(deps.db).confirmStaleOneOffs(new Date(deps.clock.now().getTime() - SEND_LEASE_MS));
-        for (let batch = 0; batch < (options.maxBatches ?? Number.POSITIVE_INFINITY); batch++) {
+        await repo.confirmStaleOneOffs(new Date(deps.clock.now().getTime() - SEND_LEASE_MS));
+        for (let batch = 0; batch < (options.maxBatches ?? Number.POSITIVE_INFINITY) && !leaseLost; batch++) {
           const now = deps.clock.now();
           const claimed = await deps.db.transaction((tx) =>
-            sequencerRepository(tx).claimDue(now, new Date(now.getTime() + SEND_LEASE_MS), CLAIM_BATCH),
+            sequencerRepository(tx).claimDue(now, leaseFrom(now), CLAIM_BATCH),
           );
           if (!claimed.length) break;
           const { result: run, finalize } = await runBatch(claimed, now, mailboxes);
@@ -343,8 +403,10 @@ export function createSequencer(deps: Deps) {
         }
         for (const w of writing) await w;
       } finally {
+        clearInterval(renewal);
         await Promise.allSettled(writing);
         for (const m of mailboxes.values()) void m.transport?.then((t) => t.close()).catch(() => {});
+        await repo.releaseRunLease(holder).catch(() => {});
       }
       return total;
     },
@@ -353,11 +415,11 @@ export function createSequencer(deps: Deps) {
 
 /**
  * Intents are recorded before their mail is sent; sends running at once share one INSERT (group commit): a send
- * waits for the statement that recorded its intent, and a step that already has one gets undefined.
+ * waits for the statement that recorded its intent, and learns whether it was recorded (false: the step has a
+ * mail already, or the enrollment or campaign stopped meanwhile).
  */
 function intentWriter(db: Deps['db']) {
-  let queue: Array<{ values: MessageInsert; resolve(row: MessageRow | undefined): void; reject(e: unknown): void }> =
-    [];
+  let queue: Array<{ values: IntentInsert; resolve(recorded: boolean): void; reject(e: unknown): void }> = [];
   let flushing = false;
   async function flush() {
     flushing = true;
@@ -365,9 +427,8 @@ function intentWriter(db: Deps['db']) {
       const items = queue;
       queue = [];
       try {
-        const rows = await sequencerRepository(db).insertIntents(items.map((i) => i.values));
-        const byId = new Map(rows.map((r) => [r.messageId, r]));
-        for (const item of items) item.resolve(byId.get(item.values.messageId));
+        const recorded = await sequencerRepository(db).insertIntents(items.map((i) => i.values));
+        for (const item of items) item.resolve(recorded.has(item.values.id));
       } catch (err) {
         for (const item of items) item.reject(err);
       }
@@ -375,7 +436,7 @@ function intentWriter(db: Deps['db']) {
     flushing = false;
   }
   return {
-    add(values: MessageInsert): Promise<MessageRow | undefined> {
+    add(values: IntentInsert): Promise<boolean> {
       return new Promise((resolve, reject) => {
         queue.push({ values, resolve, reject });
         if (!flushing) queueMicrotask(() => void (flushing || flush()));

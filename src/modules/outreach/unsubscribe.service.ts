@@ -1,4 +1,5 @@
 import { and, eq, sql } from 'drizzle-orm';
+import type { Db, Tx } from '../../db/client.ts';
 import { outreachMessages, outreachUnsubscribes } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { moveLeadsForOutreach } from '../leads/leads.outreach.ts';
@@ -7,6 +8,29 @@ import { stopEnrollmentsOf } from './enrollments.ts';
 import { tokenMessageId } from './sequencer.mail.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'config'>;
+
+/**
+ * What an unsubscribe does, wherever it came from (a mail's link, a platform's event), in the caller's transaction:
+ * the address is suppressed (source `unsubscribe`), its active enrollments stop (UNSUBSCRIBED), and its leads become
+ * UNSUBSCRIBED.
+ */
+export async function unsubscribeAddress(
+  tx: Db | Tx,
+  userId: string,
+  email: string,
+  leadId: string | null,
+  through: string,
+  now: Date,
+): Promise<void> {
+  await suppress(
+    tx,
+    userId,
+    [{ type: 'email', value: email, reason: `unsubscribed through ${through}`, source: 'unsubscribe' }],
+    now,
+  );
+  const stopped = await stopEnrollmentsOf(tx, userId, [email], 'UNSUBSCRIBED', now);
+  await moveLeadsForOutreach(tx, userId, [...new Set([...stopped, ...(leadId ? [leadId] : [])])], 'UNSUBSCRIBED', now);
+}
 
 /**
  * The public links of outreach mail (README "Outreach", Unsubscribe and opens). A token names the sent mail and is
@@ -51,22 +75,7 @@ export function createUnsubscribeService(deps: Deps) {
           .onConflictDoNothing()
           .returning({ id: outreachUnsubscribes.id });
         if (!recorded) return;
-        await suppress(
-          tx,
-          message.userId,
-          [
-            {
-              type: 'email',
-              value: message.toEmail,
-              reason: 'unsubscribed through an outreach mail',
-              source: 'unsubscribe',
-            },
-          ],
-          now,
-        );
-        const stopped = await stopEnrollmentsOf(tx, message.userId, [message.toEmail], 'UNSUBSCRIBED', now);
-        const leadIds = [...new Set([...stopped, ...(message.leadId ? [message.leadId] : [])])];
-        await moveLeadsForOutreach(tx, message.userId, leadIds, 'UNSUBSCRIBED', now);
+        await unsubscribeAddress(tx, message.userId, message.toEmail, message.leadId, 'an outreach mail', now);
       });
       return message.toEmail;
     },

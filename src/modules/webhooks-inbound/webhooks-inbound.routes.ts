@@ -30,8 +30,15 @@ export const inboundWebhookRoutes: RouteModule = (app, deps) => {
           '(never below a zero balance). `standard`: Standard Webhooks headers `webhook-id`, `webhook-timestamp`, ' +
           '`webhook-signature` (INBOUND_WEBHOOK_SECRET). The signature is checked on the raw body: 400 ' +
           'INVALID_SIGNATURE and nothing stored when it does not verify. An event id seen before answers 200 ' +
-          '`duplicate: true` and does nothing. Other providers: 404.',
+          '`duplicate: true` and does nothing. `instantly`, `smartlead`: the address given when the outreach ' +
+          'connection was created (`?connection=…&token=…`; the platforms sign nothing, so the token is the secret); ' +
+          'a wrong token is 400 INVALID_SIGNATURE. Sends, opens, replies, bounces and unsubscribes apply to the ' +
+          'connection’s campaigns and leads (README "Outreach", Platforms). Other providers: 404.',
         params: z.object({ provider: z.string() }),
+        querystring: z.object({
+          connection: z.string().max(100).optional().describe('`instantly`, `smartlead`: the connection id'),
+          token: z.string().max(200).optional().describe('`instantly`, `smartlead`: the connection’s webhook token'),
+        }),
         response: {
           200: envelope(z.object({ received: z.literal(true), duplicate: z.boolean() })),
           ...errorResponses(400, 404, 413, 503),
@@ -39,7 +46,7 @@ export const inboundWebhookRoutes: RouteModule = (app, deps) => {
       },
       handler: async (request) => {
         const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-        return ok(await service.receive(request.params.provider, raw, request.headers));
+        return ok(await service.receive(request.params.provider, raw, request.headers, request.query));
       },
     });
   });

@@ -4,9 +4,12 @@ import type { AppDeps } from '../../deps.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
 import { type CreditsService, createCreditsService } from '../credits/credits.service.ts';
 import { loadStripe, paymentsNotConfigured } from '../credits/credits.stripe.ts';
+import { createPlatformEventService } from '../outreach/platform.events.ts';
+import { platformWebhookParser } from '../outreach/providers/index.ts';
+import { PlatformError, type PlatformWebhookEvent } from '../outreach/providers/platform.ts';
 import { inboundWebhookRepository } from './webhooks-inbound.repository.ts';
 
-export const INBOUND_PROVIDERS = ['stripe', 'standard'] as const;
+export const INBOUND_PROVIDERS = ['stripe', 'standard', 'instantly', 'smartlead'] as const;
 export type InboundProvider = (typeof INBOUND_PROVIDERS)[number];
 
 /** Stripe events that may complete a credit purchase (an asynchronous payment succeeds later). */
@@ -66,6 +69,7 @@ export function createInboundWebhookService(
   options: { credits?: CreditsService } = {},
 ) {
   const credits = options.credits ?? createCreditsService(deps);
+  const platformEvents = createPlatformEventService(deps);
   const standard = deps.config.INBOUND_WEBHOOK_SECRET ? new Webhook(deps.config.INBOUND_WEBHOOK_SECRET) : undefined;
 
   async function verifyStripe(
@@ -110,13 +114,57 @@ export function createInboundWebhookService(
     return { id: parse(eventId, given['webhook-id'], 'webhook-id'), type: parsed.type ?? null, payload };
   }
 
+  /**
+   * An outreach platform's event (README "Outreach", Platforms): the address's token is checked before the body is
+   * read; the event is stored once per connection and platform event id, and applied in the same transaction.
+   * What is stored of it is its kind, not its content (addresses and replies live with the user's outreach data).
+   */
+  async function receivePlatform(
+    provider: 'instantly' | 'smartlead',
+    raw: Buffer,
+    query: { connection?: string; token?: string },
+  ): Promise<{ received: true; duplicate: boolean }> {
+    const connection =
+      query.connection && query.token
+        ? await platformEvents.connectionFor(provider, query.connection, query.token)
+        : undefined;
+    if (!connection) throw invalidSignature('token', 'the address is not one this service gave out');
+    let payload: unknown;
+    try {
+      payload = JSON.parse(raw.toString('utf8'));
+    } catch {
+      throw validationError('body', 'must be JSON');
+    }
+    let event: PlatformWebhookEvent;
+    try {
+      event = platformWebhookParser(provider)(payload);
+    } catch (err) {
+      if (err instanceof PlatformError) throw validationError('body', err.message);
+      throw err;
+    }
+    const fresh = await deps.db.transaction(async (tx) => {
+      const stored = await inboundWebhookRepository(tx).record({
+        provider,
+        eventId: `${connection.id}:${event.eventId}`.slice(0, 255),
+        type: event.platformType.slice(0, 255),
+        payload: { connectionId: connection.id, kind: event.kind },
+        receivedAt: deps.clock.now(),
+      });
+      if (stored) await platformEvents.apply(tx, connection, event);
+      return stored;
+    });
+    return { received: true, duplicate: !fresh };
+  }
+
   return {
     /** Verifies, stores and processes one delivery; `duplicate` when its event id was seen before. */
     async receive(
       provider: string,
       raw: Buffer,
       headers: Record<string, string | string[] | undefined>,
+      query: { connection?: string; token?: string } = {},
     ): Promise<{ received: true; duplicate: boolean }> {
+      if (provider === 'instantly' || provider === 'smartlead') return receivePlatform(provider, raw, query);
       let event: VerifiedEvent;
       if (provider === 'stripe') event = await verifyStripe(raw, headers);
       else if (provider === 'standard') event = verifyStandard(raw, headers);

@@ -2,6 +2,10 @@
  * What the outreach endpoints ask of a connected platform (`instantly`: Instantly API v2, `smartlead`: Smartlead's
  * API). Each client speaks its platform's documented wire format; the base URLs are settings (INSTANTLY_API_URL,
  * SMARTLEAD_API_URL). A failure the platform answered is a PlatformError carrying its reason.
+ *
+ * Templates never reach a platform in Quarry's syntax: the service renders each step per lead (variables, fallbacks,
+ * spintax) and hands the platform steps that only read the lead's own custom variables (`{{quarry_subject_1}}`), so a
+ * mail says on a platform exactly what it would say through the built-in sender.
  */
 export class PlatformError extends Error {
   /** The platform's HTTP status, when it answered. */
@@ -21,6 +25,12 @@ export interface PlatformAccount {
   warmupEnabled: boolean | null;
 }
 
+/** The account a call is about: platforms name accounts by address (Instantly) or by id (Smartlead). */
+export interface PlatformAccountRef {
+  externalId: string;
+  email: string;
+}
+
 export interface PlatformWarmupAnalytics {
   email: string;
   enabled: boolean | null;
@@ -34,13 +44,18 @@ export interface PlatformWarmupAnalytics {
 
 export interface PlatformCampaignInput {
   name: string;
+  /** Subject and body in the platform's own variable syntax (`{{name}}` on both). */
   steps: Array<{ subject: string; body: string; delayDays: number }>;
+  /** Local days 1 = Monday … 7 = Sunday, hours [startHour, endHour) in `timezone` (IANA). */
   window: { timezone: string; days: number[]; startHour: number; endHour: number };
+  /** Mails per sending account per day. */
   dailyLimit: number;
-  /** Sending account addresses. */
-  senders: string[];
+  /** The sending accounts. */
+  senders: PlatformAccountRef[];
   stopOnReply: boolean;
   trackOpens: boolean;
+  /** Minimum gap between two sends of an account, minutes (both platforms count in minutes). */
+  minGapMinutes: number;
 }
 
 export interface PlatformLead {
@@ -48,6 +63,7 @@ export interface PlatformLead {
   firstName: string | null;
   lastName: string | null;
   company: string | null;
+  /** String values only; the rendered steps travel here. */
   customFields: Record<string, string>;
 }
 
@@ -57,37 +73,56 @@ export interface PlatformCampaignAnalytics {
   replied: number;
   bounced: number;
   unsubscribed: number;
+  /** Per step (0-based) when the platform gives it, else null. */
+  steps: Array<{ step: number; sent: number; opened: number; replied: number }> | null;
 }
 
-export interface PlatformReply {
-  externalId: string;
+/** A platform's webhook delivery, reduced to what Quarry acts on. */
+export interface PlatformWebhookEvent {
+  /** What de-duplicates re-deliveries: the platform's event id, or a digest of what identifies the event. */
+  eventId: string;
+  kind: 'sent' | 'opened' | 'replied' | 'bounced' | 'unsubscribed' | 'other';
+  /** The platform's own event name. */
+  platformType: string;
+  leadEmail: string | null;
   campaignExternalId: string | null;
-  fromEmail: string;
-  toEmail: string;
-  subject: string;
-  bodyText: string;
-  receivedAt: string;
-  messageId: string | null;
-  inReplyTo: string | null;
+  /** The sending account's address. */
+  accountEmail: string | null;
+  /** 0-based step, when given. */
+  step: number | null;
+  subject: string | null;
+  bodyText: string | null;
+  /** The platform's id of the mail (to reply in its thread). */
+  emailExternalId: string | null;
+  occurredAt: string | null;
 }
 
 export interface PlatformClient {
   /** The platform's auth check: the workspace's label, or a PlatformError. */
   verify(): Promise<{ accountLabel: string | null }>;
   listAccounts(): Promise<PlatformAccount[]>;
-  setWarmup(email: string, enabled: boolean): Promise<void>;
-  warmupAnalytics(email: string): Promise<PlatformWarmupAnalytics>;
+  setWarmup(account: PlatformAccountRef, enabled: boolean): Promise<void>;
+  warmupAnalytics(account: PlatformAccountRef): Promise<PlatformWarmupAnalytics>;
+  /** Creates the campaign with its sequence, schedule, limits and senders; it is not started. */
   createCampaign(input: PlatformCampaignInput): Promise<{ externalId: string }>;
   setCampaignStatus(externalId: string, status: 'active' | 'paused'): Promise<void>;
+  /** At most 1000 leads per call (the service never sends more). */
   addLeads(externalId: string, leads: PlatformLead[]): Promise<{ uploaded: number }>;
   campaignAnalytics(externalId: string): Promise<PlatformCampaignAnalytics>;
-  /** A reply in a thread, or a new mail, from one of the platform's accounts. */
-  sendEmail(input: {
-    from: string;
-    to: string;
+  /** A reply in the thread of the platform's mail `replyToExternalId`, from `from`. */
+  replyToEmail(input: {
+    from: PlatformAccountRef;
+    replyToExternalId: string;
+    campaignExternalId: string | null;
     subject: string;
     bodyText: string;
-    replyToExternalId?: string;
-  }): Promise<{ externalId: string }>;
-  listReplies(options: { campaignExternalId?: string; limit: number }): Promise<PlatformReply[]>;
+  }): Promise<{ externalId: string | null }>;
+  /**
+   * Points the platform's webhooks at `url` (which carries Quarry's secret) for the events Quarry acts on; for a
+   * platform whose webhooks belong to a campaign, `campaignExternalId` says which.
+   */
+  registerWebhook(input: { url: string; campaignExternalId?: string }): Promise<{ externalId: string | null }>;
 }
+
+/** Parses one webhook body of a platform (already authenticated by the caller); a PlatformError when malformed. */
+export type PlatformWebhookParser = (payload: unknown) => PlatformWebhookEvent;

@@ -1,0 +1,7 @@
+CREATE TABLE "outreach_sequencer_lease" (
+	"name" text PRIMARY KEY NOT NULL,
+	"holder" text NOT NULL,
+	"lease_until" timestamp with time zone NOT NULL
+);
+--> statement-breakpoint
+ALTER TABLE "outreach_mailboxes" ALTER COLUMN "imap_last_uid" SET DATA TYPE bigint;

@@ -1,0 +1,214 @@
+import { and, desc, eq, sql } from 'drizzle-orm';
+import type { Db, Tx } from '../../db/client.ts';
+import {
+  outreachCampaigns,
+  outreachConnections,
+  outreachEnrollments,
+  outreachMailboxes,
+  outreachMessages,
+} from '../../db/schema/index.ts';
+import type { AppDeps } from '../../deps.ts';
+import { sha256 } from '../../shared/crypto.ts';
+import { emitEvent } from '../../shared/events.ts';
+import { storedId } from '../../shared/ids.ts';
+import { createEmailVerificationService } from '../email-verification/email-verification.service.ts';
+import { moveLeadsForOutreach } from '../leads/leads.outreach.ts';
+import { normalizeEmail } from '../suppressions/suppressions.normalize.ts';
+import type { ConnectionRow } from './connections.repository.ts';
+import { stopEnrollmentsById } from './enrollments.ts';
+import { webhookTokenMatches } from './platforms.ts';
+import type { PlatformWebhookEvent } from './providers/platform.ts';
+import { unsubscribeAddress } from './unsubscribe.service.ts';
+
+type Deps = Pick<AppDeps, 'db' | 'clock' | 'credits' | 'config'>;
+
+/** Stored text of a reply at most (as the IMAP reader keeps). */
+const MAX_BODY = 100_000;
+
+/**
+ * Ids of platform mail in `outreach_messages.message_id`: the platform's id of the mail at `<provider>` (a platform
+ * gives no RFC 5322 Message-ID). POST /api/outreach/emails answers a reply in its thread by this id.
+ */
+export const platformMessageId = (provider: string, externalId: string) => `${externalId}@${provider}`;
+export const platformMailId = (messageId: string, provider: string): string | undefined =>
+  messageId.endsWith(`@${provider}`) ? messageId.slice(0, -provider.length - 1) : undefined;
+
+/**
+ * What a platform's webhook event does (README "Outreach", Platforms), in the transaction that stored it: a sent
+ * mail is recorded and metered in credits (the lead becomes CONTACTED); an open is counted; a reply is stored in the
+ * inbox, stops the lead's sequence, makes the lead REPLIED and emits `email.replied`; a bounce goes to the bounce
+ * records as a hard bounce (INVALID, suppressed, sequences stopped); an unsubscribe suppresses the address.
+ */
+export function createPlatformEventService(deps: Deps) {
+  const bounces = createEmailVerificationService(deps);
+
+  async function context(tx: Db | Tx, connection: ConnectionRow, event: PlatformWebhookEvent) {
+    const [campaign] = event.campaignExternalId
+      ? await tx
+          .select()
+          .from(outreachCampaigns)
+          .where(
+            and(
+              eq(outreachCampaigns.connectionId, connection.id),
+              eq(outreachCampaigns.externalId, event.campaignExternalId),
+            ),
+          )
+      : [];
+    const email = event.leadEmail ? normalizeEmail(event.leadEmail) : undefined;
+    const [enrollment] =
+      campaign && email
+        ? await tx
+            .select()
+            .from(outreachEnrollments)
+            .where(and(eq(outreachEnrollments.campaignId, campaign.id), eq(outreachEnrollments.email, email)))
+        : [];
+    const account = event.accountEmail ? normalizeEmail(event.accountEmail) : undefined;
+    const [mailbox] = account
+      ? await tx
+          .select()
+          .from(outreachMailboxes)
+          .where(and(eq(outreachMailboxes.connectionId, connection.id), eq(outreachMailboxes.email, account)))
+      : [];
+    return { campaign, email, enrollment, mailbox };
+  }
+
+  return {
+    /**
+     * The connection a webhook address names, when its token is this connection's (platforms sign nothing: the
+     * address is the secret, README "Outreach", Platforms); undefined otherwise, alike for an unknown connection.
+     */
+    async connectionFor(provider: string, connectionId: string, token: string): Promise<ConnectionRow | undefined> {
+      const id = storedId(connectionId);
+      if (!id || !webhookTokenMatches(deps, id, token)) return undefined;
+      const [row] = await deps.db.select().from(outreachConnections).where(eq(outreachConnections.id, id));
+      return row?.provider === provider ? row : undefined;
+    },
+
+    async apply(tx: Db | Tx, connection: ConnectionRow, event: PlatformWebhookEvent): Promise<void> {
+      const { userId, provider } = connection;
+      const { campaign, email, enrollment, mailbox } = await context(tx, connection, event);
+      const now = deps.clock.now();
+      const at = event.occurredAt && !Number.isNaN(Date.parse(event.occurredAt)) ? new Date(event.occurredAt) : now;
+      // One thread per lead and campaign: what the platform itself threads.
+      const threadId = platformMessageId(
+        provider,
+        `thread-${sha256(`${event.campaignExternalId}:${email}`).slice(0, 32)}`,
+      );
+      const leadId = enrollment?.leadId ?? null;
+      const base = {
+        userId,
+        mailboxId: mailbox?.id ?? null,
+        campaignId: campaign?.id ?? null,
+        enrollmentId: enrollment?.id ?? null,
+        leadId,
+        step: event.step,
+        messageId: platformMessageId(provider, event.emailExternalId ?? event.eventId),
+        threadId,
+        subject: (event.subject ?? '').slice(0, 998),
+        bodyText: (event.bodyText ?? '').slice(0, MAX_BODY),
+        createdAt: now,
+        updatedAt: now,
+      };
+
+      switch (event.kind) {
+        case 'sent': {
+          if (!email) return;
+          const [sent] = await tx
+            .insert(outreachMessages)
+            .values({
+              ...base,
+              direction: 'outbound',
+              status: 'SENT',
+              fromEmail: mailbox?.email ?? normalizeEmail(event.accountEmail ?? '') ?? '',
+              toEmail: email,
+              sentAt: at,
+            })
+            .onConflictDoNothing()
+            .returning({ id: outreachMessages.id });
+          if (!sent) return;
+          if (enrollment && event.step !== null)
+            await tx
+              .update(outreachEnrollments)
+              .set({ nextStep: sql`greatest(${outreachEnrollments.nextStep}, ${event.step + 1})`, updatedAt: now })
+              .where(eq(outreachEnrollments.id, enrollment.id));
+          if (leadId) await moveLeadsForOutreach(tx, userId, [leadId], 'CONTACTED', now);
+          // The platform already sent it: metered as far as the balance goes, never refused after the fact.
+          await deps.credits.spend(tx, userId, 'emails_sent', 1, {
+            partial: true,
+            reason: `outreach mail (${provider})`,
+          });
+          return;
+        }
+        case 'opened': {
+          if (!enrollment) return;
+          const [mail] = await tx
+            .select({ id: outreachMessages.id })
+            .from(outreachMessages)
+            .where(
+              and(
+                eq(outreachMessages.enrollmentId, enrollment.id),
+                eq(outreachMessages.direction, 'outbound'),
+                event.step !== null ? eq(outreachMessages.step, event.step) : undefined,
+              ),
+            )
+            .orderBy(desc(outreachMessages.id))
+            .limit(1);
+          if (mail)
+            await tx
+              .update(outreachMessages)
+              .set({
+                openedAt: sql`coalesce(${outreachMessages.openedAt}, ${at.toISOString()}::timestamptz)`,
+                openCount: sql`${outreachMessages.openCount} + 1`,
+              })
+              .where(eq(outreachMessages.id, mail.id));
+          return;
+        }
+        case 'replied': {
+          if (!email) return;
+          const [stored] = await tx
+            .insert(outreachMessages)
+            .values({
+              ...base,
+              direction: 'inbound',
+              status: 'RECEIVED',
+              kind: 'reply',
+              fromEmail: email,
+              toEmail: mailbox?.email ?? normalizeEmail(event.accountEmail ?? '') ?? '',
+              receivedAt: at,
+            })
+            .onConflictDoNothing()
+            .returning();
+          if (!stored) return;
+          if (enrollment && (campaign?.stopOnReply ?? true))
+            await stopEnrollmentsById(tx, [enrollment.id], 'REPLIED', now);
+          if (leadId) await moveLeadsForOutreach(tx, userId, [leadId], 'REPLIED', now);
+          await emitEvent(tx, userId, 'email.replied', {
+            email,
+            leadId,
+            campaignId: campaign?.id ?? null,
+            messageId: stored.id,
+            threadId: stored.threadId,
+            subject: stored.subject,
+            receivedAt: at.toISOString(),
+          });
+          return;
+        }
+        case 'bounced':
+          if (email)
+            await bounces.recordPlatformBounce(tx, userId, {
+              email,
+              provider,
+              eventId: event.eventId,
+              outreachCampaignId: campaign?.id ?? null,
+              detail: event.bodyText,
+            });
+          return;
+        case 'unsubscribed':
+          if (email) await unsubscribeAddress(tx, userId, email, leadId, provider, now);
+          return;
+        default:
+          return;
+      }
+    },
+  };
+}
