@@ -333,6 +333,41 @@ describe('Instantly', () => {
     assert.doesNotMatch(JSON.stringify(stored), /prospects\.test/, 'no address or reply is kept in the event log');
   });
 
+  test('events of campaigns Quarry did not create change nothing; odd deliveries never fail with a 500', async () => {
+    const remote = [...instantly.state.campaigns.values()][0]!;
+    const before = await balance();
+    const foreign = await instantly.deliverWebhook(connection.webhook.url, {
+      event_type: 'email_sent',
+      campaign_id: 'a-campaign-made-on-instantly',
+      lead_email: 'ada@prospects.test',
+      email_id: 'em-foreign',
+    });
+    assert.equal(foreign.status, 200, foreign.body);
+    assert.equal(await balance(), before, 'not charged');
+    const odd = await instantly.deliverWebhook(connection.webhook.url, {
+      event_type: 'reply_received',
+      campaign_id: remote.id,
+      lead_email: 'ada@prospects.test',
+      email_id: 'em-odd',
+      step: 3_000_000_000,
+      reply_text: 'a\u0000b',
+      timestamp: '-200000-01-01T00:00:00Z',
+    });
+    assert.equal(odd.status, 200, odd.body);
+    const inbox = (await ctx.call(alice, 'GET', `/api/outreach/emails?leadId=${leads.ada}`)).json().data;
+    const texts = inbox.threads[0].messages.map((m: { text: string }) => m.text);
+    assert.ok(texts.includes('ab'), JSON.stringify(texts));
+    for (const body of ['[1, 2]', '{"lead_email": "ada@prospects.test"}', 'not json']) {
+      const malformed = await fetch(connection.webhook.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      assert.equal(malformed.status, 400, body);
+      assert.equal(((await malformed.json()) as { error: { code: string } }).error.code, 'VALIDATION_ERROR');
+    }
+  });
+
   test('a reply goes out through Instantly in the lead’s thread; a new mail there is a 400', async () => {
     const inbox = (await ctx.call(alice, 'GET', `/api/outreach/emails?leadId=${leads.ada}`)).json().data;
     const theirs = inbox.threads[0].messages.find((m: { direction: string }) => m.direction === 'inbound');
@@ -426,7 +461,20 @@ describe('Smartlead', () => {
     assert.equal(enrolled.json().data.uploaded, 1, enrolled.body);
     assert.equal(remote.leads[0].custom_fields.quarry_body_1, 'Hi Linus,<br>are you hiring?');
 
-    const delivered = await smartlead.deliverWebhook(hookUrl, {
+    // Smartlead names a reply by the stats id of the mail it answers: the send and the reply are two mails.
+    const sent = await smartlead.deliverWebhook(hookUrl, {
+      event_type: 'EMAIL_SENT',
+      campaign_id: remote.id,
+      sl_lead_email: 'linus@prospects.test',
+      from_email: 'cy@acme-send.test',
+      stats_id: 'st-linus-1',
+      sequence_number: 1,
+      time_sent: '2026-11-25T09:00:00.000Z',
+      subject: 'Quick question for Kernel',
+    });
+    assert.equal(sent.status, 200, sent.body);
+    assert.equal(await leadStatus(linus), 'CONTACTED');
+    const replyEvent = {
       event_type: 'EMAIL_REPLY',
       campaign_id: remote.id,
       sl_lead_email: 'linus@prospects.test',
@@ -435,12 +483,24 @@ describe('Smartlead', () => {
       sequence_number: 1,
       subject: 'Re: Quick question for Kernel',
       reply_message: { text: 'Send me the details.' },
+      time_replied: '2026-11-25T10:00:00.000Z',
+    };
+    const delivered = await smartlead.deliverWebhook(hookUrl, {
+      ...replyEvent,
+      event_timestamp: '2026-11-25T10:00:05Z',
     });
     assert.equal(delivered.status, 200, delivered.body);
+    // Delivered again later (its delivery time differs): the same event, applied once.
+    const again = await smartlead.deliverWebhook(hookUrl, { ...replyEvent, event_timestamp: '2026-11-25T10:30:00Z' });
+    assert.equal(JSON.parse(again.body).data.duplicate, true);
     assert.equal(await leadStatus(linus), 'REPLIED');
 
     const inbox = (await ctx.call(alice, 'GET', `/api/outreach/emails?leadId=${linus}`)).json().data;
-    const theirs = inbox.threads[0].messages[0];
+    assert.deepEqual(
+      inbox.threads[0].messages.map((m: { direction: string }) => m.direction),
+      ['outbound', 'inbound'],
+    );
+    const theirs = inbox.threads[0].messages[1];
     assert.equal(theirs.text, 'Send me the details.');
     const sentReply = await ctx.call(alice, 'POST', '/api/outreach/emails', {
       mailboxId: cy.id,

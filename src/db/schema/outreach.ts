@@ -210,6 +210,8 @@ export const outreachMessages = pgTable(
     receivedAt: tsColumn('received_at'),
     openedAt: tsColumn('opened_at'),
     openCount: integer('open_count').notNull().default(0),
+    /** A platform's id of the mail (Instantly's email id, Smartlead's stats id): what a reply through it names. */
+    externalId: text('external_id'),
     error: text('error'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),

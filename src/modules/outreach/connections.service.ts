@@ -156,7 +156,14 @@ export function createConnectionService(deps: Deps) {
           createdAt: now,
           updatedAt: now,
         },
-        [...new Map(accounts.map((a) => [a.email.toLowerCase(), a])).values()].map((a) => ({
+        // An account without an address cannot send (the platform lists what it has, complete or not).
+        [
+          ...new Map(
+            accounts
+              .filter((a) => typeof a.email === 'string' && a.email.includes('@'))
+              .map((a) => [a.email.toLowerCase(), a]),
+          ).values(),
+        ].map((a) => ({
           userId,
           email: a.email.toLowerCase(),
           fromName: a.fromName,

@@ -14,7 +14,7 @@ import { campaignsRepository } from './campaigns.repository.ts';
 import { type ConnectionRow, connectionsRepository, type MailboxRow } from './connections.repository.ts';
 import type { EmailView, SendEmailInput } from './emails.schemas.ts';
 import { mailboxEndpoints, openSmtpTransport } from './mailbox.transport.ts';
-import { platformMailId, platformMessageId } from './platform.events.ts';
+import { platformMessageId } from './platform.events.ts';
 import { accountRef, clientOf, isPlatform, type PlatformProvider, platformFailure } from './platforms.ts';
 import { classifySendError, linkToken, mailOptions, publicUrlOf } from './sequencer.mail.ts';
 import type { MessageRow } from './sequencer.repository.ts';
@@ -66,11 +66,11 @@ export function createEmailService(deps: Deps) {
     mail: { parent: MessageRow | undefined; to: string; subject: string; body: string; leadId: string | undefined },
   ): Promise<EmailView> {
     const provider = connection.provider as PlatformProvider;
-    const parentMail = mail.parent && platformMailId(mail.parent.messageId, provider);
+    const parentMail = mail.parent?.mailboxId === mailbox.id ? mail.parent.externalId : null;
     if (!mail.parent || !parentMail)
       throw validationError(
         'inReplyTo',
-        `${provider} sends new mail through campaigns only: name a mail of this connection to reply to`,
+        `${provider} sends new mail through campaigns only: name a mail of this account's to reply to`,
       );
     const campaign = mail.parent.campaignId ? await campaigns.find(userId, mail.parent.campaignId) : undefined;
     const { externalId } = await clientOf(deps, box, connection)
@@ -83,6 +83,7 @@ export function createEmailService(deps: Deps) {
       })
       .catch((err) => platformFailure(err, provider, 'mailboxId'));
     const now = deps.clock.now();
+    const messageId = platformMessageId(provider, externalId ?? randomUUID());
     const sent = await deps.db.transaction(async (tx) => {
       const [row] = await tx
         .insert(outreachMessages)
@@ -93,7 +94,8 @@ export function createEmailService(deps: Deps) {
           leadId: mail.leadId ?? mail.parent!.leadId,
           direction: 'outbound',
           status: 'SENT',
-          messageId: platformMessageId(provider, externalId ?? randomUUID()),
+          messageId,
+          externalId,
           inReplyTo: mail.parent!.messageId,
           threadId: mail.parent!.threadId,
           fromEmail: mailbox.email,
@@ -104,9 +106,18 @@ export function createEmailService(deps: Deps) {
           createdAt: now,
           updatedAt: now,
         })
+        .onConflictDoNothing()
         .returning();
+      if (!row) {
+        // The platform's own `sent` event recorded (and charged) it first.
+        const [known] = await tx
+          .select()
+          .from(outreachMessages)
+          .where(and(eq(outreachMessages.userId, userId), eq(outreachMessages.messageId, messageId)));
+        return known!;
+      }
       await deps.credits.spend(tx, userId, 'emails_sent', 1, { partial: true, reason: `outreach mail (${provider})` });
-      return row!;
+      return row;
     });
     return toEmailView(sent);
   }

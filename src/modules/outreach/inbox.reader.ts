@@ -3,6 +3,7 @@ import { sql } from 'drizzle-orm';
 import { outreachMailboxes } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
+import { isConnectionError } from '../../shared/db-errors.ts';
 import { connectionsRepository, type MailboxRow } from './connections.repository.ts';
 import { createInboxService, type InboundOutcome } from './inbox.service.ts';
 import { mailboxEndpoints, openImapClient } from './mailbox.transport.ts';
@@ -88,6 +89,8 @@ export function createInboxReader(deps: Deps) {
                 `imap-${mailbox.id}-${createHash('sha256').update(m.source).digest('hex').slice(0, 32)}@quarry`,
               );
             } catch (err) {
+              // The database gone away: stop here, the position unsaved, and read it again next round.
+              if (isConnectionError(err)) throw err;
               // One message that cannot be stored must not block the mailbox: it is logged and passed over.
               deps.logger.warn({ err, mailboxId: mailbox.id, uid: m.uid }, 'inbound mail could not be processed');
               outcome = 'unreadable';

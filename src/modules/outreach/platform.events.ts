@@ -22,16 +22,26 @@ import { unsubscribeAddress } from './unsubscribe.service.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'credits' | 'config'>;
 
+const digestOf = (event: PlatformWebhookEvent) => event.eventId.slice(event.eventId.indexOf(':') + 1);
+
 /** Stored text of a reply at most (as the IMAP reader keeps). */
 const MAX_BODY = 100_000;
 
 /**
- * Ids of platform mail in `outreach_messages.message_id`: the platform's id of the mail at `<provider>` (a platform
- * gives no RFC 5322 Message-ID). POST /api/outreach/emails answers a reply in its thread by this id.
+ * Ids of platform mail in `outreach_messages.message_id` (a platform gives no RFC 5322 Message-ID): a sent mail is
+ * `<the platform's id of the mail>@<provider>`, a reply `<its event digest>@<provider>` (Smartlead gives a reply the
+ * id of the mail it answers). The platform's id of the mail itself is kept in `external_id`: a reply through the
+ * platform names it.
  */
-export const platformMessageId = (provider: string, externalId: string) => `${externalId}@${provider}`;
-export const platformMailId = (messageId: string, provider: string): string | undefined =>
-  messageId.endsWith(`@${provider}`) ? messageId.slice(0, -provider.length - 1) : undefined;
+export const platformMessageId = (provider: string, id: string) => `${id}@${provider}`;
+
+/** PostgreSQL text holds no NUL character; a delivery may carry one. */
+const clean = (text: string | null, max: number) => (text ?? '').replaceAll('\u0000', '').slice(0, max);
+/** A delivery's time when it is a plausible one; else the time it arrived. */
+function timeOf(value: string | null, now: Date): Date {
+  const at = value ? Date.parse(value) : Number.NaN;
+  return Number.isFinite(at) && Math.abs(at - now.getTime()) < 366 * 86_400_000 ? new Date(at) : now;
+}
 
 /**
  * What a platform's webhook event does (README "Outreach", Platforms), in the transaction that stored it: a sent
@@ -88,7 +98,9 @@ export function createPlatformEventService(deps: Deps) {
       const { userId, provider } = connection;
       const { campaign, email, enrollment, mailbox } = await context(tx, connection, event);
       const now = deps.clock.now();
-      const at = event.occurredAt && !Number.isNaN(Date.parse(event.occurredAt)) ? new Date(event.occurredAt) : now;
+      const at = timeOf(event.occurredAt, now);
+      // Mail of a campaign Quarry did not create (the workspace's others) is not Quarry's to record or charge.
+      if (!campaign && (event.kind === 'sent' || event.kind === 'opened' || event.kind === 'replied')) return;
       // One thread per lead and campaign: what the platform itself threads.
       const threadId = platformMessageId(
         provider,
@@ -102,10 +114,11 @@ export function createPlatformEventService(deps: Deps) {
         enrollmentId: enrollment?.id ?? null,
         leadId,
         step: event.step,
-        messageId: platformMessageId(provider, event.emailExternalId ?? event.eventId),
+        messageId: platformMessageId(provider, event.emailExternalId ?? digestOf(event)),
+        externalId: event.emailExternalId,
         threadId,
-        subject: (event.subject ?? '').slice(0, 998),
-        bodyText: (event.bodyText ?? '').slice(0, MAX_BODY),
+        subject: clean(event.subject, 998),
+        bodyText: clean(event.bodyText, MAX_BODY),
         createdAt: now,
         updatedAt: now,
       };
@@ -169,6 +182,7 @@ export function createPlatformEventService(deps: Deps) {
             .insert(outreachMessages)
             .values({
               ...base,
+              messageId: platformMessageId(provider, digestOf(event)),
               direction: 'inbound',
               status: 'RECEIVED',
               kind: 'reply',

@@ -10,6 +10,7 @@ import { type CampaignRow, campaignsRepository } from './campaigns.repository.ts
 import { connectionsRepository, type MailboxRow } from './connections.repository.ts';
 import { mailboxEndpoints, openSmtpTransport } from './mailbox.transport.ts';
 import { classifySendError, linkToken, mailOptions, publicUrlOf, sessionFailure } from './sequencer.mail.ts';
+import { intentWriter, semaphore } from './sequencer.pipeline.ts';
 import {
   type DueEnrollment,
   type EnrollmentMove,
@@ -36,6 +37,13 @@ export interface SequencerRun {
   failed: number;
   postponed: number;
   stopped: number;
+}
+
+/** What a run counts across its batches. */
+interface RunState {
+  mailboxes: Map<string, MailboxState>;
+  /** Mails each user's balance still pays for in this run. */
+  allowance: Map<string, number>;
 }
 
 interface MailboxState {
@@ -87,9 +95,14 @@ export function createSequencer(deps: Deps) {
     mailbox.freeAt = Number.POSITIVE_INFINITY;
   }
 
-  async function runBatch(claimed: DueEnrollment[], now: Date, mailboxes: Map<string, MailboxState>) {
+  /**
+   * What a batch needs, read before it sends (one read per kind, not one per mail): its campaigns, the mailboxes not
+   * known yet in this run with today's counts, the leads, suppressions and threads. A user's balance is read once per
+   * run: what it pays for is counted down over every batch.
+   */
+  async function prepareBatch(claimed: DueEnrollment[], now: Date, run: RunState) {
+    const { mailboxes, allowance } = run;
     const repo = sequencerRepository(deps.db);
-    const result: SequencerRun = { sent: 0, failed: 0, postponed: 0, stopped: 0 };
     const campaignIds = [...new Set(claimed.map((e) => e.campaignId))];
     const campaigns = new Map((await campaignsRepository(deps.db).byIds(campaignIds)).map((c) => [c.id, c]));
     // Mailboxes of these campaigns, with today's counts and their latest mail.
@@ -125,16 +138,22 @@ export function createSequencer(deps: Deps) {
     for (const m of await repo.threadsOf(claimed.filter((e) => e.nextStep > 0).map((e) => e.id))) {
       threads.set(m.enrollmentId!, [...(threads.get(m.enrollmentId!) ?? []), m]);
     }
-    // What each user's balance pays for in this batch (one read per user, not one per mail).
-    const allowance = new Map<string, number>();
     const price = deps.credits.prices.emails_sent;
     for (const userId of new Set(claimed.map((e) => e.userId))) {
+      if (allowance.has(userId)) continue;
       const paysFor =
         deps.credits.enabled && price > 0
           ? Math.floor((await deps.credits.balance(deps.db, userId)) / price)
           : Number.POSITIVE_INFINITY;
       allowance.set(userId, paysFor);
     }
+    return { claimed, now, run, campaigns, leads, suppressed, threads };
+  }
+
+  async function runBatch(prepared: Awaited<ReturnType<typeof prepareBatch>>) {
+    const { claimed, now, run, campaigns, leads, suppressed, threads } = prepared;
+    const { mailboxes, allowance } = run;
+    const result: SequencerRun = { sent: 0, failed: 0, postponed: 0, stopped: 0 };
     const intents = intentWriter(deps.db);
 
     const postpones: Array<{ id: string; step: number; at: Date }> = [];
@@ -382,85 +401,49 @@ export function createSequencer(deps: Deps) {
         Math.max(1000, SEND_LEASE_MS / 3),
       );
       renewal.unref();
-      const mailboxes = new Map<string, MailboxState>();
+      const run: RunState = { mailboxes: new Map(), allowance: new Map() };
+      const { mailboxes } = run;
       const writing: Array<Promise<void>> = [];
+      const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
+      // The next batch is claimed and read while this one sends, so the SMTP connections do not wait for it.
+      const claimNext = async () => {
+        const now = deps.clock.now();
+        const claimed = await deps.db.transaction((tx) =>
+          sequencerRepository(tx).claimDue(now, leaseFrom(now), CLAIM_BATCH),
+        );
+        return claimed.length ? prepareBatch(claimed, now, run) : undefined;
+      };
+      let next: Promise<Awaited<ReturnType<typeof prepareBatch>> | undefined> | undefined;
       try {
         await repo.confirmStaleOneOffs(new Date(deps.clock.now().getTime() - SEND_LEASE_MS));
-        for (let batch = 0; batch < (options.maxBatches ?? Number.POSITIVE_INFINITY) && !leaseLost; batch++) {
-          const now = deps.clock.now();
-          const claimed = await deps.db.transaction((tx) =>
-            sequencerRepository(tx).claimDue(now, leaseFrom(now), CLAIM_BATCH),
-          );
-          if (!claimed.length) break;
-          const { result: run, finalize } = await runBatch(claimed, now, mailboxes);
+        next = claimNext();
+        for (let batch = 0; batch < maxBatches; batch++) {
+          const prepared = await next;
+          next = undefined;
+          if (!prepared) break;
+          if (batch + 1 < maxBatches && !leaseLost) {
+            next = claimNext();
+            next.catch(() => {});
+          }
+          const { result: sent, finalize } = await runBatch(prepared);
           // Unhandled until awaited below; the rejection is kept, not thrown twice.
           finalize.catch(() => {});
           writing.push(finalize);
-          total.sent += run.sent;
-          total.failed += run.failed;
-          total.postponed += run.postponed;
-          total.stopped += run.stopped;
+          total.sent += sent.sent;
+          total.failed += sent.failed;
+          total.postponed += sent.postponed;
+          total.stopped += sent.stopped;
         }
         for (const w of writing) await w;
       } finally {
         clearInterval(renewal);
+        // A batch claimed ahead and not sent (the lease was lost) keeps its claims' lease: another run takes it then.
+        await next?.catch(() => {});
         await Promise.allSettled(writing);
         for (const m of mailboxes.values()) void m.transport?.then((t) => t.close()).catch(() => {});
         await repo.releaseRunLease(holder).catch(() => {});
       }
       return total;
-    },
-  };
-}
-
-/**
- * Intents are recorded before their mail is sent; sends running at once share one INSERT (group commit): a send
- * waits for the statement that recorded its intent, and learns whether it was recorded (false: the step has a
- * mail already, or the enrollment or campaign stopped meanwhile).
- */
-function intentWriter(db: Deps['db']) {
-  let queue: Array<{ values: IntentInsert; resolve(recorded: boolean): void; reject(e: unknown): void }> = [];
-  let flushing = false;
-  async function flush() {
-    flushing = true;
-    while (queue.length) {
-      const items = queue;
-      queue = [];
-      try {
-        const recorded = await sequencerRepository(db).insertIntents(items.map((i) => i.values));
-        for (const item of items) item.resolve(recorded.has(item.values.id));
-      } catch (err) {
-        for (const item of items) item.reject(err);
-      }
-    }
-    flushing = false;
-  }
-  return {
-    add(values: IntentInsert): Promise<boolean> {
-      return new Promise((resolve, reject) => {
-        queue.push({ values, resolve, reject });
-        if (!flushing) queueMicrotask(() => void (flushing || flush()));
-      });
-    },
-  };
-}
-
-/** At most `size` holders at once; the others wait in order. */
-function semaphore(size: number) {
-  let free = size;
-  const waiting: Array<() => void> = [];
-  return {
-    async acquire(): Promise<void> {
-      if (free > 0) {
-        free--;
-        return;
-      }
-      await new Promise<void>((resolve) => waiting.push(resolve));
-    },
-    release(): void {
-      const wake = waiting.shift();
-      if (wake) wake();
-      else free++;
     },
   };
 }

@@ -50,7 +50,10 @@ export function errorReason(body: unknown, fallback: string): string {
 
 export function createJsonHttp(options: JsonHttpOptions): JsonHttp {
   const base = options.baseUrl.replace(/\/+$/, '');
-  const secrets = Object.values(options.query ?? {}).filter((v) => v.length > 0);
+  // Raw and as a URL carries it (percent-encoded, `+` for a space).
+  const secrets = Object.values(options.query ?? {})
+    .filter((v) => v.length > 0)
+    .flatMap((v) => [...new Set([v, encodeURIComponent(v), new URLSearchParams({ k: v }).toString().slice(2)])]);
   // A reason or a network message that happens to echo the key (a URL in an error) must not leak it.
   const scrub = (text: string) => secrets.reduce((t, s) => t.split(s).join('***'), text);
 

@@ -232,6 +232,9 @@ const INSTANTLY_KINDS: Record<string, PlatformWebhookEvent['kind']> = {
   lead_unsubscribed: 'unsubscribed',
 };
 
+/** Steps beyond this are not a sequence's (a malformed delivery). */
+const MAX_STEP = 1000;
+
 /** Instantly's deliveries carry no event id: a digest of what identifies the event stands in for one. */
 export const parseInstantlyWebhook: PlatformWebhookParser = (payload) => {
   if (!payload || typeof payload !== 'object' || Array.isArray(payload))
@@ -242,9 +245,16 @@ export const parseInstantlyWebhook: PlatformWebhookParser = (payload) => {
   const kind = INSTANTLY_KINDS[type] ?? 'other';
   const stepNo = typeof p.step === 'number' ? p.step : typeof p.step === 'string' ? Number(p.step) : Number.NaN;
   const replied = kind === 'replied';
+  // Only what a re-delivery repeats (not its timestamp): the same event always has the same id.
   const digest = createHash('sha256')
     .update(
-      JSON.stringify([type, str(p.campaign_id), str(p.lead_email), str(p.email_id) ?? str(p.step), str(p.timestamp)]),
+      JSON.stringify([
+        type,
+        str(p.campaign_id),
+        str(p.lead_email),
+        str(p.email_id) ?? str(p.step),
+        replied ? (str(p.reply_text) ?? str(p.reply_text_snippet)) : null,
+      ]),
     )
     .digest('hex');
   return {
@@ -255,7 +265,7 @@ export const parseInstantlyWebhook: PlatformWebhookParser = (payload) => {
     campaignExternalId: str(p.campaign_id),
     accountEmail: str(p.email_account),
     // Deliveries count steps from 1.
-    step: Number.isInteger(stepNo) && stepNo >= 1 ? stepNo - 1 : null,
+    step: Number.isInteger(stepNo) && stepNo >= 1 && stepNo <= MAX_STEP ? stepNo - 1 : null,
     subject: replied ? (str(p.reply_subject) ?? str(p.email_subject)) : str(p.email_subject),
     bodyText: replied ? (str(p.reply_text) ?? str(p.reply_text_snippet)) : str(p.email_text),
     emailExternalId: str(p.email_id),

@@ -235,6 +235,9 @@ const SMARTLEAD_KINDS: Record<string, PlatformWebhookEvent['kind']> = {
 const obj = (v: unknown): Record<string, unknown> =>
   v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 
+/** Steps beyond this are not a sequence's (a malformed delivery). */
+const MAX_STEP = 1000;
+
 /** Smartlead's deliveries carry no event id: a digest of what identifies the event stands in for one. */
 export const parseSmartleadWebhook: PlatformWebhookParser = (payload) => {
   if (!payload || typeof payload !== 'object' || Array.isArray(payload))
@@ -247,15 +250,24 @@ export const parseSmartleadWebhook: PlatformWebhookParser = (payload) => {
   const sent = obj(p.sent_message);
   const seq = num(p.sequence_number);
   const leadEmail = str(p.sl_lead_email) ?? str(p.lead_email) ?? str(p.to_email);
-  const occurredAt =
-    str(p.event_timestamp) ??
-    str(p.time_sent) ??
-    str(p.time_opened) ??
-    str(p.time_replied) ??
-    str(p.time_bounced) ??
-    str(p.time_unsubscribed);
+  // When it happened (stable across re-deliveries), unlike `event_timestamp` (when it was delivered).
+  const happenedAt =
+    str(p.time_sent) ?? str(p.time_opened) ?? str(p.time_replied) ?? str(p.time_bounced) ?? str(p.time_unsubscribed);
+  const occurredAt = happenedAt ?? str(p.event_timestamp);
+  const replyText = kind === 'replied' ? (str(reply.text) ?? str(p.preview_text)) : null;
+  // Only what a re-delivery repeats: the same event always has the same id; two replies in one thread do not.
   const digest = createHash('sha256')
-    .update(JSON.stringify([type, str(p.campaign_id), leadEmail, str(p.stats_id), str(p.sequence_number), occurredAt]))
+    .update(
+      JSON.stringify([
+        type,
+        str(p.campaign_id),
+        leadEmail,
+        str(p.stats_id),
+        str(p.sequence_number),
+        happenedAt,
+        str(reply.message_id) ?? replyText,
+      ]),
+    )
     .digest('hex');
   return {
     eventId: `smartlead:${digest}`,
@@ -265,12 +277,9 @@ export const parseSmartleadWebhook: PlatformWebhookParser = (payload) => {
     campaignExternalId: str(p.campaign_id),
     accountEmail: str(p.from_email),
     // Deliveries count sequences from 1.
-    step: seq >= 1 ? seq - 1 : null,
+    step: Number.isInteger(seq) && seq >= 1 && seq <= MAX_STEP ? seq - 1 : null,
     subject: str(p.subject),
-    bodyText:
-      kind === 'replied'
-        ? (str(reply.text) ?? str(p.preview_text))
-        : (str(sent.text) ?? (kind === 'sent' ? null : str(reply.text))),
+    bodyText: kind === 'replied' ? replyText : (str(sent.text) ?? (kind === 'sent' ? null : str(reply.text))),
     // Smartlead replies in a thread by the sent mail's stats id.
     emailExternalId: str(p.stats_id),
     occurredAt,
