@@ -66,13 +66,16 @@ export function createEmailService(deps: Deps) {
     mail: { parent: MessageRow | undefined; to: string; subject: string; body: string; leadId: string | undefined },
   ): Promise<EmailView> {
     const provider = connection.provider as PlatformProvider;
-    const parentMail = mail.parent?.mailboxId === mailbox.id ? mail.parent.externalId : null;
+    const campaign = mail.parent?.campaignId ? await campaigns.find(userId, mail.parent.campaignId) : undefined;
+    // A mail of this account, or (its account unknown here) of a campaign of this connection.
+    const ours =
+      mail.parent?.mailboxId === mailbox.id || (!mail.parent?.mailboxId && campaign?.connectionId === connection.id);
+    const parentMail = ours ? mail.parent?.externalId : null;
     if (!mail.parent || !parentMail)
       throw validationError(
         'inReplyTo',
-        `${provider} sends new mail through campaigns only: name a mail of this account's to reply to`,
+        `${provider} sends new mail through campaigns only: name a mail this account sent or received`,
       );
-    const campaign = mail.parent.campaignId ? await campaigns.find(userId, mail.parent.campaignId) : undefined;
     const { externalId } = await clientOf(deps, box, connection)
       .replyToEmail({
         from: accountRef(mailbox),
@@ -95,7 +98,8 @@ export function createEmailService(deps: Deps) {
           direction: 'outbound',
           status: 'SENT',
           messageId,
-          externalId,
+          // Smartlead answers a reply with no id: the thread's mail id still names it for the next reply.
+          externalId: externalId ?? parentMail,
           inReplyTo: mail.parent!.messageId,
           threadId: mail.parent!.threadId,
           fromEmail: mailbox.email,

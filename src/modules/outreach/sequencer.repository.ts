@@ -149,6 +149,15 @@ export function sequencerRepository(db: Db | Tx) {
       if (ids.length) await db.update(outreachMessages).set(values).where(inArray(outreachMessages.id, ids));
     },
 
+    /** Mails whose answer was lost: UNCONFIRMED, never sent again (only from PENDING: a mail marked since stays). */
+    async confirmLost(ids: string[], now: Date): Promise<void> {
+      if (ids.length)
+        await db
+          .update(outreachMessages)
+          .set({ status: 'UNCONFIRMED', updatedAt: now })
+          .where(and(inArray(outreachMessages.id, ids), eq(outreachMessages.status, 'PENDING')));
+    },
+
     async deleteMessages(ids: string[]): Promise<void> {
       if (ids.length) await db.delete(outreachMessages).where(inArray(outreachMessages.id, ids));
     },

@@ -42,8 +42,10 @@ export interface SequencerRun {
 /** What a run counts across its batches. */
 interface RunState {
   mailboxes: Map<string, MailboxState>;
-  /** Mails each user's balance still pays for in this run. */
+  /** Mails each user's balance still pays for in the current batch. */
   allowance: Map<string, number>;
+  /** Mails sent whose charge is not committed yet, per user. */
+  uncharged: Map<string, number>;
 }
 
 interface MailboxState {
@@ -138,12 +140,13 @@ export function createSequencer(deps: Deps) {
     for (const m of await repo.threadsOf(claimed.filter((e) => e.nextStep > 0).map((e) => e.id))) {
       threads.set(m.enrollmentId!, [...(threads.get(m.enrollmentId!) ?? []), m]);
     }
+    // What each user's balance pays for in this batch: the balance now, less the mails of earlier batches whose
+    // charge is still being written (their finalize runs while this batch sends).
     const price = deps.credits.prices.emails_sent;
     for (const userId of new Set(claimed.map((e) => e.userId))) {
-      if (allowance.has(userId)) continue;
       const paysFor =
         deps.credits.enabled && price > 0
-          ? Math.floor((await deps.credits.balance(deps.db, userId)) / price)
+          ? Math.floor((await deps.credits.balance(deps.db, userId)) / price) - (run.uncharged.get(userId) ?? 0)
           : Number.POSITIVE_INFINITY;
       allowance.set(userId, paysFor);
     }
@@ -245,7 +248,14 @@ export function createSequencer(deps: Deps) {
         bodyText: renderTemplate(step.body, vars),
         createdAt: now,
       };
-      if (!(await intents.add(intent))) {
+      let recorded: boolean;
+      try {
+        recorded = await intents.add(intent);
+      } catch (err) {
+        release();
+        throw err;
+      }
+      if (!recorded) {
         release();
         return reconcile(e, campaign);
       }
@@ -344,7 +354,7 @@ export function createSequencer(deps: Deps) {
           if (first) {
             // Everything that was not a plain send, once.
             chunkMoves.push(...moves.filter((m) => !sent.some((s) => s.enrollment.id === m.id)));
-            await txRepo.setMessages(unconfirmed, { status: 'UNCONFIRMED', updatedAt: now });
+            await txRepo.confirmLost(unconfirmed, now);
             for (const f of failedIds)
               await txRepo.setMessages([f.id], { status: 'FAILED', error: f.error, updatedAt: now });
             await txRepo.deleteMessages(retried);
@@ -352,7 +362,8 @@ export function createSequencer(deps: Deps) {
             await txRepo.postpone(postpones);
           }
           await txRepo.moveEnrollments(chunkMoves, now);
-          for (const userId of new Set(chunk.map((s) => s.enrollment.userId))) {
+          // Users in one order in every transaction (two finalizing batches never wait on each other in a cycle).
+          for (const userId of [...new Set(chunk.map((s) => s.enrollment.userId))].sort()) {
             const mine = chunk.filter((s) => s.enrollment.userId === userId);
             await moveLeadsForOutreach(
               tx,
@@ -368,8 +379,12 @@ export function createSequencer(deps: Deps) {
             });
           }
         });
+        // Charged now. (A failed transaction leaves them counted: this run sends less, never unpaid.)
+        for (const s of chunk)
+          run.uncharged.set(s.enrollment.userId, (run.uncharged.get(s.enrollment.userId) ?? 1) - 1);
       }
     };
+    for (const s of sent) run.uncharged.set(s.enrollment.userId, (run.uncharged.get(s.enrollment.userId) ?? 0) + 1);
     result.sent = sent.length;
     result.failed = failedIds.length;
     result.postponed = postpones.length + retried.length;
@@ -401,32 +416,20 @@ export function createSequencer(deps: Deps) {
         Math.max(1000, SEND_LEASE_MS / 3),
       );
       renewal.unref();
-      const run: RunState = { mailboxes: new Map(), allowance: new Map() };
+      const run: RunState = { mailboxes: new Map(), allowance: new Map(), uncharged: new Map() };
       const { mailboxes } = run;
       const writing: Array<Promise<void>> = [];
       const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
-      // The next batch is claimed and read while this one sends, so the SMTP connections do not wait for it.
-      const claimNext = async () => {
-        const now = deps.clock.now();
-        const claimed = await deps.db.transaction((tx) =>
-          sequencerRepository(tx).claimDue(now, leaseFrom(now), CLAIM_BATCH),
-        );
-        return claimed.length ? prepareBatch(claimed, now, run) : undefined;
-      };
-      let next: Promise<Awaited<ReturnType<typeof prepareBatch>> | undefined> | undefined;
       try {
         await repo.confirmStaleOneOffs(new Date(deps.clock.now().getTime() - SEND_LEASE_MS));
-        next = claimNext();
-        for (let batch = 0; batch < maxBatches; batch++) {
-          const prepared = await next;
-          next = undefined;
-          if (!prepared) break;
-          if (batch + 1 < maxBatches && !leaseLost) {
-            next = claimNext();
-            next.catch(() => {});
-          }
-          const { result: sent, finalize } = await runBatch(prepared);
-          // Unhandled until awaited below; the rejection is kept, not thrown twice.
+        for (let batch = 0; batch < maxBatches && !leaseLost; batch++) {
+          const now = deps.clock.now();
+          const claimed = await deps.db.transaction((tx) =>
+            sequencerRepository(tx).claimDue(now, leaseFrom(now), CLAIM_BATCH),
+          );
+          if (!claimed.length) break;
+          const { result: sent, finalize } = await runBatch(await prepareBatch(claimed, now, run));
+          // Written while the next batch sends; unhandled until awaited below (the rejection is kept, not thrown twice).
           finalize.catch(() => {});
           writing.push(finalize);
           total.sent += sent.sent;
@@ -437,8 +440,6 @@ export function createSequencer(deps: Deps) {
         for (const w of writing) await w;
       } finally {
         clearInterval(renewal);
-        // A batch claimed ahead and not sent (the lease was lost) keeps its claims' lease: another run takes it then.
-        await next?.catch(() => {});
         await Promise.allSettled(writing);
         for (const m of mailboxes.values()) void m.transport?.then((t) => t.close()).catch(() => {});
         await repo.releaseRunLease(holder).catch(() => {});
