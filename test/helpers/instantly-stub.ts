@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { deliverJson, HttpFail, listenStub, type RecordedRequest, recordOf } from './platform-stub.ts';
+import {
+  deliverJson,
+  HttpFail,
+  listenStub,
+  type PlatformStub,
+  type RecordedRequest,
+  recordOf,
+} from './platform-stub.ts';
 
 export type { RecordedRequest };
 
@@ -39,15 +46,7 @@ export interface InstantlyStubState {
   replies: any[];
 }
 
-export interface InstantlyStub {
-  /** The INSTANTLY_API_URL. */
-  url: string;
-  state: InstantlyStubState;
-  requests: RecordedRequest[];
-  /** POSTs one webhook delivery shaped as Instantly's, base fields filled in; answers the receiver's status. */
-  deliverWebhook(url: string, event: Record<string, unknown>): Promise<{ status: number; body: string }>;
-  close(): Promise<void>;
-}
+export type InstantlyStub = PlatformStub<InstantlyStubState>;
 
 const ERROR_NAMES: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found' };
 const bad = (message: string) => new HttpFail(400, message);

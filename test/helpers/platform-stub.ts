@@ -14,6 +14,17 @@ export interface RecordedRequest {
   body: any;
 }
 
+/** A running platform stub: its base URL, its state, every request, and webhook deliveries in its shape. */
+export interface PlatformStub<State> {
+  /** The platform's API base URL (the setting that points Quarry at it). */
+  url: string;
+  state: State;
+  requests: RecordedRequest[];
+  /** POSTs one webhook delivery shaped as the platform's, its common fields filled in; answers the receiver's. */
+  deliverWebhook(url: string, event: Record<string, unknown>): Promise<{ status: number; body: string }>;
+  close(): Promise<void>;
+}
+
 /** A failure the stub answers with `status` in its platform's error shape. */
 export class HttpFail extends Error {
   readonly status: number;

@@ -1,4 +1,11 @@
-import { deliverJson, HttpFail, listenStub, type RecordedRequest, recordOf } from './platform-stub.ts';
+import {
+  deliverJson,
+  HttpFail,
+  listenStub,
+  type PlatformStub,
+  type RecordedRequest,
+  recordOf,
+} from './platform-stub.ts';
 
 /**
  * A loopback server speaking Smartlead's API (the paths Quarry's client uses, under `/api/v1`): the key as
@@ -38,17 +45,7 @@ export interface SmartleadStubState {
   campaigns: Map<number, SmartleadStubCampaign>;
 }
 
-export type SmartleadRecordedRequest = RecordedRequest;
-
-export interface SmartleadStub {
-  /** The SMARTLEAD_API_URL (`…/api/v1`). */
-  url: string;
-  state: SmartleadStubState;
-  requests: SmartleadRecordedRequest[];
-  /** POSTs one webhook delivery shaped as Smartlead's, common fields filled in; answers the receiver's status. */
-  deliverWebhook(url: string, event: Record<string, unknown>): Promise<{ status: number; body: string }>;
-  close(): Promise<void>;
-}
+export type SmartleadStub = PlatformStub<SmartleadStubState>;
 
 const bad = (message: string) => new HttpFail(400, message);
 const need = (cond: unknown, field: string) => {
@@ -75,7 +72,7 @@ export async function startSmartleadStub(opts: {
     accounts: new Map((opts.accounts ?? []).map((a) => [a.id, { ...a }])),
     campaigns: new Map(),
   };
-  const requests: SmartleadRecordedRequest[] = [];
+  const requests: RecordedRequest[] = [];
   let nextId = 1000;
 
   const accountView = (a: SmartleadStubAccount) => ({

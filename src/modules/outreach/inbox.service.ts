@@ -3,6 +3,7 @@ import PostalMime from 'postal-mime';
 import { outreachCampaigns, outreachMessages } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { emitEvent } from '../../shared/events.ts';
+import { withoutNul } from '../../shared/text.ts';
 import { parseDsn } from '../email-verification/dsn.ts';
 import { createEmailVerificationService } from '../email-verification/email-verification.service.ts';
 import { moveLeadsForOutreach } from '../leads/leads.outreach.ts';
@@ -15,9 +16,6 @@ type Deps = Pick<AppDeps, 'db' | 'clock'>;
 
 /** Stored text of an inbound mail at most (the inbox shows replies, not archives). */
 const MAX_BODY = 100_000;
-
-/** PostgreSQL text holds no NUL character; a mail may carry one. */
-const withoutNul = (text: string) => text.replaceAll('\u0000', '');
 
 export type InboundOutcome = 'reply' | 'auto_reply' | 'bounce' | 'duplicate' | 'unmatched' | 'unreadable';
 

@@ -11,6 +11,7 @@ import type { AppDeps } from '../../deps.ts';
 import { sha256 } from '../../shared/crypto.ts';
 import { emitEvent } from '../../shared/events.ts';
 import { storedId } from '../../shared/ids.ts';
+import { withoutNul } from '../../shared/text.ts';
 import { createEmailVerificationService } from '../email-verification/email-verification.service.ts';
 import { moveLeadsForOutreach } from '../leads/leads.outreach.ts';
 import { normalizeEmail } from '../suppressions/suppressions.normalize.ts';
@@ -35,8 +36,7 @@ const MAX_BODY = 100_000;
  */
 export const platformMessageId = (provider: string, id: string) => `${id}@${provider}`;
 
-/** PostgreSQL text holds no NUL character; a delivery may carry one. */
-const clean = (text: string | null, max: number) => (text ?? '').replaceAll('\u0000', '').slice(0, max);
+const clean = (text: string | null, max: number) => withoutNul(text ?? '').slice(0, max);
 /** A delivery's time when it is a plausible one; else the time it arrived. */
 function timeOf(value: string | null, now: Date): Date {
   const at = value ? Date.parse(value) : Number.NaN;

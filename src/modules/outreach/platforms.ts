@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import type { AppDeps } from '../../deps.ts';
 import { type createSecretBox, safeEqual, secretKeyMaterial } from '../../shared/crypto.ts';
 import { AppError } from '../../shared/errors.ts';
+import { escapeHtml } from '../../shared/text.ts';
 import type { OutreachLead } from '../leads/leads.outreach.ts';
 import type { ConnectionRow, MailboxRow } from './connections.repository.ts';
 import { platformClient } from './providers/index.ts';
@@ -64,9 +65,6 @@ export function platformSteps(steps: Array<{ subject: string; body: string; dela
 }
 
 const stepField = (part: 'subject' | 'body', index: number) => `quarry_${part}_${index + 1}`;
-
-const escapeHtml = (text: string) =>
-  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 /** A lead for the platform, with each step rendered for it (bodies as HTML: both platforms send HTML bodies). */
 export function platformLead(

@@ -3,6 +3,7 @@ import type { SendMailOptions } from 'nodemailer';
 import type { Config } from '../../config.ts';
 import { safeEqual, secretKeyMaterial } from '../../shared/crypto.ts';
 import { isUuid } from '../../shared/ids.ts';
+import { escapeHtml } from '../../shared/text.ts';
 
 /**
  * The mails of outreach (README "Outreach", Mails): a Message-ID recorded for threading, RFC 8058 one-click
@@ -41,9 +42,6 @@ export interface OutgoingMail {
   /** The open-tracking image's URL when the campaign tracks opens. */
   openPixelUrl: string | null;
 }
-
-const escapeHtml = (text: string) =>
-  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 /** nodemailer's message options: exactly these headers, the text part, and an HTML part only for tracking. */
 export function mailOptions(mail: OutgoingMail): SendMailOptions {

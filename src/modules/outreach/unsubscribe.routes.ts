@@ -4,14 +4,12 @@ import { z } from 'zod';
 import type { RouteModule } from '../../route-module.ts';
 import { notFound } from '../../shared/errors.ts';
 import { errorResponses } from '../../shared/http.ts';
+import { escapeHtml } from '../../shared/text.ts';
 import { OUTREACH_TAGS } from './connections.routes.ts';
 import { createUnsubscribeService } from './unsubscribe.service.ts';
 
 /** A transparent 1×1 GIF. */
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
-
-const escapeHtml = (text: string) =>
-  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 const page = (title: string, body: string) =>
   `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">` +
