@@ -2,13 +2,16 @@
  * Outreach figures on PostgreSQL (README "Outreach"), the service's own sequencer and inbox reader:
  *   - sends: BENCH_OUTREACH_DUE (default 10,000) due first-step mails to a loopback SMTP sink (accepting at once):
  *     sends/s of the sequencer (OUTREACH_SEND_CONCURRENCY 8, one mailbox's pooled transport) against a bare
- *     nodemailer loop with the same pooled transport, concurrency, headers and body, run before and after (their
- *     mean). Twice: a campaign of exactly the due leads, then one of BENCH_OUTREACH_ENROLLED (default 1,000,000)
- *     enrolled leads of which the same number is due: the second rate ÷ the first shows the scheduler's cost
- *     follows due sends, not enrolled ones.
+ *     nodemailer loop with the same pooled transport, concurrency, headers and body. The campaign has
+ *     BENCH_OUTREACH_ENROLLED (default 1,000,000) enrolled leads, of which that many are made due before each of
+ *     BENCH_OUTREACH_ROUNDS (default 5) rounds; the bare loop runs before and after each round, and a round's ratio
+ *     is its rate over the mean of those two. The median round counts, so a burst of other work on the machine
+ *     weighs on one round, not on the figure. Both paths are warmed up first. A campaign of exactly the due leads
+ *     runs last: the 1M rate ÷ its rate shows the scheduler's cost follows due sends, not enrolled ones.
  *   - replies: 1,000 replies to those mails appended to a Dovecot INBOX (test/helpers/imap-server.ts), then one
  *     inbox read: matched, stored, sequences stopped, leads REPLIED.
- * `BENCH_OUTREACH_DUE=1000 BENCH_OUTREACH_ENROLLED=20000 npm run bench -- outreach` for a quick check.
+ * `BENCH_OUTREACH_DUE=1000 BENCH_OUTREACH_ENROLLED=20000 npm run bench -- outreach` for a quick check (ENROLLED must
+ * hold the warm-up's 1,000 and every round's DUE).
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
@@ -19,11 +22,13 @@ import { createSequencer } from '../src/modules/outreach/sequencer.ts';
 import { createSecretBox, secretKeyMaterial } from '../src/shared/crypto.ts';
 import { startImapServer } from '../test/helpers/imap-server.ts';
 import { listenOnLoopback } from '../test/helpers/smtp.ts';
-import { type Row, seedLeads, startBenchService } from './lib.ts';
+import { median, type Row, seedLeads, startBenchService } from './lib.ts';
 
 const DUE = Number(process.env.BENCH_OUTREACH_DUE ?? 10_000);
 const ENROLLED = Number(process.env.BENCH_OUTREACH_ENROLLED ?? 1_000_000);
+const ROUNDS = Number(process.env.BENCH_OUTREACH_ROUNDS ?? 5);
 const REPLIES = Math.min(1000, DUE);
+const WARM_UP = Math.min(1000, DUE);
 const CONCURRENCY = 8;
 const SENDER = 'bench@outreach-bench.test';
 
@@ -104,7 +109,7 @@ async function seedCampaign(pool: pg.Pool, userId: string, connectionId: string,
   return rows[0]!.id;
 }
 
-/** Enrolls the user's first `count` leads (by id) in the campaign; the first `due` of them due now. */
+/** Enrolls the user's first `count` leads (by id) in the campaign; the first `due` of them due now, the rest later. */
 async function enroll(pool: pg.Pool, userId: string, campaignId: string, count: number, due: number) {
   const batch = 250_000;
   for (let offset = 0; offset < count; offset += batch) {
@@ -120,7 +125,22 @@ async function enroll(pool: pg.Pool, userId: string, campaignId: string, count: 
   await pool.query('ANALYZE outreach_enrollments');
 }
 
+/** Makes `due` more of the campaign's not yet contacted enrollments due now. */
+async function makeDue(pool: pg.Pool, campaignId: string, due: number) {
+  await pool.query(
+    `UPDATE outreach_enrollments SET next_send_at = now() - interval '1 second'
+     WHERE id IN (SELECT id FROM outreach_enrollments
+                  WHERE campaign_id = $1 AND status = 'ACTIVE' AND next_step = 0 AND next_send_at > now()
+                  LIMIT $2)`,
+    [campaignId, due],
+  );
+}
+
 export async function benchOutreach(): Promise<Row[]> {
+  if (ENROLLED < WARM_UP + ROUNDS * DUE)
+    throw new Error(
+      `BENCH_OUTREACH_ENROLLED must hold the warm-up and every round: at least ${WARM_UP + ROUNDS * DUE}`,
+    );
   const smtp = await startSink();
   const imap = await startImapServer({ users: [{ user: SENDER, pass: 'bench' }] });
   const service = await startBenchService('bench_outreach', {
@@ -165,15 +185,27 @@ export async function benchOutreach(): Promise<Row[]> {
         throw new Error(`sent ${run.sent}, sink got ${smtp.sink.count - before}, wanted ${DUE}`);
       return DUE / secs;
     };
-    const baseBefore = await bareLoop(smtp.port, DUE);
     const small = await seedCampaign(pool, user.id, connection!.id, mailbox!.id, 'due only');
-    await enroll(pool, user.id, small, DUE, DUE);
-    const rateSmall = await timedRun();
+    await enroll(pool, user.id, small, DUE, 0);
     const large = await seedCampaign(pool, user.id, connection!.id, mailbox!.id, 'one million');
-    await enroll(pool, user.id, large, ENROLLED, DUE);
-    const rateLarge = await timedRun();
-    const baseAfter = await bareLoop(smtp.port, DUE);
-    const baseline = (baseBefore + baseAfter) / 2;
+    await enroll(pool, user.id, large, ENROLLED, 0);
+    // Warm-up (not timed): both paths run once before anything is measured.
+    await makeDue(pool, large, WARM_UP);
+    await sequencer.runDue();
+    await bareLoop(smtp.port, WARM_UP);
+    const bare = [await bareLoop(smtp.port, DUE)];
+    const rates: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      await makeDue(pool, large, DUE);
+      rates.push(await timedRun());
+      bare.push(await bareLoop(smtp.port, DUE));
+    }
+    await makeDue(pool, small, DUE);
+    const rateSmall = await timedRun();
+    const ratios = rates.map((rate, i) => rate / ((bare[i]! + bare[i + 1]!) / 2));
+    const ratio = median(ratios);
+    const rateLarge = median(rates);
+    const baseline = median(bare);
 
     // Replies to the first campaign's mails, appended to the mailbox's INBOX, then one read.
     const { rows: sent } = await pool.query<{ message_id: string; to_email: string; subject: string }>(
@@ -192,14 +224,14 @@ export async function benchOutreach(): Promise<Row[]> {
     const replySecs = (performance.now() - started) / 1000;
     return [
       {
-        name: `sequencer sends/s ÷ bare nodemailer loop (${DUE.toLocaleString('en')} due of ${ENROLLED.toLocaleString('en')} enrolled)`,
-        value: `${(rateLarge / baseline).toFixed(2)} (${rateLarge.toFixed(0)}/s vs ${baseline.toFixed(0)}/s)`,
+        name: `sequencer sends/s ÷ bare nodemailer loop (${DUE.toLocaleString('en')} due of ${ENROLLED.toLocaleString('en')} enrolled), median of ${ROUNDS} rounds`,
+        value: `${ratio.toFixed(2)} (rounds ${ratios.map((r) => r.toFixed(2)).join(', ')}; ${rateLarge.toFixed(0)}/s vs ${baseline.toFixed(0)}/s)`,
         target: '≥ 0.8',
-        pass: rateLarge / baseline >= 0.8,
+        pass: ratio >= 0.8,
       },
       {
-        name: `  same due sends, campaign of ${DUE.toLocaleString('en')} enrolled`,
-        value: `${rateSmall.toFixed(0)}/s (bare loop before ${baseBefore.toFixed(0)}/s, after ${baseAfter.toFixed(0)}/s)`,
+        name: `  same due sends, campaign of ${DUE.toLocaleString('en')} enrolled (after the rounds)`,
+        value: `${rateSmall.toFixed(0)}/s (bare loop ${bare.map((b) => b.toFixed(0)).join(', ')}/s)`,
         target: '-',
         pass: null,
       },

@@ -136,8 +136,13 @@ const envSchema = z.object({
    * flight: after it, another process takes the enrollment over and such a mail counts as sent (never resent).
    */
   OUTREACH_SEND_LEASE_SECONDS: z.coerce.number().int().min(5).max(86_400).default(600),
-  /** How often each mailbox's inbox is read for replies and bounces when IDLE is not kept open. */
+  /** How often each mailbox's inbox is read for replies and bounces (with IDLE too: what a dropped watch missed). */
   OUTREACH_IMAP_INTERVAL_SECONDS: z.coerce.number().int().min(5).max(86_400).default(60),
+  /**
+   * Worker processes keep an IMAP IDLE connection per outreach mailbox and read it as soon as mail arrives. `false`
+   * leaves reading to the schedule (servers that limit connections per account, many worker processes).
+   */
+  OUTREACH_IMAP_IDLE: bool.default(true),
   /** The platforms' API base URLs (tests point them at loopback servers speaking the same wire format). */
   INSTANTLY_API_URL: z.url({ protocol: /^https?$/ }).default('https://api.instantly.ai'),
   SMARTLEAD_API_URL: z.url({ protocol: /^https?$/ }).default('https://server.smartlead.ai/api/v1'),

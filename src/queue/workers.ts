@@ -12,6 +12,7 @@ import { createMatchingRecovery } from '../modules/matching/matching.recovery.ts
 import { createMatchingRunner } from '../modules/matching/matching.runner.ts';
 import type { MatchingJob } from '../modules/matching/matching.service.ts';
 import { createInboxReader } from '../modules/outreach/inbox.reader.ts';
+import { createInboxWatcher } from '../modules/outreach/inbox.watcher.ts';
 import { createSequencer } from '../modules/outreach/sequencer.ts';
 import type { RunCrawl } from '../modules/scraping/scraping.types.ts';
 import { createWarmupSender } from '../modules/warmup/warmup.sender.ts';
@@ -20,6 +21,11 @@ import { pruneWebhookHistory } from '../modules/webhooks/webhooks.service.ts';
 import { pruneIdempotencyKeys } from '../shared/idempotency.ts';
 import { pruneRateLimitEvents } from '../shared/rate-limit.ts';
 import { QUEUES } from './queues.ts';
+
+/** A read of one outreach mailbox, queued when its IMAP watch hears of new mail. */
+interface InboxReadJob {
+  mailboxId: string;
+}
 
 export interface Workers {
   /** Stops the crawls running here (their jobs go back to PENDING) and the recovery sweep. */
@@ -48,10 +54,26 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
   await boss.work(QUEUES.outreachSend, { batchSize: 100 }, async () => {
     await sequencer.runDue();
   });
+  // The schedule's jobs (no data) read the mailboxes whose turn it is; a watcher's job names the mailbox where mail
+  // just arrived, read at once (README "Outreach", Replies and bounces).
   const inboxReader = createInboxReader(deps);
-  await boss.work(QUEUES.outreachInbox, { batchSize: 100 }, async () => {
-    await inboxReader.runDue();
+  await boss.work<InboxReadJob | null>(QUEUES.outreachInbox, { batchSize: 100 }, async (jobs) => {
+    const woken = [...new Set(jobs.flatMap((j) => (j.data?.mailboxId ? [j.data.mailboxId] : [])))];
+    if (woken.length) await inboxReader.runDue({ force: true, mailboxIds: woken });
+    if (jobs.some((j) => !j.data?.mailboxId)) await inboxReader.runDue();
   });
+  // IMAP IDLE: this process watches every mailbox's INBOX (each process its own connection), following additions
+  // and removals every minute.
+  const inboxWatcher = deps.config.OUTREACH_IMAP_IDLE
+    ? createInboxWatcher(deps, async (mailboxId) => {
+        await boss.send(QUEUES.outreachInbox, { mailboxId } satisfies InboxReadJob);
+      })
+    : undefined;
+  const syncWatches = () =>
+    inboxWatcher?.sync().catch((err) => deps.logger.warn({ err }, 'outreach inbox watches not synced'));
+  void syncWatches();
+  const watchSync = setInterval(syncWatches, 60_000);
+  watchSync.unref();
   const warmup = createWarmupSender(deps);
   await boss.work(QUEUES.warmup, async () => {
     await warmup.runDue();
@@ -104,6 +126,8 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
 
   return {
     async stop() {
+      clearInterval(watchSync);
+      inboxWatcher?.close();
       recovery.stop();
       matchingRecovery.stop();
       await Promise.all([runner.stop(), webhooks.stop()]);

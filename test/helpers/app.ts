@@ -68,6 +68,8 @@ export async function createTestContext(options: TestContextOptions = {}): Promi
     ALLOW_PRIVATE_NETWORK: 'true',
     // Tests of other sections never run out of credits; test/credits.test.ts sets its own grant.
     CREDITS_SIGNUP_GRANT: '1000000',
+    // Tests read outreach inboxes when they mean to (test/outreach-idle.test.ts drives the IDLE watcher itself).
+    OUTREACH_IMAP_IDLE: 'false',
     ...options.env,
   });
   const testDb = await createTestDatabase();

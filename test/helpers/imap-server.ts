@@ -71,6 +71,8 @@ disable_plaintext_auth = no
 auth_mechanisms = plain login
 auth_failure_delay = 0
 first_valid_uid = 1
+# IDLE sessions hear of new mail at once (inotify), or within a second where inotify is not available.
+mailbox_idle_check_interval = 1 secs
 mail_location = maildir:${mail}/%u
 passdb {
   driver = passwd-file

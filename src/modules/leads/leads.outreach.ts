@@ -1,4 +1,5 @@
 import { and, eq, inArray, type SQL, sql } from 'drizzle-orm';
+import { inUuids } from '../../db/array-literal.ts';
 import type { Db, Tx } from '../../db/client.ts';
 import { type LeadStatus, leads } from '../../db/schema/index.ts';
 
@@ -19,37 +20,47 @@ export async function moveLeadsForOutreach(
   leadIds: string[],
   status: keyof typeof MOVES_FROM,
   now: Date,
-): Promise<string[]> {
-  if (!leadIds.length) return [];
+): Promise<void> {
+  if (!leadIds.length) return;
   const where: SQL | undefined = and(
     eq(leads.userId, userId),
-    inArray(leads.id, leadIds),
+    inUuids(leads.id, leadIds),
     inArray(leads.status, [...MOVES_FROM[status]]),
   );
-  const rows = await tx.update(leads).set({ status, updatedAt: now }).where(where).returning({ id: leads.id });
-  return rows.map((r) => r.id);
+  await tx.update(leads).set({ status, updatedAt: now }).where(where);
 }
+
+/** What templates read of a lead (and the address a mail goes to). */
+const TEMPLATE_COLUMNS = {
+  id: leads.id,
+  email: leads.email,
+  firstName: leads.firstName,
+  lastName: leads.lastName,
+  company: leads.company,
+  jobTitle: leads.jobTitle,
+  phone: leads.phone,
+  customFields: leads.customFields,
+};
 
 /** The user's leads among `ids` with what templates and the enrollment gates read. */
 export function leadsForOutreach(db: Db | Tx, userId: string, ids: string[]) {
   if (!ids.length) return Promise.resolve([]);
   return db
-    .select({
-      id: leads.id,
-      email: leads.email,
-      firstName: leads.firstName,
-      lastName: leads.lastName,
-      company: leads.company,
-      jobTitle: leads.jobTitle,
-      phone: leads.phone,
-      status: leads.status,
-      customFields: leads.customFields,
-      emailValidation: leads.emailValidation,
-    })
+    .select({ ...TEMPLATE_COLUMNS, status: leads.status, emailValidation: leads.emailValidation })
     .from(leads)
-    .where(and(eq(leads.userId, userId), inArray(leads.id, ids)));
+    .where(and(eq(leads.userId, userId), inUuids(leads.id, ids)));
 }
 export type OutreachLead = Awaited<ReturnType<typeof leadsForOutreach>>[number];
+
+/** The user's leads among `ids` with what templates read: the sequencer's read, a thousand at a time. */
+export function leadsForSending(db: Db | Tx, userId: string, ids: string[]) {
+  if (!ids.length) return Promise.resolve([]);
+  return db
+    .select(TEMPLATE_COLUMNS)
+    .from(leads)
+    .where(and(eq(leads.userId, userId), inUuids(leads.id, ids)));
+}
+export type LeadToSend = Awaited<ReturnType<typeof leadsForSending>>[number];
 
 /** Stores personalization results as custom fields (merged into what the lead has), one statement per lead. */
 export async function mergeLeadCustomFields(

@@ -99,7 +99,11 @@ export async function openSmtpTransport(
 export async function openImapClient(
   deps: Deps,
   endpoint: MailboxEndpoint,
-  options: { verifyOnly?: boolean } = {},
+  options: {
+    verifyOnly?: boolean;
+    /** A watching connection: IDLE from a second after the last command. */
+    watch?: boolean;
+  } = {},
 ): Promise<ImapFlow> {
   const address = await reachableAddress(deps, endpoint.host, 'imapUrl');
   const { ImapFlow } = await import('imapflow');
@@ -111,6 +115,8 @@ export async function openImapClient(
     auth: { user: endpoint.user, pass: endpoint.pass },
     logger: false,
     verifyOnly: options.verifyOnly ?? false,
+    // RFC 2177 §3: IDLE re-issued at least every 29 minutes (some servers drop it after ten).
+    ...(options.watch ? { autoIdleDelay: 1000, maxIdleTime: 9 * 60_000 } : {}),
     tls: { servername: endpoint.host },
   });
 }

@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import type { SendMailOptions } from 'nodemailer';
 import type { Config } from '../../config.ts';
 import { safeEqual, secretKeyMaterial } from '../../shared/crypto.ts';
@@ -14,8 +14,16 @@ export const publicUrlOf = (config: Pick<Config, 'PUBLIC_URL' | 'HOST' | 'PORT'>
 
 type KeyConfig = Pick<Config, 'SECRET_KEY' | 'dataDir'>;
 
+/** The HMAC key of each configuration, imported once (every sent mail signs one or two links). */
+const hmacKeys = new WeakMap<KeyConfig, KeyObject>();
+function hmacKey(config: KeyConfig): KeyObject {
+  let key = hmacKeys.get(config);
+  if (!key) hmacKeys.set(config, (key = createSecretKey(Buffer.from(secretKeyMaterial(config)))));
+  return key;
+}
+
 const signature = (config: KeyConfig, purpose: string, id: string) =>
-  createHmac('sha256', secretKeyMaterial(config)).update(`${purpose}:${id}`).digest('base64url').slice(0, 32);
+  createHmac('sha256', hmacKey(config)).update(`${purpose}:${id}`).digest('base64url').slice(0, 32);
 
 /** A link token: the sent mail's id and a MAC under the secret key, so ids cannot be guessed or forged. */
 export const linkToken = (config: KeyConfig, purpose: 'unsubscribe' | 'open', messageRowId: string): string =>

@@ -1,54 +1,70 @@
-import type { Db } from '../../db/client.ts';
-import { type IntentInsert, sequencerRepository } from './sequencer.repository.ts';
-
-/**
- * Intents are recorded before their mail is sent; sends running at once share one INSERT (group commit): a send
- * waits for the statement that recorded its intent, and learns whether it was recorded (false: the step has a
- * mail already, or the enrollment or campaign stopped meanwhile).
- */
-export function intentWriter(db: Db) {
-  let queue: Array<{ values: IntentInsert; resolve(recorded: boolean): void; reject(e: unknown): void }> = [];
-  let flushing = false;
-  async function flush() {
-    flushing = true;
-    while (queue.length) {
-      const items = queue;
-      queue = [];
-      try {
-        const recorded = await sequencerRepository(db).insertIntents(items.map((i) => i.values));
-        for (const item of items) item.resolve(recorded.has(item.values.id));
-      } catch (err) {
-        for (const item of items) item.reject(err);
-      }
-    }
-    flushing = false;
-  }
+/** Wakes everyone waiting, once; a new wait waits for the next call. */
+function notifier() {
+  let waiting: Array<() => void> = [];
   return {
-    add(values: IntentInsert): Promise<boolean> {
-      return new Promise((resolve, reject) => {
-        queue.push({ values, resolve, reject });
-        if (!flushing) queueMicrotask(() => void (flushing || flush()));
-      });
+    wait: () => new Promise<void>((resolve) => waiting.push(resolve)),
+    notify() {
+      const woken = waiting;
+      waiting = [];
+      for (const wake of woken) wake();
     },
   };
 }
 
-/** At most `size` holders at once; the others wait in order. */
-export function semaphore(size: number) {
-  let free = size;
-  const waiting: Array<() => void> = [];
-  return {
-    async acquire(): Promise<void> {
-      if (free > 0) {
-        free--;
-        return;
-      }
-      await new Promise<void>((resolve) => waiting.push(resolve));
-    },
-    release(): void {
-      const wake = waiting.shift();
-      if (wake) wake();
-      else free++;
-    },
-  };
+/**
+ * A producer and `workers` consumers (README "Outreach", Sequencer: intents are recorded a chunk at a time while the
+ * chunk before sends). The producer waits for `room` (fewer than `limit` items handed over and not yet consumed)
+ * before it prepares what it then `put`s, so at most `limit` plus one chunk are ever prepared and not done. Resolves
+ * when the producer has finished and every item is consumed; the first error of either is thrown then.
+ */
+export async function boundedPipeline<T>(options: {
+  workers: number;
+  limit: number;
+  produce(pipe: { room(): Promise<void>; put(items: T[]): void }): Promise<void>;
+  consume(item: T): Promise<void>;
+}): Promise<void> {
+  const queue: T[] = [];
+  let pending = 0;
+  let produced = false;
+  let failure: { error: unknown } | undefined;
+  const itemsReady = notifier();
+  const spaceFree = notifier();
+
+  async function worker() {
+    for (;;) {
+      if (queue.length) {
+        const item = queue.shift()!;
+        try {
+          await options.consume(item);
+        } catch (error) {
+          failure ??= { error };
+        } finally {
+          pending--;
+          spaceFree.notify();
+        }
+      } else if (produced) return;
+      else await itemsReady.wait();
+    }
+  }
+
+  const workers = Array.from({ length: options.workers }, worker);
+  try {
+    await options.produce({
+      async room() {
+        while (pending >= options.limit) await spaceFree.wait();
+      },
+      put(items) {
+        queue.push(...items);
+        pending += items.length;
+        itemsReady.notify();
+      },
+    });
+  } catch (error) {
+    failure ??= { error };
+  } finally {
+    produced = true;
+    itemsReady.notify();
+    await Promise.all(workers);
+  }
+  if (failure) throw failure.error;
 }

@@ -1,5 +1,5 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import { arrayLiteral } from '../../db/array-literal.ts';
+import { arrayLiteral, inUuids } from '../../db/array-literal.ts';
 import { type Db, queryRows, type Tx } from '../../db/client.ts';
 import { type EnrollmentStatus, outreachEnrollments, outreachMessages } from '../../db/schema/index.ts';
 
@@ -68,6 +68,21 @@ export function sequencerRepository(db: Db | Tx) {
       );
     },
 
+    /**
+     * Takes claims again for a new lease: only those still held under `heldUntil` (a claim another process took over
+     * since, or whose enrollment changed, is left alone). Answers the ids held now.
+     */
+    async renewClaims(ids: string[], heldUntil: Date, leaseUntil: Date): Promise<Set<string>> {
+      if (!ids.length) return new Set();
+      const rows = await queryRows<{ id: string }>(
+        db,
+        sql`UPDATE outreach_enrollments SET next_send_at = ${leaseUntil.toISOString()}
+            WHERE ${inUuids(sql`id`, ids)} AND status = 'ACTIVE' AND next_send_at = ${heldUntil.toISOString()}
+            RETURNING id`,
+      );
+      return new Set(rows.map((r) => r.id));
+    },
+
     /** Today's outbound mails per mailbox and campaign, and each mailbox's latest (limits and gaps). */
     async sendsSince(mailboxIds: string[], since: Date) {
       if (!mailboxIds.length) return [];
@@ -89,7 +104,7 @@ export function sequencerRepository(db: Db | Tx) {
         .from(outreachMessages)
         .where(
           and(
-            inArray(outreachMessages.enrollmentId, enrollmentIds),
+            inUuids(outreachMessages.enrollmentId, enrollmentIds),
             eq(outreachMessages.direction, 'outbound'),
             inArray(outreachMessages.status, ['SENT', 'UNCONFIRMED']),
           ),
@@ -146,7 +161,7 @@ export function sequencerRepository(db: Db | Tx) {
     },
 
     async setMessages(ids: string[], values: Partial<MessageInsert>): Promise<void> {
-      if (ids.length) await db.update(outreachMessages).set(values).where(inArray(outreachMessages.id, ids));
+      if (ids.length) await db.update(outreachMessages).set(values).where(inUuids(outreachMessages.id, ids));
     },
 
     /** Mails whose answer was lost: UNCONFIRMED, never sent again (only from PENDING: a mail marked since stays). */
@@ -155,11 +170,11 @@ export function sequencerRepository(db: Db | Tx) {
         await db
           .update(outreachMessages)
           .set({ status: 'UNCONFIRMED', updatedAt: now })
-          .where(and(inArray(outreachMessages.id, ids), eq(outreachMessages.status, 'PENDING')));
+          .where(and(inUuids(outreachMessages.id, ids), eq(outreachMessages.status, 'PENDING')));
     },
 
     async deleteMessages(ids: string[]): Promise<void> {
-      if (ids.length) await db.delete(outreachMessages).where(inArray(outreachMessages.id, ids));
+      if (ids.length) await db.delete(outreachMessages).where(inUuids(outreachMessages.id, ids));
     },
 
     /**
@@ -203,7 +218,7 @@ export function sequencerRepository(db: Db | Tx) {
       await db
         .update(outreachEnrollments)
         .set({ status, nextSendAt: null, updatedAt: now })
-        .where(and(inArray(outreachEnrollments.id, ids), eq(outreachEnrollments.status, 'ACTIVE')));
+        .where(and(inUuids(outreachEnrollments.id, ids), eq(outreachEnrollments.status, 'ACTIVE')));
     },
 
     /** Takes (or renews) the sequencer's run lease; false while another process holds it. */

@@ -1,4 +1,4 @@
-import type { OutreachLead } from '../leads/leads.outreach.ts';
+import type { LeadToSend } from '../leads/leads.outreach.ts';
 
 /**
  * Mail templates of outreach sequences (README "Outreach", Templates):
@@ -154,9 +154,21 @@ export function requiredVariables(source: string): string[] {
 
 const present = (v: string | null | undefined): v is string => typeof v === 'string' && v.trim() !== '';
 
+/** Templates parsed lately: the sequencer renders the same few steps for every mail of a batch. */
+const parsed = new Map<string, ReturnType<typeof parseTemplate>>();
+function parsedTemplate(source: string) {
+  let template = parsed.get(source);
+  if (!template) {
+    if (parsed.size >= 500) parsed.clear();
+    template = parseTemplate(source);
+    parsed.set(source, template);
+  }
+  return template;
+}
+
 /** The template with values filled in and one option of each spintax picked with `random` (0 ≤ r < 1). */
 export function renderTemplate(source: string, vars: TemplateVars, random: () => number = Math.random): string {
-  const { nodes, errors } = parseTemplate(source);
+  const { nodes, errors } = parsedTemplate(source);
   if (errors.length) throw new Error(`invalid template: ${errors[0]!.message}`);
   const render = (list: Node[]): string =>
     list
@@ -174,7 +186,7 @@ export function renderTemplate(source: string, vars: TemplateVars, random: () =>
 }
 
 /** A lead's template values: its fields and its custom fields (strings, numbers and booleans) as `custom.<key>`. */
-export function leadTemplateVars(lead: OutreachLead): TemplateVars {
+export function leadTemplateVars(lead: LeadToSend): TemplateVars {
   const vars: TemplateVars = {
     firstName: lead.firstName,
     lastName: lead.lastName,

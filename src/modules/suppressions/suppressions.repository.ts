@@ -1,4 +1,5 @@
 import { and, desc, eq, getTableColumns, ilike, inArray, lt, or, type SQL, sql } from 'drizzle-orm';
+import { equalsAny } from '../../db/array-literal.ts';
 import type { Db, Tx } from '../../db/client.ts';
 import { type SuppressionSource, type SuppressionType, suppressions } from '../../db/schema/index.ts';
 
@@ -39,8 +40,10 @@ export function suppressionRepository(db: Db | Tx) {
     /** Entries matching any of the addresses (by themselves) or domains (given with their parents). */
     async matching(userId: string, emails: string[], domains: string[]): Promise<SuppressionRow[]> {
       const clauses: SQL[] = [];
-      if (emails.length) clauses.push(and(eq(suppressions.type, 'email'), inArray(suppressions.value, emails))!);
-      if (domains.length) clauses.push(and(eq(suppressions.type, 'domain'), inArray(suppressions.value, domains))!);
+      if (emails.length)
+        clauses.push(and(eq(suppressions.type, 'email'), equalsAny(suppressions.value, emails, 'text'))!);
+      if (domains.length)
+        clauses.push(and(eq(suppressions.type, 'domain'), equalsAny(suppressions.value, domains, 'text'))!);
       if (!clauses.length) return [];
       return db
         .select()
