@@ -60,7 +60,7 @@ export async function startBoss(
     // The sequencer leases what it claims and records each mail before sending it, so a message lost with its
     // process is not retried by pg-boss: the next run (every minute, or woken) takes over.
     boss.createQueue(QUEUES.outreachSend, { retryLimit: 0, expireInSeconds: 3600, notify: true }),
-    boss.createQueue(QUEUES.outreachInbox, { retryLimit: 0, expireInSeconds: 900 }),
+    boss.createQueue(QUEUES.outreachInbox, { retryLimit: 0, expireInSeconds: 900, notify: true }),
     // A crawl's own retries are per request; a crashed worker's job is recovered from the jobs
     // table (heartbeats), so pg-boss does not retry or expire scrape messages early.
     boss.createQueue(QUEUES.scrape, { retryLimit: 0, expireInSeconds: 86_400, notify: true }),

@@ -62,18 +62,6 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
     if (woken.length) await inboxReader.runDue({ force: true, mailboxIds: woken });
     if (jobs.some((j) => !j.data?.mailboxId)) await inboxReader.runDue();
   });
-  // IMAP IDLE: this process watches every mailbox's INBOX (each process its own connection), following additions
-  // and removals every minute.
-  const inboxWatcher = deps.config.OUTREACH_IMAP_IDLE
-    ? createInboxWatcher(deps, async (mailboxId) => {
-        await boss.send(QUEUES.outreachInbox, { mailboxId } satisfies InboxReadJob);
-      })
-    : undefined;
-  const syncWatches = () =>
-    inboxWatcher?.sync().catch((err) => deps.logger.warn({ err }, 'outreach inbox watches not synced'));
-  void syncWatches();
-  const watchSync = setInterval(syncWatches, 60_000);
-  watchSync.unref();
   const warmup = createWarmupSender(deps);
   await boss.work(QUEUES.warmup, async () => {
     await warmup.runDue();
@@ -123,6 +111,23 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
   // Outbound webhooks: deliveries claimed from their table under a lease, woken by NOTIFY at each event's commit.
   const webhooks = createWebhookDispatcher(deps);
   await webhooks.start();
+
+  // IMAP IDLE: this process watches every mailbox's INBOX (each process its own connection), following additions and
+  // removals every minute. Started last, so a failure above leaves no connection open.
+  const inboxWatcher = deps.config.OUTREACH_IMAP_IDLE
+    ? createInboxWatcher(deps, async (mailboxId) => {
+        // One read per mailbox and few seconds, however many processes heard of the mail (each watches it).
+        await boss.send(QUEUES.outreachInbox, { mailboxId } satisfies InboxReadJob, {
+          singletonKey: `watch-${mailboxId}`,
+          singletonSeconds: 5,
+        });
+      })
+    : undefined;
+  const syncWatches = () =>
+    inboxWatcher?.sync().catch((err) => deps.logger.warn({ err }, 'outreach inbox watches not synced'));
+  void syncWatches();
+  const watchSync = setInterval(syncWatches, 60_000);
+  watchSync.unref();
 
   return {
     async stop() {

@@ -6,14 +6,17 @@ import { mailboxEndpoints, openImapClient } from './mailbox.transport.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'config' | 'logger'>;
 
-/** A connection that closed or could not open is tried again this much later. */
+/** A connection that closed or could not open is tried again after this, doubling up to RECONNECT_MAX_MS. */
 const RECONNECT_MS = 30_000;
+const RECONNECT_MAX_MS = 30 * 60_000;
 
 interface Watch {
   /** What the connection was opened with: a mailbox whose credentials change is watched anew. */
   version: string;
   client?: ImapFlow;
   retry?: NodeJS.Timeout;
+  /** Failed openings in a row (the back-off). */
+  failures: number;
   stopped: boolean;
 }
 
@@ -27,22 +30,27 @@ interface Watch {
 export function createInboxWatcher(deps: Deps, onNewMail: (mailboxId: string) => Promise<void>) {
   const box = createSecretBox(secretKeyMaterial(deps.config));
   const watches = new Map<string, Watch>();
+  let closed = false;
 
   function stop(watch: Watch) {
     watch.stopped = true;
     clearTimeout(watch.retry);
     const client = watch.client;
     watch.client = undefined;
-    if (client) void client.logout().catch(() => client.close());
+    if (client?.usable) void client.logout().catch(() => client.close());
+    else client?.close();
   }
 
   async function open(mailbox: MailboxRow, watch: Watch): Promise<void> {
     watch.retry = undefined;
     if (watch.stopped) return;
+    // Backs off (with jitter, so watches that fell together do not come back together) up to half an hour.
     const again = () => {
       if (watch.stopped || watch.retry) return;
       watch.client = undefined;
-      watch.retry = setTimeout(() => void open(mailbox, watch), RECONNECT_MS);
+      const delay = Math.min(RECONNECT_MS * 2 ** watch.failures, RECONNECT_MAX_MS) * (0.5 + Math.random());
+      watch.failures++;
+      watch.retry = setTimeout(() => void open(mailbox, watch), delay);
       watch.retry.unref();
     };
     let client: ImapFlow | undefined;
@@ -50,6 +58,7 @@ export function createInboxWatcher(deps: Deps, onNewMail: (mailboxId: string) =>
       const { imap } = mailboxEndpoints(box, mailbox);
       if (!imap) return;
       client = await openImapClient(deps, imap, { watch: true });
+      if (watch.stopped) return;
       watch.client = client;
       client.on('error', (err) => deps.logger.debug({ err, mailboxId: mailbox.id }, 'IMAP watch connection error'));
       client.on('close', again);
@@ -61,11 +70,26 @@ export function createInboxWatcher(deps: Deps, onNewMail: (mailboxId: string) =>
       });
       await client.connect();
       // Read-only: watching never changes flags; the reader opens its own connection to fetch.
-      await client.mailboxOpen('INBOX', { readOnly: true });
+      if (!watch.stopped) await client.mailboxOpen('INBOX', { readOnly: true });
       if (watch.stopped) stop(watch);
+      else watch.failures = 0;
     } catch (err) {
-      // The reader reports why a mailbox cannot be read (GET /api/outreach/accounts); here it is only retried.
-      deps.logger.debug({ err, mailboxId: mailbox.id }, 'IMAP watch could not open');
+      const refused = (err as { authenticationFailed?: boolean }).authenticationFailed === true;
+      // The first failure of a run of them is told (a `close` may have counted it already).
+      if (watch.failures <= 1 || refused)
+        deps.logger.warn(
+          { mailboxId: mailbox.id, error: String((err as Error).message ?? err).slice(0, 300) },
+          refused ? 'IMAP watch login refused; not retried until the mailbox changes' : 'IMAP watch could not open',
+        );
+      // A refused login is not tried again and again (servers lock accounts and ban addresses for that): the
+      // scheduled reader shows the error, and a new IMAP URL starts a new watch.
+      if (refused) {
+        watch.stopped = true;
+        clearTimeout(watch.retry);
+        watch.client = undefined;
+        client?.close();
+        return;
+      }
       client?.close();
       again();
     }
@@ -75,6 +99,8 @@ export function createInboxWatcher(deps: Deps, onNewMail: (mailboxId: string) =>
     /** Opens watches for mailboxes with IMAP not watched yet (or changed), and closes those of removed ones. */
     async sync(): Promise<void> {
       const mailboxes = await connectionsRepository(deps.db).imapMailboxes();
+      // Closed while the mailboxes were read: open nothing more.
+      if (closed) return;
       const wanted = new Map(mailboxes.map((m) => [m.id, m]));
       for (const [id, watch] of watches) {
         const now = wanted.get(id);
@@ -85,7 +111,7 @@ export function createInboxWatcher(deps: Deps, onNewMail: (mailboxId: string) =>
       }
       for (const mailbox of mailboxes) {
         if (watches.has(mailbox.id)) continue;
-        const watch: Watch = { version: mailbox.imapUrlEncrypted ?? '', stopped: false };
+        const watch: Watch = { version: mailbox.imapUrlEncrypted ?? '', failures: 0, stopped: false };
         watches.set(mailbox.id, watch);
         void open(mailbox, watch);
       }
@@ -95,6 +121,7 @@ export function createInboxWatcher(deps: Deps, onNewMail: (mailboxId: string) =>
       return [...watches].filter(([, w]) => w.client?.usable).map(([id]) => id);
     },
     close(): void {
+      closed = true;
       for (const watch of watches.values()) stop(watch);
       watches.clear();
     },

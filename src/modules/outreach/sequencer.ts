@@ -385,10 +385,11 @@ export function createSequencer(deps: Deps) {
           if (!prepared || leaseLost) break;
           // The batch's time is when it starts sending (windows, gaps, due dates), not when it was claimed.
           const now = deps.clock.now();
+          // Every batch makes sure the run is still this process's (the renewal timer may have failed quietly).
+          if (batch > 0 && !(await repo.takeRunLease(holder, now, leaseFrom(now)))) break;
           // Claimed while the batch before finished sending: claims older than half their lease are taken again
-          // (the ones another process took meanwhile are left to it), after making sure the run is still ours.
+          // (the ones another process took meanwhile are left to it).
           if (now.getTime() - prepared.now.getTime() > SEND_LEASE_MS / 2) {
-            if (!(await repo.takeRunLease(holder, now, leaseFrom(now)))) break;
             const held = await repo.renewClaims(
               prepared.claimed.map((e) => e.id),
               leaseFrom(prepared.now),

@@ -1,4 +1,4 @@
-import { and, desc, eq, getTableColumns, ilike, inArray, lt, or, type SQL, sql } from 'drizzle-orm';
+import { and, desc, eq, getTableColumns, ilike, lt, or, type SQL, sql } from 'drizzle-orm';
 import { equalsAny } from '../../db/array-literal.ts';
 import type { Db, Tx } from '../../db/client.ts';
 import { type SuppressionSource, type SuppressionType, suppressions } from '../../db/schema/index.ts';
