@@ -7,6 +7,7 @@ import { createInboxWatcher } from '../src/modules/outreach/inbox.watcher.ts';
 import { QUEUES } from '../src/queue/queues.ts';
 import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import { startImapServer, type TestImapServer } from './helpers/imap-server.ts';
+import { seedSmtpConnection } from './helpers/outreach-seed.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 
 // README "Outreach", Replies and bounces: IMAP IDLE. A worker keeps a connection per mailbox with INBOX selected;
@@ -117,4 +118,30 @@ test('a read queued for one mailbox reads it now, though its turn on the schedul
   await eventually(async () => (await repliesOf(leadId)).length === 1, 20_000, 100);
   const lead = await ctx.call(alice, 'GET', `/api/leads/${leadId}`);
   assert.equal(lead.json().data.lead.status, 'REPLIED');
+});
+
+test('a refused login is not tried again (servers lock accounts for that); a watcher closed mid-sync opens nothing', async () => {
+  const bob = await ctx.signup();
+  const { mailboxes } = await seedSmtpConnection(ctx, bob, [
+    {
+      email: 'wrong@outreach-sender.test',
+      smtpUrl: `smtp://u:p@127.0.0.1:${smtp.port}`,
+      imapUrl: imap.url(SENDER).replace('pw-imap', 'not-the-password'),
+    },
+  ]);
+  const watcher = createInboxWatcher(ctx.deps, async () => {});
+  try {
+    await watcher.sync();
+    await eventually(async () => watcher.refused().includes(mailboxes[0]!.id), 10_000, 50);
+    assert.ok(!watcher.watching().includes(mailboxes[0]!.id));
+  } finally {
+    watcher.close();
+  }
+  const closedEarly = createInboxWatcher(ctx.deps, async () => {});
+  const syncing = closedEarly.sync();
+  closedEarly.close();
+  await syncing;
+  await new Promise((r) => setTimeout(r, 1000));
+  assert.deepEqual(closedEarly.watching(), []);
+  assert.deepEqual(closedEarly.refused(), []);
 });

@@ -17,6 +17,8 @@ interface Watch {
   retry?: NodeJS.Timeout;
   /** Failed openings in a row (the back-off). */
   failures: number;
+  /** The server refused the login: not tried again until the mailbox changes. */
+  refused?: boolean;
   stopped: boolean;
 }
 
@@ -84,6 +86,7 @@ export function createInboxWatcher(deps: Deps, onNewMail: (mailboxId: string) =>
       // A refused login is not tried again and again (servers lock accounts and ban addresses for that): the
       // scheduled reader shows the error, and a new IMAP URL starts a new watch.
       if (refused) {
+        watch.refused = true;
         watch.stopped = true;
         clearTimeout(watch.retry);
         watch.client = undefined;
@@ -119,6 +122,10 @@ export function createInboxWatcher(deps: Deps, onNewMail: (mailboxId: string) =>
     /** Mailboxes with an open, selected connection now (for tests and logs). */
     watching(): string[] {
       return [...watches].filter(([, w]) => w.client?.usable).map(([id]) => id);
+    },
+    /** Mailboxes whose server refused the login (left alone until their IMAP URL changes). */
+    refused(): string[] {
+      return [...watches].filter(([, w]) => w.refused).map(([id]) => id);
     },
     close(): void {
       closed = true;
