@@ -5,6 +5,7 @@ import { outreachMessages } from '../src/db/schema/index.ts';
 import { createInboxReader } from '../src/modules/outreach/inbox.reader.ts';
 import { createInboxWatcher } from '../src/modules/outreach/inbox.watcher.ts';
 import { QUEUES } from '../src/queue/queues.ts';
+import { registerWorkers } from '../src/queue/workers.ts';
 import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import { startImapServer, type TestImapServer } from './helpers/imap-server.ts';
 import { seedSmtpConnection } from './helpers/outreach-seed.ts';
@@ -144,4 +145,22 @@ test('a refused login is not tried again (servers lock accounts for that); a wat
   await new Promise((r) => setTimeout(r, 1000));
   assert.deepEqual(closedEarly.watching(), []);
   assert.deepEqual(closedEarly.refused(), []);
+});
+
+test('a worker process with IDLE on stores a reply as it arrives, with no read asked for', async () => {
+  const { mailboxId, messageId, leadId } = await mailboxWithOneMail('pushed@leads.test');
+  assert.ok(mailboxId);
+  // This context's workers run without IDLE; a second worker process's registration, with it, watches the mailbox
+  // from its start (its first sync).
+  const workers = await registerWorkers({ ...ctx.deps, config: { ...ctx.deps.config, OUTREACH_IMAP_IDLE: true } });
+  try {
+    // Connected, INBOX selected and idling (a second after the last command).
+    await new Promise((r) => setTimeout(r, 4000));
+    await imap.append(SENDER, replyTo('pushed@leads.test', messageId, 3));
+    await eventually(async () => (await repliesOf(leadId)).length === 1, 20_000, 100);
+    const lead = await ctx.call(alice, 'GET', `/api/leads/${leadId}`);
+    assert.equal(lead.json().data.lead.status, 'REPLIED');
+  } finally {
+    await workers.stop();
+  }
 });
