@@ -10,7 +10,11 @@
  * `refusals` by host:port so the crawler can name the address). With an upstream proxy (a source's
  * proxy profile) the target host is checked with assertPublicHost and the request chained to it.
  * Once the crawl's signal aborts, everything is refused: no browser request leaves after a stop.
+ *
+ * It listens on loopback only and asks for credentials made for this one crawl (407 without them), so no other
+ * process on the host can relay through it; it closes when the crawl ends (docs/CONVENTIONS.md, Listeners).
  */
+import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
@@ -28,6 +32,9 @@ import {
 export interface GuardProxy {
   /** http://127.0.0.1:<port>, for Chromium's --proxy-server. */
   url: string;
+  /** This proxy's own credentials (Basic), made for one crawl: Playwright answers its 407 with them. */
+  username: string;
+  password: string;
   /** Refused connections by `host:port` (the SsrfBlockedError names the address). */
   refusals: Map<string, SsrfBlockedError>;
   close(): Promise<void>;
@@ -96,8 +103,22 @@ function upstreamConnect(upstream: URL, host: string, port: number): Promise<net
   });
 }
 
+const PROXY_CHALLENGE = { 'proxy-authenticate': 'Basic realm="quarry-guard"' };
+
+/** A check of `Proxy-Authorization: Basic …` against one pair, in constant time. */
+function proxyAuthCheck(username: string, password: string): (header: string | undefined) => boolean {
+  const expected = Buffer.from(`Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`);
+  return (header) => {
+    const given = Buffer.from(header ?? '');
+    return given.length === expected.length && crypto.timingSafeEqual(given, expected);
+  };
+}
+
 export async function startGuardProxy(options: GuardProxyOptions): Promise<GuardProxy> {
   const { allowPrivateNetwork, signal } = options;
+  const username = `crawl-${crypto.randomBytes(6).toString('hex')}`;
+  const password = crypto.randomBytes(24).toString('base64url');
+  const authorized = proxyAuthCheck(username, password);
   const upstream = options.upstreamProxyUrl ? new URL(options.upstreamProxyUrl) : undefined;
   const dispatcher: Dispatcher = upstream
     ? new ProxyAgent({ uri: upstream.href })
@@ -113,6 +134,7 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
     upstream ? assertPublicHost(host, allowPrivateNetwork, url) : Promise.resolve();
 
   const server = http.createServer(async (req, res) => {
+    if (!authorized(req.headers['proxy-authorization'])) return void res.writeHead(407, PROXY_CHALLENGE).end();
     if (signal.aborted) return void res.writeHead(503).end();
     let target: URL;
     try {
@@ -162,6 +184,11 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
   server.on('connect', async (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
     track(client);
     client.on('error', () => client.destroy());
+    if (!authorized(req.headers['proxy-authorization'])) {
+      return void client.end(
+        'HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="quarry-guard"\r\n\r\n',
+      );
+    }
     if (signal.aborted) return void client.end('HTTP/1.1 503 Service Unavailable\r\n\r\n');
     const { host, port } = splitHostPort(req.url ?? '', 443);
     try {
@@ -195,6 +222,8 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
   signal.addEventListener('abort', onAbort, { once: true });
   return {
     url: `http://127.0.0.1:${port}`,
+    username,
+    password,
     refusals,
     close: async () => {
       signal.removeEventListener('abort', onAbort);

@@ -4,7 +4,6 @@
  * `page.route` refuses private hosts early (naming the address), blocks images/fonts/media, and
  * stops everything once the crawl is stopped. Extraction runs in the page after `waitFor`.
  */
-import { PlaywrightCrawler, type PlaywrightCrawlingContext } from '@crawlee/playwright';
 import { chromium, type Page, type Request as PwRequest, type Route } from 'playwright-core';
 import { assertPublicHost, SsrfBlockedError } from '../../shared/ssrf.ts';
 import { type GuardProxy, SSRF_HEADER, startGuardProxy } from './browser-guard-proxy.ts';
@@ -12,6 +11,7 @@ import { pageHandler } from './crawl-handler.ts';
 import { CrawlAbortedError, type CrawlSession, ssrfCrawlError } from './crawl-session.ts';
 import { extractInPage, waitForSelector } from './extract-browser.ts';
 import { statusError } from './http-client.ts';
+import { PlaywrightCrawler, type PlaywrightCrawlingContext } from './playwright-crawler.ts';
 import { CrawlError } from './scraping.types.ts';
 
 const CHROMIUM_ARGS = [
@@ -154,7 +154,7 @@ export async function runDynamicCrawl(session: CrawlSession): Promise<void> {
           executablePath: settings.chromiumPath,
           headless: true,
           args: CHROMIUM_ARGS,
-          proxy: { server: proxy.url },
+          proxy: { server: proxy.url, username: proxy.username, password: proxy.password },
         },
       },
       // No fingerprint injection; relaunching Chromium every 100 pages (the default) costs more than it saves.
