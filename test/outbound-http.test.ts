@@ -217,7 +217,15 @@ describe('outbound HTTP', () => {
       for (const settings of [{}, { proxyUrl: `http://127.0.0.1:${proxyPort}` }]) {
         proxySeen.length = 0;
         const guarded = createOutboundClient({ allowPrivateNetwork: false, userAgent: 'QuarryTest/2.0', ...settings });
-        for (const url of [`${siteUrl}/brief.html`, 'http://[::1]/', 'http://169.254.169.254/latest/meta-data/']) {
+        for (const url of [
+          `${siteUrl}/brief.html`,
+          'http://[::1]/',
+          'http://169.254.169.254/latest/meta-data/',
+          `http://[::127.0.0.1]:${new URL(siteUrl).port}/brief.html`,
+          'http://[::a9fe:a9fe]/latest/meta-data/',
+          'http://[::ffff:0:a9fe:a9fe]/latest/meta-data/',
+          'http://0x7f.1/',
+        ]) {
           const blocked = await failure(guarded.request({ url }));
           assert.equal(blocked.reason, 'blocked');
           assert.match(blocked.message, /^Refused to connect to /);

@@ -206,6 +206,29 @@ describe('connections', () => {
       });
       assertError(res, 400, 'CONNECTION_FAILED');
       assert.match(res.json().error.message, /ALLOW_PRIVATE_NETWORK/);
+      // IPv4-compatible IPv6 forms of the metadata address and a private one: refused before any connection.
+      const hidden = await strict.ctx.call(strict.alice, 'POST', '/api/outreach/connections', {
+        provider: 'smtp',
+        name: 'Sales',
+        mailboxes: [
+          mailbox({
+            smtpUrl: smtpUrl().replace('127.0.0.1', '[::a9fe:a9fe]'),
+            imapUrl: imap.url('sales@quarry-sender.test').replace('127.0.0.1', '[::10.0.0.1]'),
+          }),
+        ],
+      });
+      assertError(hidden, 400, 'CONNECTION_FAILED');
+      const details = hidden.json().error.details as Array<{ field: string; message: string }>;
+      assert.deepEqual(
+        details.map((d) => d.field),
+        ['mailboxes.0.smtpUrl', 'mailboxes.0.imapUrl'],
+      );
+      assert.match(details[0]!.message, /::a9fe:a9fe is a link-local address.*ALLOW_PRIVATE_NETWORK/);
+      assert.match(details[1]!.message, /::a00:1 is a private address.*ALLOW_PRIVATE_NETWORK/);
+      assert.equal(
+        (await strict.ctx.call(strict.alice, 'GET', '/api/outreach/connections')).json().data.connections.length,
+        0,
+      );
     } finally {
       await strict.ctx.close();
     }

@@ -464,6 +464,21 @@ describe('the mailbox host and the SSRF guard', () => {
       });
       assertValidation(res, 'smtpUrl');
       assert.match(res.json().error.message, /loopback/);
+      // The same refusal for the metadata address as an IPv4-compatible IPv6 literal, and a loopback one in hex.
+      for (const [host, reason] of [
+        ['[::a9fe:a9fe]', /::a9fe:a9fe.*link-local/],
+        ['[::127.0.0.1]', /::7f00:1.*loopback/],
+        ['0x7f.1', /0x7f\.1 is a loopback address \(127\.0\.0\.1\)/],
+      ] as const) {
+        const hidden = await guarded.call(carol, 'POST', '/api/warmup-domains', {
+          domain: 'good.test',
+          dkimSelector: 's1',
+          smtpUrl: smtpUrl(MAILBOX.pass, host),
+          fromAddress: 'hello@good.test',
+        });
+        assertValidation(hidden, 'smtpUrl');
+        assert.match(hidden.json().error.message, reason);
+      }
     } finally {
       await guarded.close();
     }

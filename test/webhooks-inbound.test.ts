@@ -76,9 +76,9 @@ function sessionEvent(
   };
 }
 
-/** POSTs `payload` (sent byte for byte) with a Stripe-Signature made by the stripe package. */
-function deliverStripe(payload: string, secret = STRIPE_WEBHOOK_SECRET, c = ctx) {
-  const signature = Stripe.webhooks.generateTestHeaderString({ payload, secret });
+/** POSTs `payload` (sent byte for byte) with a Stripe-Signature made by the stripe package (`t` = `timestamp`). */
+function deliverStripe(payload: string, secret = STRIPE_WEBHOOK_SECRET, c = ctx, timestamp?: number) {
+  const signature = Stripe.webhooks.generateTestHeaderString({ payload, secret, ...(timestamp ? { timestamp } : {}) });
   return c.inject({
     method: 'POST',
     url: '/api/webhooks/inbound/stripe',
@@ -251,6 +251,25 @@ describe('POST /api/webhooks/inbound/stripe', () => {
     assert.equal(await balanceOf(user), 100);
   });
 
+  test('a signature dated more than 5 minutes ahead is 400 INVALID_SIGNATURE and credits nothing', async () => {
+    const user = await ctx.signup();
+    const session = await checkout(user);
+    const payload = JSON.stringify(sessionEvent(session));
+    const storedBefore = await storedEvents('stripe');
+    const now = Math.floor(Date.now() / 1000);
+    for (const ahead of [365 * 24 * 3600, 400]) {
+      const res = await deliverStripe(payload, STRIPE_WEBHOOK_SECRET, ctx, now + ahead);
+      assertError(res, 400, 'INVALID_SIGNATURE');
+      assert.equal(res.json().error.details[0].field, 'stripe-signature');
+    }
+    assert.equal(await storedEvents('stripe'), storedBefore);
+    assert.equal(await balanceOf(user), 100);
+    // A sender's clock a little ahead of ours is within the window.
+    const slightly = await deliverStripe(payload, STRIPE_WEBHOOK_SECRET, ctx, now + 10);
+    assert.equal(slightly.statusCode, 200, slightly.body);
+    assert.equal(await balanceOf(user), 5100);
+  });
+
   test('a signed event that is not a well-formed event is 400 naming the field, nothing stored', async () => {
     const storedBefore = await storedEvents('stripe');
     assertValidation(await deliverStripe(JSON.stringify({ object: 'event', type: 'x', data: { object: {} } })), 'id');
@@ -322,6 +341,13 @@ describe('POST /api/webhooks/inbound/standard', () => {
     const missing = await deliver(noId, payload);
     assertError(missing, 400, 'INVALID_SIGNATURE');
     assert.equal(missing.json().error.details[0].field, 'webhook-id');
+    // Timestamps more than 5 minutes away either way (standardwebhooks' own window).
+    const year = 365 * 24 * 3600 * 1000;
+    for (const at of [new Date(Date.now() + year), new Date(Date.now() + 400_000), new Date(Date.now() - 400_000)]) {
+      const dated = await deliver(headersFor('msg_5', payload, at), payload);
+      assertError(dated, 400, 'INVALID_SIGNATURE');
+      assert.equal(dated.json().error.details[0].field, 'webhook-signature');
+    }
     const badType = JSON.stringify({ type: 5 });
     assertValidation(await deliver(headersFor('msg_3', badType), badType), 'type');
     assertValidation(await deliver(headersFor('msg_4', 'nope'), 'nope'), 'body');

@@ -35,6 +35,12 @@ describe('SSRF guard (ALLOW_PRIVATE_NETWORK off)', () => {
       'http://169.254.169.254/latest/meta-data',
       'http://[::1]/hook',
       'http://[::ffff:127.0.0.1]/hook',
+      // IPv4-compatible (::/96), NAT64 and 6to4 forms of loopback, metadata and private addresses.
+      `http://[::127.0.0.1]:${new URL(receiver.url).port}/`,
+      'http://[::a9fe:a9fe]/latest/meta-data',
+      'http://[::10.0.0.1]/hook',
+      'http://[64:ff9b::7f00:1]/hook',
+      'http://[2002:a9fe:a9fe::1]/hook',
     ]) {
       const res = await guarded.call(carol, 'POST', '/api/webhooks', { url, eventTypes: ['job.completed'] });
       assertValidation(res, 'url');
@@ -64,6 +70,24 @@ describe('SSRF guard (ALLOW_PRIVATE_NETWORK off)', () => {
       return list[0]?.attemptCount === 1 && list[0];
     });
     assert.match(d.attempts[0].error, /Refused to connect to 127\.0\.0\.1/);
+    assert.equal(receiver.requests.length, 0);
+  });
+
+  test('a delivery to an IPv4-compatible form of loopback is refused, and never arrives', async () => {
+    const res = await guarded.call(carol, 'POST', '/api/webhooks', {
+      url: 'http://93.184.215.14/hook',
+      eventTypes: ['webhook.test'],
+    });
+    const id = res.json().data.webhook.id;
+    // As if it had been stored before the guard knew this form.
+    const url = `http://[::127.0.0.1]:${new URL(receiver.url).port}/`;
+    await guarded.deps.db.update(webhookEndpoints).set({ url }).where(eq(webhookEndpoints.id, id));
+    assert.equal((await guarded.call(carol, 'POST', `/api/webhooks/${id}/test`)).statusCode, 202);
+    const d = await eventually(async () => {
+      const list = (await guarded.call(carol, 'GET', `/api/webhooks/${id}/deliveries`)).json().data.deliveries;
+      return list[0]?.attemptCount === 1 && list[0];
+    });
+    assert.match(d.attempts[0].error, /Refused to connect to ::7f00:1.*loopback/);
     assert.equal(receiver.requests.length, 0);
   });
 });

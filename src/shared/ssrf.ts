@@ -9,21 +9,6 @@ import { Agent, buildConnector, type Dispatcher } from 'undici';
  * lookup, so a redirect or a second resolution cannot slip a private address past it.
  */
 
-/** ipaddr.js ranges that are reachable on the public internet; everything else is refused. */
-const PUBLIC_RANGES = new Set(['unicast']);
-
-const RANGE_NAMES: Record<string, string> = {
-  loopback: 'a loopback address',
-  private: 'a private address',
-  linkLocal: 'a link-local address (cloud metadata lives here)',
-  uniqueLocal: 'a private (unique-local) address',
-  unspecified: 'an unspecified address',
-  carrierGradeNat: 'a carrier-grade NAT address',
-  multicast: 'a multicast address',
-  broadcast: 'a broadcast address',
-  reserved: 'a reserved address',
-};
-
 export class SsrfBlockedError extends Error {
   readonly address: string;
   readonly url?: string;
@@ -39,23 +24,126 @@ export class SsrfBlockedError extends Error {
   }
 }
 
-/** Why `ip` is not a public address, or undefined when it is. */
+/**
+ * The address `host` names when it is an IP literal in any spelling a URL parser or resolver takes, canonical
+ * (IPv6 as WHATWG URL writes it, a zone id kept; IPv4 dotted-decimal, from `127.1`, `0x7f.1`, `0177.0.0.1` or
+ * `2130706433` as inet_aton reads them), or undefined for a name. Hosts given as strings (SMTP, IMAP) may not
+ * have been through a URL parser that normalizes them.
+ */
+export function ipLiteral(host: string): string | undefined {
+  const h = host.replace(/^\[(.*)\]$/, '$1');
+  if (h.includes(':')) {
+    if (!net.isIPv6(h)) return undefined;
+    const [bare, zone] = h.split('%', 2) as [string, string | undefined];
+    let canonical: string;
+    try {
+      canonical = new URL(`http://[${bare}]/`).hostname.slice(1, -1);
+    } catch {
+      return undefined;
+    }
+    return zone ? `${canonical}%${zone}` : canonical;
+  }
+  if (net.isIPv4(h)) return h;
+  const v4 = h.replace(/\.$/, '');
+  if (!/^(?:0x[0-9a-f]+|\d+)(?:\.(?:0x[0-9a-f]+|\d+)){0,3}$/i.test(v4) || !ipaddr.IPv4.isValid(v4)) return undefined;
+  return ipaddr.IPv4.parse(v4).toString();
+}
+
+const DOCUMENTATION = 'a documentation address';
+const PRIVATE = 'a private address';
+
+/**
+ * IPv4 ranges that are not global unicast (IANA special-purpose registry), first match named. The few global
+ * special-purpose ranges (AS112, AMT, 192.31.196/24...) are left reachable.
+ */
+const V4_REFUSED = (
+  [
+    ['0.0.0.0/8', 'an unspecified address'],
+    ['10.0.0.0/8', PRIVATE],
+    ['100.64.0.0/10', 'a carrier-grade NAT address'],
+    ['127.0.0.0/8', 'a loopback address'],
+    ['169.254.0.0/16', 'a link-local address (cloud metadata lives here)'],
+    ['172.16.0.0/12', PRIVATE],
+    ['192.0.0.0/24', 'an IETF protocol assignment'],
+    ['192.0.2.0/24', DOCUMENTATION],
+    ['192.88.99.0/24', 'a 6to4 relay anycast address'],
+    ['192.168.0.0/16', PRIVATE],
+    ['198.18.0.0/15', 'a benchmarking address'],
+    ['198.51.100.0/24', DOCUMENTATION],
+    ['203.0.113.0/24', DOCUMENTATION],
+    ['224.0.0.0/4', 'a multicast address'],
+    ['255.255.255.255/32', 'a broadcast address'],
+    ['240.0.0.0/4', 'a reserved address'],
+  ] as const
+).map(([cidr, reason]) => [ipaddr.IPv4.parseCIDR(cidr), reason] as const);
+
+/** IPv6 ranges refused by name; anything else outside 2000::/3 (global unicast) is refused as reserved. */
+const V6_REFUSED = (
+  [
+    ['64:ff9b:1::/48', 'a local-use NAT64 address'],
+    ['100::/64', 'a discard-only address'],
+    ['fc00::/7', 'a private (unique-local) address'],
+    ['fe80::/10', 'a link-local address'],
+    ['fec0::/10', 'a site-local address'],
+    ['ff00::/8', 'a multicast address'],
+    ['2001:2::/48', 'a benchmarking address'],
+    ['2001:10::/28', 'an ORCHID address'],
+    ['2001:20::/28', 'an ORCHID address'],
+    // IETF protocol assignments (Teredo, 2001::/32, is judged by the addresses it carries before this).
+    ['2001::/23', 'an IETF protocol assignment'],
+    ['2001:db8::/32', DOCUMENTATION],
+    ['3fff::/20', DOCUMENTATION],
+  ] as const
+).map(([cidr, reason]) => [ipaddr.IPv6.parseCIDR(cidr), reason] as const);
+
+function v4Reason(addr: ipaddr.IPv4): string | undefined {
+  return V4_REFUSED.find(([range]) => addr.match(range))?.[1];
+}
+
+/** The IPv4 address in two 16-bit groups. */
+const v4Of = (hi: number, lo: number) => new ipaddr.IPv4([hi >> 8, hi & 255, lo >> 8, lo & 255]);
+
+/** Why the IPv4 address an IPv6 form carries is refused, saying which form; undefined when it is public. */
+function carried(v4: ipaddr.IPv4, form: string): string | undefined {
+  const reason = v4Reason(v4);
+  return reason && `${reason}: the ${form} of ${v4.toString()}`;
+}
+
+function v6Reason(addr: ipaddr.IPv6): string | undefined {
+  const p = addr.parts;
+  const zero = (from: number, to: number) => p.slice(from, to).every((g) => g === 0);
+  // Forms that reach an IPv4 address are judged by that address (RFC 4291 §2.5.5, RFC 6052, RFC 3056, RFC 4380).
+  if (zero(0, 6)) {
+    if (p[6] === 0 && p[7] === 0) return 'an unspecified address';
+    if (p[6] === 0 && p[7] === 1) return 'a loopback address';
+    return carried(v4Of(p[6]!, p[7]!), 'IPv4-compatible IPv6 form');
+  }
+  if (zero(0, 5) && p[5] === 0xffff) return carried(v4Of(p[6]!, p[7]!), 'IPv4-mapped IPv6 form');
+  if (zero(0, 4) && p[4] === 0xffff && p[5] === 0) return carried(v4Of(p[6]!, p[7]!), 'IPv4-translated IPv6 form');
+  if (p[0] === 0x64 && p[1] === 0xff9b && zero(2, 6)) return carried(v4Of(p[6]!, p[7]!), 'NAT64 form');
+  if (p[0] === 0x2002) return carried(v4Of(p[1]!, p[2]!), '6to4 form');
+  // Teredo: the server's address in clear, the client's with every bit flipped; either must be public.
+  if (p[0] === 0x2001 && p[1] === 0)
+    return (
+      carried(v4Of(p[2]!, p[3]!), 'Teredo form (as its server)') ??
+      carried(v4Of(p[6]! ^ 0xffff, p[7]! ^ 0xffff), 'Teredo form (as its client)')
+    );
+  const named = V6_REFUSED.find(([range]) => addr.match(range))?.[1];
+  if (named) return named;
+  return (p[0]! & 0xe000) === 0x2000 ? undefined : 'a reserved address';
+}
+
+/**
+ * Why `ip` is not a public address, or undefined when it is: the one SSRF classification (README "Scraping",
+ * ALLOW_PRIVATE_NETWORK).
+ * It judges what the address reaches: IPv6 forms that carry an IPv4 address (mapped, compatible, translated, NAT64,
+ * 6to4, Teredo) by that address, and everything that is not global unicast is refused.
+ */
 export function privateAddressReason(ip: string): string | undefined {
-  let addr: ipaddr.IPv4 | ipaddr.IPv6;
-  try {
-    addr = ipaddr.parse(ip.replace(/^\[|\]$/g, ''));
-  } catch {
-    return 'not a valid IP address';
-  }
-  // ::ffff:127.0.0.1, NAT64 and 6to4 forms carry an IPv4 address: judge that one.
-  if (addr.kind() === 'ipv6') {
-    const v6 = addr as ipaddr.IPv6;
-    if (v6.isIPv4MappedAddress()) addr = v6.toIPv4Address();
-    else if (v6.range() === 'rfc6052' || v6.range() === '6to4' || v6.range() === 'teredo')
-      return 'an IPv6 transition address';
-  }
-  const range = addr.range();
-  return PUBLIC_RANGES.has(range) ? undefined : (RANGE_NAMES[range] ?? `a ${range} address`);
+  const literal = ipLiteral(ip);
+  if (!literal) return 'not a valid IP address';
+  const bare = literal.replace(/%.*$/, '');
+  return bare.includes(':') ? v6Reason(ipaddr.IPv6.parse(bare)) : v4Reason(ipaddr.IPv4.parse(bare));
 }
 
 export const isPrivateAddress = (ip: string): boolean => privateAddressReason(ip) !== undefined;
@@ -90,8 +178,10 @@ export function guardedLookup(allowPrivate: boolean) {
 /** Throws SsrfBlockedError when `hostname` is (or resolves to) a private address. */
 export async function assertPublicHost(hostname: string, allowPrivate: boolean, url?: string): Promise<void> {
   if (allowPrivate) return;
-  const host = hostname.replace(/^\[|\]$/g, '');
-  const addresses = net.isIP(host) ? [host] : (await dns.promises.lookup(host, { all: true })).map((a) => a.address);
+  const literal = ipLiteral(hostname);
+  const addresses = literal
+    ? [literal]
+    : (await dns.promises.lookup(hostname.replace(/^\[|\]$/g, ''), { all: true })).map((a) => a.address);
   for (const address of addresses) {
     const reason = privateAddressReason(address);
     if (reason) throw new SsrfBlockedError(address, reason, url);
@@ -118,8 +208,8 @@ export function createGuardedDispatcher(options: GuardedDispatcherOptions): Disp
     connections: options.connections ?? 64,
     keepAliveTimeout: 10_000,
     connect: (opts, callback) => {
-      const host = String(opts.hostname).replace(/^\[|\]$/g, '');
-      if (!options.allowPrivate && net.isIP(host)) {
+      const host = ipLiteral(String(opts.hostname));
+      if (!options.allowPrivate && host) {
         const reason = privateAddressReason(host);
         if (reason) return callback(new SsrfBlockedError(host, reason, `${opts.protocol}//${opts.host ?? host}`), null);
       }

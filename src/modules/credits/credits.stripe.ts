@@ -47,3 +47,21 @@ export function paymentProviderError(error: unknown): AppError {
     status ? `The payment provider answered HTTP ${status}` : 'The payment provider could not be reached',
   );
 }
+
+/** How far (seconds) a Stripe-Signature's `t` may be from now, either way: Stripe's own default, and Standard
+ * Webhooks' window. */
+export const STRIPE_SIGNATURE_TOLERANCE_S = 300;
+
+/**
+ * The `t` of a Stripe-Signature header, read as the `stripe` package reads it (the last `t=` item, parseInt), so it
+ * is the timestamp the verified signature covers. The package refuses only old ones: a `t` far ahead would let a
+ * captured delivery be replayed for as long as it is dated.
+ */
+export function stripeSignedAt(header: string): number {
+  let t = Number.NaN;
+  for (const item of header.split(',')) {
+    const [key, value] = item.split('=');
+    if (key === 't') t = Number.parseInt(value ?? '', 10);
+  }
+  return t;
+}

@@ -1,9 +1,8 @@
 import { Resolver } from 'node:dns/promises';
 import { createRequire } from 'node:module';
-import { isIP } from 'node:net';
 import { spf } from 'mailauth/lib/spf/index.js';
 import type { ErrorDetail } from '../../shared/errors.ts';
-import { privateAddressReason } from '../../shared/ssrf.ts';
+import { ipLiteral, privateAddressReason } from '../../shared/ssrf.ts';
 
 // mailauth's DKIM key-record reader (RFC 6376 §3.6.1, RFC 8463) ships without type definitions.
 const require = createRequire(import.meta.url);
@@ -46,10 +45,13 @@ export interface DnsCheck {
 
 const codeOf = (err: unknown) => (err as { code?: string }).code;
 
-/** The sending host's addresses: the literal IP, or what its name resolves to (A and AAAA). */
+/**
+ * The sending host's addresses: the literal IP in any spelling (an `smtp:` URL leaves `127.1` or `0x7f.1` as it is),
+ * or what its name resolves to (A and AAAA).
+ */
 export async function addressesOf(host: string, resolve: ReturnType<typeof dnsResolverOf>): Promise<string[]> {
-  const literal = host.replace(/^\[|\]$/g, '');
-  if (isIP(literal)) return [literal];
+  const literal = ipLiteral(host);
+  if (literal) return [literal];
   const found = await Promise.allSettled([resolve.resolver.resolve4(host), resolve.resolver.resolve6(host)]);
   return found.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
 }

@@ -3,7 +3,12 @@ import { z } from 'zod';
 import type { AppDeps } from '../../deps.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
 import { type CreditsService, createCreditsService } from '../credits/credits.service.ts';
-import { loadStripe, paymentsNotConfigured } from '../credits/credits.stripe.ts';
+import {
+  loadStripe,
+  paymentsNotConfigured,
+  STRIPE_SIGNATURE_TOLERANCE_S,
+  stripeSignedAt,
+} from '../credits/credits.stripe.ts';
 import { createPlatformEventService } from '../outreach/platform.events.ts';
 import { platformWebhookParser } from '../outreach/providers/index.ts';
 import { PlatformError, type PlatformWebhookEvent } from '../outreach/providers/platform.ts';
@@ -81,14 +86,18 @@ export function createInboundWebhookService(
     const signature = header(headers, 'stripe-signature');
     if (!signature) throw invalidSignature('stripe-signature', 'the Stripe-Signature header is missing');
     const Stripe = await loadStripe();
+    const now = deps.clock.now().getTime();
     let event: unknown;
     try {
-      event = Stripe.webhooks.constructEvent(raw, signature, secret);
+      event = Stripe.webhooks.constructEvent(raw, signature, secret, STRIPE_SIGNATURE_TOLERANCE_S, undefined, now);
     } catch (error) {
       if (error instanceof Stripe.errors.StripeSignatureVerificationError)
         throw invalidSignature('stripe-signature', 'no signature matches the body, or it is too old');
       throw validationError('body', 'must be a JSON event');
     }
+    // The package checks only the past side; a signature dated ahead would stay replayable until then.
+    if (!(Math.abs(Math.floor(now / 1000) - stripeSignedAt(signature)) <= STRIPE_SIGNATURE_TOLERANCE_S))
+      throw invalidSignature('stripe-signature', 'its timestamp (t) is more than 5 minutes from now');
     const parsed = parse(stripeEvent, event);
     return { id: parsed.id, type: parsed.type, payload: event };
   }
