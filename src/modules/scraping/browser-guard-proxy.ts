@@ -24,6 +24,7 @@ import {
   assertPublicHost,
   createGuardedDispatcher,
   guardedLookup,
+  ipLiteral,
   privateAddressReason,
   SsrfBlockedError,
   ssrfCause,
@@ -68,11 +69,13 @@ function splitHostPort(authority: string, defaultPort: number): { host: string; 
 /** Opens a TCP connection to host:port after the guard's check (IP literals directly, names by the guarded lookup). */
 function guardedConnect(host: string, port: number, allowPrivate: boolean): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
-    if (!allowPrivate && net.isIP(host)) {
-      const reason = privateAddressReason(host);
-      if (reason) return reject(new SsrfBlockedError(host, reason, `https://${host}:${port}`));
+    // An IP literal in any spelling (`0x7f.1`) is judged, and connected to, as the address it spells.
+    const literal = ipLiteral(host);
+    if (!allowPrivate && literal) {
+      const reason = privateAddressReason(literal);
+      if (reason) return reject(new SsrfBlockedError(literal, reason, `https://${host}:${port}`));
     }
-    const socket = net.connect({ host, port, lookup: guardedLookup(allowPrivate) as never });
+    const socket = net.connect({ host: literal ?? host, port, lookup: guardedLookup(allowPrivate) as never });
     socket.once('connect', () => resolve(socket));
     socket.once('error', reject);
   });
