@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../src/app.ts';
 import { compileAllResponseSerializers } from '../src/shared/serializer.ts';
@@ -47,6 +48,8 @@ describe('API reference', () => {
     assert.equal(res.statusCode, 200);
     const doc = res.json();
     assert.equal(doc.openapi, '3.1.0');
+    // The project's license (LICENSE, package.json) is the document's too.
+    assert.deepEqual(doc.info.license, { name: 'Apache-2.0', identifier: 'Apache-2.0' });
     const signup = doc.paths['/api/auth/signup'].post;
     assert.deepEqual(signup.requestBody.content['application/json'].schema.required.sort(), [
       'email',
@@ -65,6 +68,16 @@ describe('API reference', () => {
       }
     }
     assert.ok(operations >= 8, `only ${operations} operations documented`);
+  });
+
+  test('the license is Apache-2.0 in LICENSE, package.json and the OpenAPI document alike', async () => {
+    const root = new URL('../', import.meta.url);
+    assert.equal(JSON.parse(fs.readFileSync(new URL('package.json', root), 'utf8')).license, 'Apache-2.0');
+    const license = fs.readFileSync(new URL('LICENSE', root), 'utf8');
+    assert.match(license, /^\s*Apache License\s+Version 2\.0, January 2004/);
+    assert.match(license, /END OF TERMS AND CONDITIONS/);
+    const doc = (await ctx.inject({ method: 'GET', url: '/api/openapi.json' })).json();
+    assert.equal(doc.info.license.identifier, 'Apache-2.0');
   });
 
   test('every response schema of every route compiles to a serializer (they compile on first use)', () => {

@@ -324,6 +324,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Pick<Config,
           'Self-hostable lead scraping and outreach. Every answer is the envelope `{success, data | error}`; ' +
           'errors carry `error.code` (see the Errors table of the README) and, for bad input, ' +
           '`error.details[] {field, message}`.',
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
       // Paths start at `/api`: the configured public URL, else the root of whatever host serves this document.
       servers: [{ url: config.PUBLIC_URL?.replace(/\/+$/, '') || '/', description: 'This Quarry service' }],

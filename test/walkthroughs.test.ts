@@ -1,0 +1,166 @@
+/**
+ * Every walk-through is a script CI runs (docs/walkthroughs/README.md), so none can rot: each
+ * `docs/walkthroughs/*.sh` runs against a fresh service and a fresh demo site on free ports, several times in a
+ * row (the quickstart ten times, which is more than the signup/login limit allows logins). The quickstart's
+ * servers are started with the README's own start commands, and the README shows the script as it is.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { MEMBERS } from '../demo/site.ts';
+import { createTestDatabase } from './helpers/db.ts';
+import type { GroupProcess } from './helpers/process.ts';
+import { freePort, pollUntil, repoRoot, shellEnv, startGroup, waitHealthy } from './helpers/process.ts';
+
+const dir = path.join(repoRoot, 'docs/walkthroughs');
+const scripts = fs
+  .readdirSync(dir)
+  .filter((f) => f.endsWith('.sh') && f !== 'lib.sh')
+  .sort();
+const RUNS: Record<string, number> = { 'quickstart.sh': 10 };
+const DEFAULT_RUNS = 2;
+const RUN_TIMEOUT_MS = 240_000;
+
+const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+
+/** The README's block that starts the demo site and the service, as a newcomer pastes it. */
+function startCommands(): string[] {
+  const block = /^```sh\n(npm run demo-site[^\n]*\n[^`]*?)^```$/m.exec(readme)?.[1];
+  assert.ok(block, 'the README has a block starting `npm run demo-site`');
+  const lines = block
+    .split('\n')
+    .map((line) => line.replace(/\s+#.*$/, '').trim())
+    .filter(Boolean);
+  assert.deepEqual(lines, ['npm run demo-site', 'ALLOW_PRIVATE_NETWORK=true npm start']);
+  return lines;
+}
+
+/**
+ * A script's own settings (`<name>.env`, shell syntax): every `*_PORT` in it gets a free port, the rest is
+ * evaluated by bash with those ports set (e.g. `DNS_SERVERS=127.0.0.1:${DEMO_DNS_PORT}`).
+ */
+async function scriptEnv(script: string): Promise<Record<string, string>> {
+  const file = path.join(dir, script.replace(/\.sh$/, '.env'));
+  if (!fs.existsSync(file)) return {};
+  const ports = new Map<string, string>();
+  const names: string[] = [];
+  const lines: string[] = [];
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    const name = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=/.exec(line)?.[1];
+    if (name && !names.includes(name)) names.push(name);
+    if (name?.endsWith('_PORT')) {
+      if (!ports.has(name)) ports.set(name, String(await freePort()));
+      lines.push(`${name}=${ports.get(name)}`); // the file's value is the default for people
+    } else lines.push(line);
+  }
+  const dump = execFileSync(
+    'bash',
+    ['-c', `set -a\n${lines.join('\n')}\nnode -e 'console.log(JSON.stringify(process.env))'`],
+    { env: shellEnv({}), encoding: 'utf8' },
+  );
+  const all = JSON.parse(dump) as Record<string, string>;
+  return Object.fromEntries(names.map((name) => [name, all[name] ?? '']));
+}
+
+for (const script of scripts) {
+  const runs = RUNS[script] ?? DEFAULT_RUNS;
+  test(`docs/walkthroughs/${script} runs against a fresh service, ${runs} times in a row`, {
+    timeout: 120_000 + runs * RUN_TIMEOUT_MS,
+  }, async () => {
+    const quickstart = script === 'quickstart.sh';
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-walkthrough-'));
+    const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-walkthrough-cwd-'));
+    const stateDir = path.join(workDir, 'state');
+    const [port, demoPort] = [await freePort(), await freePort()];
+    // A fresh database: an empty DATA_DIR (PGlite), or a new PostgreSQL database on the PostgreSQL pass.
+    const testDb = process.env.TEST_DATABASE_URL ? await createTestDatabase() : undefined;
+    await testDb?.database.close();
+    const own = await scriptEnv(script);
+    const env = shellEnv({
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      DEMO_SITE_PORT: String(demoPort),
+      ...(testDb?.url ? { DATABASE_URL: testDb.url } : {}),
+      ...own,
+    });
+    const commands = quickstart ? startCommands() : ['npm run demo-site', 'ALLOW_PRIVATE_NETWORK=true npm start'];
+    // Each start command as written (in bash, like a terminal), each in its own process group.
+    const servers = commands.map((line) => startGroup('bash', ['-c', line], { env }));
+    const [demo, service] = servers as [GroupProcess, GroupProcess];
+    let session: GroupProcess | undefined;
+    try {
+      await waitHealthy(port, service);
+      const demoUp = () =>
+        fetch(`http://127.0.0.1:${demoPort}/`).then(
+          (r) => r.status,
+          () => 0,
+        );
+      await pollUntil(demoUp, (status) => status === 200);
+
+      for (let run = 1; run <= runs; run++) {
+        // Run 2 starts without the kept key: the account exists, so it must log in.
+        if (run === 2) fs.rmSync(stateDir, { recursive: true, force: true });
+        session = startGroup('bash', [path.join(dir, script)], {
+          env: shellEnv({
+            QUARRY_URL: `http://127.0.0.1:${port}`,
+            DEMO_URL: `http://127.0.0.1:${demoPort}`,
+            QUARRY_STATE_DIR: stateDir,
+            ...own,
+          }),
+          cwd: workDir,
+        });
+        const timer = setTimeout(() => session!.signalGroup('SIGKILL'), RUN_TIMEOUT_MS);
+        const code = await session.exited;
+        clearTimeout(timer);
+        const out = session.output();
+        assert.equal(code, 0, `${script}, run ${run} of ${runs}, failed:\n${out}`);
+        if (run === 2) assert.match(out, /exists: logging in/, 'run 2 logs in to the existing account');
+        if (run > 2) assert.match(out, /using the key kept in/, `run ${run} reuses the kept key`);
+        if (quickstart) checkQuickstart(out, workDir, run);
+      }
+
+      if (quickstart) {
+        // Stopped as a terminal's Ctrl-C would (the signal reaches npm and node): gracefully, lock removed.
+        service.signalGroup('SIGINT');
+        await service.exited;
+        assert.match(service.output(), /"msg":"stopped"/);
+        assert.ok(!fs.existsSync(path.join(dataDir, 'quarry.lock')));
+      }
+    } finally {
+      session?.signalGroup('SIGKILL');
+      for (const server of [demo, service]) server.signalGroup('SIGKILL');
+      await Promise.all(servers.map((s) => s.exited));
+      await testDb?.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      fs.rmSync(workDir, { recursive: true, force: true });
+    }
+  });
+}
+
+const demoEmails = MEMBERS.flat()
+  .map((m) => m.email)
+  .sort();
+
+function checkQuickstart(out: string, workDir: string, run: number): void {
+  assert.match(out, /"status":"COMPLETED"/, `run ${run}: the job's events end with COMPLETED`);
+  assert.match(out, /export 200: quarry-export\.zip/);
+  assert.equal(fs.readFileSync(path.join(workDir, 'quarry-export.zip')).subarray(0, 2).toString(), 'PK');
+  const last = JSON.parse(out.trim().split('\n').at(-1)!);
+  assert.equal(last.success, true);
+  const leads = last.data.leads as { email: string; company: string; jobTitle: string; phone: string }[];
+  assert.deepEqual(leads.map((l) => l.email).sort(), demoEmails, `run ${run} ends showing the demo site's leads`);
+  const maren = leads.find((l) => l.email === 'maren.holt@holt-castings.example');
+  assert.deepEqual(
+    { company: maren?.company, jobTitle: maren?.jobTitle, phone: maren?.phone },
+    { company: 'Holt Precision Castings', jobTitle: 'Managing Director', phone: '+441614960001' },
+  );
+}
+
+test('the README shows the quickstart walk-through as it is in docs/walkthroughs/quickstart.sh', () => {
+  const script = fs.readFileSync(path.join(dir, 'quickstart.sh'), 'utf8');
+  assert.ok(readme.includes(`\`\`\`bash\n${script}\`\`\``), 'the README has a ```bash block equal to the script');
+  startCommands();
+});
