@@ -157,11 +157,12 @@ export function createEmailService(deps: Deps) {
       const to = normalizeEmail(rawTo ?? '');
       if (!to) throw validationError('to', 'not an email address');
       const entry = (await suppressionOf(deps.db, userId, [to])).get(to);
-      if (entry)
-        throw validationError(
-          'to',
-          `${to} is suppressed (${entry.type} ${entry.value}: ${entry.reason ?? entry.source})`,
-        );
+      if (entry) {
+        // The request is valid; the recipient is not (422, naming the list entry that matched).
+        const why = entry.reason ? `${entry.source}: ${entry.reason}` : entry.source;
+        const message = `${to} is suppressed by the ${entry.type} entry ${entry.value} (${why})`;
+        throw new AppError('SUPPRESSED', message, { details: [{ field: 'to', message }] });
+      }
       await deps.credits.assert(deps.db, userId, 'emails_sent', 1);
       const thread = parent
         ? await deps.db
