@@ -357,7 +357,7 @@ export function createSequencer(deps: Deps) {
       failure = { error };
     }
     // The outcomes are written while the next batch sends (its enrollments are leased, so nothing is claimed twice
-    // meanwhile); the mails stay counted as booked until their charge commits. A batch that broke off still writes
+    // meanwhile); refunds of the mails that did not go out are counted once they commit. A batch that broke off still writes
     // what it sent before the error goes on.
     const written = writeOutcomes(deps, out, now, (userId, refunded) => countCharged(run, userId, -refunded));
     if (failure) {
