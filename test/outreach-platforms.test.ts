@@ -228,6 +228,7 @@ describe('Instantly', () => {
       { ...figures.totals, openRate: undefined, replyRate: undefined, bounceRate: undefined },
       {
         sent: 40,
+        unconfirmed: 0,
         opened: 18,
         replied: 4,
         bounced: 2,

@@ -248,6 +248,13 @@ test('20 leads, 3 steps: replies, hard bounces, an unsubscribe and an out-of-off
   assert.deepEqual(rates.byDomain, [
     { domain: 'leads.test', hard: 2, soft: 0, block: 0, total: 2, sends: 48, rate: 2 / 48 },
   ]);
+  // The bounces that rates count under the campaign show its id (README "Email verification").
+  const listed = (await ctx.call(alice, 'GET', `/api/email-verification/bounces?campaignId=${campaignId}`)).json().data
+    .bounces;
+  assert.deepEqual(
+    listed.map((b: { campaignId: string | null }) => b.campaignId),
+    [campaignId, campaignId],
+  );
   const inbox = (await ctx.call(alice, 'GET', `/api/outreach/emails?campaignId=${campaignId}`)).json().data;
   assert.equal(inbox.threads.length, 4, 'three replies and the out-of-office');
   const thread = inbox.threads.find((t: { leadId: string }) => t.leadId === ids[0]);
@@ -281,8 +288,12 @@ test('20 leads, 3 steps: replies, hard bounces, an unsubscribe and an out-of-off
     subject: 'Hi',
     body: 'Still there?',
   });
-  assert.equal(refused.statusCode, 400);
-  assert.match(refused.body, /suppressed/);
+  // A valid request to a suppressed recipient: 422 SUPPRESSED naming the list entry; nothing is sent.
+  assert.equal(refused.statusCode, 422, refused.body);
+  assert.equal(refused.json().error.code, 'SUPPRESSED');
+  assert.equal(refused.json().error.details[0].field, 'to');
+  assert.match(refused.json().error.details[0].message, new RegExp(`email entry ${people[3]} \\(hard_bounce`));
+  assert.equal(mailsTo(people[3]!).length, 1, 'nothing more was sent');
   assert.equal(
     (
       await ctx.call(bob, 'POST', '/api/outreach/emails', {
@@ -293,6 +304,19 @@ test('20 leads, 3 steps: replies, hard bounces, an unsubscribe and an out-of-off
       })
     ).statusCode,
     404,
+  );
+  // A bounce report naming the outreach campaign shows it, in the answer and in the list.
+  const posted = await ctx.call(alice, 'POST', '/api/email-verification/bounces', {
+    email: 'late@elsewhere.test',
+    enhancedStatus: '5.1.1',
+    campaignId,
+  });
+  assert.equal(posted.statusCode, 200, posted.body);
+  assert.equal(posted.json().data.bounces[0].campaignId, campaignId);
+  const all = (await ctx.call(alice, 'GET', '/api/email-verification/bounces?domain=elsewhere.test')).json().data;
+  assert.deepEqual(
+    all.bounces.map((b: { campaignId: string | null }) => b.campaignId),
+    [campaignId],
   );
 });
 

@@ -425,6 +425,12 @@ describe('campaigns and the sequencer', () => {
     assert.match(page.body, /alan@prospects\.test/);
     const forged = await ctx.inject({ method: 'POST', url: `${url.pathname.slice(0, -4)}AAAA` });
     assert.equal(forged.statusCode, 404);
+    // Exactly `<id>.<sig>`: a valid token with anything after it names nothing (parsed strictly, before the MAC).
+    for (const tail of ['.x', '.', '..', '=', '==', '%3D', '.AAAA'])
+      for (const method of ['GET', 'POST'] as const) {
+        const res = await ctx.inject({ method, url: `${url.pathname}${tail}` });
+        assert.equal(res.statusCode, 404, `${method} ${tail}`);
+      }
     const post = () =>
       ctx.inject({
         method: 'POST',
@@ -449,6 +455,10 @@ describe('campaigns and the sequencer', () => {
     const { html } = await PostalMime.parse(mail.raw);
     const pixel = html?.match(/quarry\.example(\/api\/outreach\/o\/[^"]+\.gif)/)?.[1];
     assert.ok(pixel, 'the HTML part carries the open image');
+    for (const tail of ['.x', '.', '=', '.AAAA']) {
+      const res = await ctx.inject({ method: 'GET', url: pixel.replace(/\.gif$/, `${tail}.gif`) });
+      assert.equal(res.statusCode, 404, tail);
+    }
     const open = await ctx.inject({ method: 'GET', url: pixel });
     assert.equal(open.statusCode, 200);
     assert.equal(open.headers['content-type'], 'image/gif');

@@ -36,7 +36,8 @@ export const toBounceView = (r: BounceRow) => ({
   action: r.action,
   reportingMta: r.reportingMta,
   senderDomain: r.senderDomain,
-  campaignId: r.campaignId,
+  // The outreach campaign of the bounced mail, else the deal campaign a report named (as the rates count it).
+  campaignId: r.outreachCampaignId ?? r.campaignId,
   format: r.format,
   createdAt: r.createdAt.toISOString(),
 });

@@ -4,6 +4,7 @@ import { type Db, queryRows } from '../../db/client.ts';
 interface FigureRow {
   key: string | null;
   sent: number;
+  unconfirmed: number;
   opened: number;
   replied: number;
   bounced: number;
@@ -12,7 +13,8 @@ interface FigureRow {
 
 /**
  * A campaign's figures in SQL (README "Outreach", Analytics), grouped by `groupBy` (the sequence step, the mailbox,
- * or nothing): sent (outbound mails accepted or unconfirmed), opened (first open seen), replied (leads that
+ * or nothing): sent (outbound mails the server accepted), unconfirmed (their answer was lost: they may not have
+ * arrived), opened (first open seen), replied (leads that
  * answered, auto-replies not counted), bounced (bounces traced to one of its mails), unsubscribed (through its
  * mails' links). Each figure is attributed to the mail it concerns.
  */
@@ -26,8 +28,9 @@ export function campaignFigures(db: Db, campaignId: string, groupBy: 'step' | 'm
           WHERE m.campaign_id = ${campaignId} AND m.direction = 'outbound'
         )
         SELECT k.key,
-          (SELECT count(*) FROM out WHERE out.key IS NOT DISTINCT FROM k.key
-             AND out.status IN ('SENT', 'UNCONFIRMED'))::int AS sent,
+          (SELECT count(*) FROM out WHERE out.key IS NOT DISTINCT FROM k.key AND out.status = 'SENT')::int AS sent,
+          (SELECT count(*) FROM out WHERE out.key IS NOT DISTINCT FROM k.key AND out.status = 'UNCONFIRMED')::int
+             AS unconfirmed,
           (SELECT count(*) FROM out WHERE out.key IS NOT DISTINCT FROM k.key AND out.opened_at IS NOT NULL)::int
              AS opened,
           (SELECT count(DISTINCT m.enrollment_id) FROM outreach_messages m

@@ -124,7 +124,11 @@ export type CampaignView = z.infer<typeof campaignView>;
 export const listCampaignsQuery = paginationQuery.extend({ connectionId: z.string().optional() });
 
 const figures = {
-  sent: z.number().int(),
+  sent: z.number().int().describe('Mails the mail server accepted'),
+  unconfirmed: z
+    .number()
+    .int()
+    .describe('Mails whose answer was lost (the connection broke once the data went out): they may not have arrived'),
   opened: z.number().int(),
   replied: z.number().int(),
   bounced: z.number().int(),

@@ -110,6 +110,8 @@ export function createCampaignService(deps: Deps) {
       enrolled,
       totals: {
         ...totals,
+        // A platform reports what it sent; it has no lost answers to count.
+        unconfirmed: 0,
         openRate: ratio(totals.opened, totals.sent),
         replyRate: ratio(totals.replied, totals.sent),
         bounceRate: ratio(totals.bounced, totals.sent),
@@ -117,6 +119,7 @@ export function createCampaignService(deps: Deps) {
       perStep: (steps ?? []).map((s) => ({
         step: s.step + 1,
         sent: s.sent,
+        unconfirmed: 0,
         opened: s.opened,
         replied: s.replied,
         bounced: null,
@@ -315,7 +318,7 @@ export function createCampaignService(deps: Deps) {
         campaignFigures(deps.db, campaign.id, 'mailbox'),
         repo.statusCounts([campaign.id]),
       ]);
-      const zero = { sent: 0, opened: 0, replied: 0, bounced: 0, unsubscribed: 0 };
+      const zero = { sent: 0, unconfirmed: 0, opened: 0, replied: 0, bounced: 0, unsubscribed: 0 };
       const strip = ({ key: _key, ...figures }: (typeof totalRows)[number]) => figures;
       const totals = totalRows[0] ? strip(totalRows[0]) : zero;
       const mailboxes = new Map(

@@ -20,12 +20,12 @@ export const outreachEmailRoutes: RouteModule = (app, deps) => {
       summary: 'Send one mail, or a reply in a thread, from one of your mailboxes',
       description:
         'With `inReplyTo` (a Message-ID of one of your mails or of a reply in your inbox) the mail goes in that ' +
-        'thread (`In-Reply-To`, `References`, "Re: " subject) to whoever wrote it. A suppressed recipient is a 400 ' +
-        'naming `to`; the mail costs one `emails_sent` credit (402 before anything is sent). A mail server that ' +
+        'thread (`In-Reply-To`, `References`, "Re: " subject) to whoever wrote it. A suppressed recipient is `422 SUPPRESSED` ' +
+        'naming `to` and the list entry; the mail costs one `emails_sent` credit (402 before anything is sent). A mail server that ' +
         'refuses it is `400 CONNECTION_FAILED` with its reason. The mail carries the one-click unsubscribe ' +
         'headers like sequence mail.',
       body: sendEmailBody,
-      response: { 201: envelope(z.object({ email: emailView })), ...errorResponses(400, 401, 402, 403, 404) },
+      response: { 201: envelope(z.object({ email: emailView })), ...errorResponses(400, 401, 402, 403, 404, 422) },
     },
     handler: async (request, reply) => {
       reply.code(201);

@@ -29,7 +29,10 @@ export const emailView = z
   .object({
     id: z.string(),
     direction: z.enum(['outbound', 'inbound']),
-    status: z.enum(messageStatuses),
+    status: z
+      .enum(messageStatuses)
+      .describe('Outbound: SENT (the server accepted it), UNCONFIRMED (the answer was lost: it may not have arrived)'),
+    unconfirmed: z.boolean().describe('An outbound mail whose answer was lost (status UNCONFIRMED)'),
     kind: z.enum(inboundKinds).nullable().describe('Inbound: reply, auto_reply or bounce'),
     messageId: z.string().describe('The RFC 5322 Message-ID, without <>'),
     threadId: z.string(),

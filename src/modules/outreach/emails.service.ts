@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
-import { queryRows } from '../../db/client.ts';
+import { type Db, queryRows, type Tx } from '../../db/client.ts';
 import { outreachMessages } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
@@ -17,6 +17,7 @@ import { mailboxEndpoints, openSmtpTransport } from './mailbox.transport.ts';
 import { platformMessageId } from './platform.events.ts';
 import { accountRef, clientOf, isPlatform, type PlatformProvider, platformFailure } from './platforms.ts';
 import { classifySendError, linkToken, mailOptions, publicUrlOf } from './sequencer.mail.ts';
+import { refundMails } from './sequencer.outcomes.ts';
 import type { MessageRow } from './sequencer.repository.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'credits' | 'logger'>;
@@ -26,6 +27,7 @@ export function toEmailView(m: MessageRow): EmailView {
     id: m.id,
     direction: m.direction,
     status: m.status,
+    unconfirmed: m.status === 'UNCONFIRMED',
     kind: m.kind,
     messageId: m.messageId,
     threadId: m.threadId,
@@ -76,6 +78,12 @@ export function createEmailService(deps: Deps) {
         'inReplyTo',
         `${provider} sends new mail through campaigns only: name a mail this account sent or received`,
       );
+    // Paid before the platform is asked (concurrent sends never spend the same credits); given back if it refuses.
+    const { charged } = await deps.credits.spend(deps.db, userId, 'emails_sent', 1, {
+      reason: `outreach mail (${provider})`,
+    });
+    const giveBack = (tx: Db | Tx, why: string) =>
+      charged > 0 ? refundMails(deps.credits, tx, userId, 1, why) : Promise.resolve();
     const { externalId } = await clientOf(deps, box, connection)
       .replyToEmail({
         from: accountRef(mailbox),
@@ -84,7 +92,10 @@ export function createEmailService(deps: Deps) {
         subject: mail.subject,
         bodyText: mail.body,
       })
-      .catch((err) => platformFailure(err, provider, 'mailboxId'));
+      .catch(async (err) => {
+        await giveBack(deps.db, `${provider} refused it`);
+        return platformFailure(err, provider, 'mailboxId');
+      });
     const now = deps.clock.now();
     const messageId = platformMessageId(provider, externalId ?? randomUUID());
     const sent = await deps.db.transaction(async (tx) => {
@@ -114,13 +125,13 @@ export function createEmailService(deps: Deps) {
         .returning();
       if (!row) {
         // The platform's own `sent` event recorded (and charged) it first.
+        await giveBack(tx, `charged when ${provider} reported it`);
         const [known] = await tx
           .select()
           .from(outreachMessages)
           .where(and(eq(outreachMessages.userId, userId), eq(outreachMessages.messageId, messageId)));
         return known!;
       }
-      await deps.credits.spend(tx, userId, 'emails_sent', 1, { partial: true, reason: `outreach mail (${provider})` });
       return row;
     });
     return toEmailView(sent);
@@ -157,11 +168,12 @@ export function createEmailService(deps: Deps) {
       const to = normalizeEmail(rawTo ?? '');
       if (!to) throw validationError('to', 'not an email address');
       const entry = (await suppressionOf(deps.db, userId, [to])).get(to);
-      if (entry)
-        throw validationError(
-          'to',
-          `${to} is suppressed (${entry.type} ${entry.value}: ${entry.reason ?? entry.source})`,
-        );
+      if (entry) {
+        // The request is valid; the recipient is not (422, naming the list entry that matched).
+        const why = entry.reason ? `${entry.source}: ${entry.reason}` : entry.source;
+        const message = `${to} is suppressed by the ${entry.type} entry ${entry.value} (${why})`;
+        throw new AppError('SUPPRESSED', message, { details: [{ field: 'to', message }] });
+      }
       await deps.credits.assert(deps.db, userId, 'emails_sent', 1);
       const thread = parent
         ? await deps.db
@@ -193,27 +205,41 @@ export function createEmailService(deps: Deps) {
       }
       const messageId = `${randomUUID()}@${domainOf(mailbox.email)}`;
       const now = deps.clock.now();
-      const [intent] = await deps.db
-        .insert(outreachMessages)
-        .values({
-          userId,
-          mailboxId: mailbox.id,
-          campaignId: parent?.campaignId ?? null,
-          leadId: lead?.id ?? parent?.leadId ?? null,
-          direction: 'outbound',
-          status: 'PENDING',
-          messageId,
-          inReplyTo: parent?.messageId ?? null,
-          references: thread.map((m) => m.messageId),
-          threadId: parent?.threadId ?? messageId,
-          fromEmail: mailbox.email,
-          toEmail: to,
-          subject,
-          bodyText: input.body,
-          createdAt: now,
-          updatedAt: now,
-        })
-        .returning();
+      // Recorded and charged in one transaction before the SMTP transaction: the balance row is locked, so
+      // concurrent sends (and the sequencer) never spend the same credits; a 402 here records and sends nothing.
+      const reserve = async (tx: Tx) => {
+        const [row] = await tx
+          .insert(outreachMessages)
+          .values({
+            userId,
+            mailboxId: mailbox.id,
+            campaignId: parent?.campaignId ?? null,
+            leadId: lead?.id ?? parent?.leadId ?? null,
+            direction: 'outbound',
+            status: 'PENDING',
+            messageId,
+            inReplyTo: parent?.messageId ?? null,
+            references: thread.map((m) => m.messageId),
+            threadId: parent?.threadId ?? messageId,
+            fromEmail: mailbox.email,
+            toEmail: to,
+            subject,
+            bodyText: input.body,
+            createdAt: now,
+            updatedAt: now,
+          })
+          .returning();
+        const { charged } = await deps.credits.spend(tx, userId, 'emails_sent', 1, { reason: 'outreach mail' });
+        return { intent: row!, charged };
+      };
+      let reserved: Awaited<ReturnType<typeof reserve>>;
+      try {
+        reserved = await deps.db.transaction(reserve);
+      } catch (err) {
+        transport.close();
+        throw err;
+      }
+      const { intent, charged } = reserved;
       try {
         await transport.sendMail(
           mailOptions({
@@ -223,20 +249,25 @@ export function createEmailService(deps: Deps) {
             subject,
             text: input.body,
             messageId,
-            inReplyTo: intent!.inReplyTo,
-            references: intent!.references,
-            unsubscribeUrl: `${publicUrlOf(deps.config)}/api/outreach/unsubscribe/${linkToken(deps.config, 'unsubscribe', intent!.id)}`,
+            inReplyTo: intent.inReplyTo,
+            references: intent.references,
+            unsubscribeUrl: `${publicUrlOf(deps.config)}/api/outreach/unsubscribe/${linkToken(deps.config, 'unsubscribe', intent.id)}`,
             openPixelUrl: null,
           }),
         );
       } catch (err) {
         if (classifySendError(err) === 'unknown') {
+          // It may have gone out: UNCONFIRMED, and it stays charged (as the sequencer's).
           await deps.db
             .update(outreachMessages)
             .set({ status: 'UNCONFIRMED', error: String((err as Error).message ?? err).slice(0, 500) })
-            .where(eq(outreachMessages.id, intent!.id));
+            .where(eq(outreachMessages.id, intent.id));
         } else {
-          await deps.db.delete(outreachMessages).where(eq(outreachMessages.id, intent!.id));
+          // Certainly not sent: no record, and the charge is given back.
+          await deps.db.transaction(async (tx) => {
+            await tx.delete(outreachMessages).where(eq(outreachMessages.id, intent.id));
+            if (charged > 0) await refundMails(deps.credits, tx, userId, 1, 'the mail server refused it');
+          });
         }
         throw mailServerRefused(err);
       } finally {
@@ -246,10 +277,9 @@ export function createEmailService(deps: Deps) {
         const [row] = await tx
           .update(outreachMessages)
           .set({ status: 'SENT', sentAt: now, updatedAt: now })
-          .where(eq(outreachMessages.id, intent!.id))
+          .where(eq(outreachMessages.id, intent.id))
           .returning();
         if (row!.leadId) await moveLeadsForOutreach(tx, userId, [row!.leadId], 'CONTACTED', now);
-        await deps.credits.spend(tx, userId, 'emails_sent', 1, { partial: true, reason: 'outreach mail' });
         return row!;
       });
       return toEmailView(sent);

@@ -12,9 +12,13 @@ export interface RunState {
   mailboxes: Map<string, MailboxState>;
   /** Mails each user's balance still pays for in the current batch. */
   allowance: Map<string, number>;
-  /** Per user, mails booked in this run that will be charged once sent (less those given back). */
+  /**
+   * Per user, mails booked in this run and still charged or about to be (less those given back). The allowance is
+   * an estimate that keeps the planning near the balance; what is paid is decided by the charge taken as each chunk
+   * is recorded (`recordPaid`), under the balance row's lock.
+   */
   booked: Map<string, number>;
-  /** Per user, mails of this run whose charge is committed. */
+  /** Per user, mails of this run whose charge is committed (less the refunds committed). */
   charged: Map<string, number>;
 }
 
@@ -37,7 +41,7 @@ export const newRunState = (): RunState => ({
 
 const add = (counts: Map<string, number>, userId: string, by: number) =>
   counts.set(userId, (counts.get(userId) ?? 0) + by);
-/** A mail booked for the user (or, negative, given back: not sent, or sent but never charged). */
+/** A mail booked for the user (or, negative, given back: not recorded, not paid, or refused). */
 export const countBooked = (run: RunState, userId: string, by: number) => add(run.booked, userId, by);
 export const countCharged = (run: RunState, userId: string, by: number) => add(run.charged, userId, by);
 

@@ -25,14 +25,20 @@ function hmacKey(config: KeyConfig): KeyObject {
 const signature = (config: KeyConfig, purpose: string, id: string) =>
   createHmac('sha256', hmacKey(config)).update(`${purpose}:${id}`).digest('base64url').slice(0, 32);
 
+/** The MAC of a link token: 32 base64url characters (no padding). */
+const MAC_SHAPE = /^[A-Za-z0-9_-]{32}$/;
+
 /** A link token: the sent mail's id and a MAC under the secret key, so ids cannot be guessed or forged. */
 export const linkToken = (config: KeyConfig, purpose: 'unsubscribe' | 'open', messageRowId: string): string =>
   `${messageRowId}.${signature(config, purpose, messageRowId)}`;
 
 /** The mail id a token stands for, or undefined when it was not made here. */
 export function tokenMessageId(config: KeyConfig, purpose: 'unsubscribe' | 'open', token: string): string | undefined {
-  const [id, mac] = token.split('.');
-  if (!id || !mac || !isUuid(id)) return undefined;
+  // Exactly `<uuid>.<mac>`: a trailing segment, padding or a short or long MAC names nothing.
+  const parts = token.split('.');
+  if (parts.length !== 2) return undefined;
+  const [id, mac] = parts as [string, string];
+  if (!isUuid(id) || !MAC_SHAPE.test(mac)) return undefined;
   return safeEqual(mac, signature(config, purpose, id)) ? id.toLowerCase() : undefined;
 }
 

@@ -1,4 +1,6 @@
+import type { Db, Tx } from '../../db/client.ts';
 import type { AppDeps } from '../../deps.ts';
+import { type Credits, costOf } from '../../shared/credits.ts';
 import { moveLeadsForOutreach } from '../leads/leads.outreach.ts';
 import {
   type DueEnrollment,
@@ -21,9 +23,9 @@ export interface BatchOutcomes {
   /** Enrollments that end here (the address changed or was suppressed, the server refused the recipient). */
   stops: string[];
   /** Mails the server refused (5xx to RCPT TO or DATA). */
-  failed: Array<{ id: string; error: string }>;
+  failed: Array<{ id: string; userId: string; error: string }>;
   /** Intents of mails that did not go out and will be tried again (4xx, the server could not be reached). */
-  retried: string[];
+  retried: Array<{ id: string; userId: string }>;
   /** Mails whose answer was lost: never sent again. */
   unconfirmed: string[];
 }
@@ -38,20 +40,30 @@ export const emptyOutcomes = (): BatchOutcomes => ({
   unconfirmed: [],
 });
 
+/** Gives back the charge of mails that certainly did not go out (a `refund` row; nothing when nothing was charged). */
+export async function refundMails(credits: Credits, tx: Db | Tx, userId: string, mails: number, why: string) {
+  const amount = costOf(credits.prices, 'emails_sent', mails);
+  if (!credits.enabled || amount === 0) return;
+  await credits.adjust(tx, userId, amount, `outreach mail not sent (${why}): charge given back`, 'system', 'refund');
+}
+
 /**
  * Writes a batch's outcomes in transactions of OUTCOME_CHUNK sends: mail states, enrollment moves, leads
- * CONTACTED, credits; everything that was not a plain send goes with the first. `charged` is told after each
- * commit how many mails of which user are paid.
+ * CONTACTED; everything that was not a plain send goes with the first, with the refunds of the mails that did not
+ * go out (every mail was charged when it was recorded). `refunded` is told after that commit how many mails of which
+ * user were given back.
  */
 export async function writeOutcomes(
   deps: Pick<AppDeps, 'db' | 'credits'>,
   outcomes: BatchOutcomes,
   now: Date,
-  charged: (userId: string, mails: number) => void,
+  refunded: (userId: string, mails: number) => void,
 ): Promise<void> {
   const { sent, moves } = outcomes;
   const moveOf = new Map(moves.map((m) => [m.id, m]));
   const sentIds = new Set(sent.map((s) => s.enrollment.id));
+  const notSent = new Map<string, number>();
+  for (const m of [...outcomes.failed, ...outcomes.retried]) notSent.set(m.userId, (notSent.get(m.userId) ?? 0) + 1);
   for (let i = 0; i < Math.max(sent.length, 1); i += OUTCOME_CHUNK) {
     const chunk = sent.slice(i, i + OUTCOME_CHUNK);
     const byUser = new Map<string, string[]>();
@@ -69,19 +81,17 @@ export async function writeOutcomes(
         await repo.confirmLost(outcomes.unconfirmed, now);
         for (const f of outcomes.failed)
           await repo.setMessages([f.id], { status: 'FAILED', error: f.error, updatedAt: now });
-        await repo.deleteMessages(outcomes.retried);
+        await repo.deleteMessages(outcomes.retried.map((r) => r.id));
         await repo.stopEnrollments(outcomes.stops, 'STOPPED', now);
         await repo.postpone(outcomes.postpones);
+        // Users in one order in every transaction (two writers never wait on each other's balance rows in a cycle).
+        for (const userId of [...notSent.keys()].sort())
+          await refundMails(deps.credits, tx, userId, notSent.get(userId)!, 'refused or not handed over');
       }
       await repo.moveEnrollments(chunkMoves, now);
-      // Users in one order in every transaction (two batches writing at once never wait on each other in a cycle).
-      for (const userId of [...byUser.keys()].sort()) {
-        const leadIds = byUser.get(userId)!;
-        await moveLeadsForOutreach(tx, userId, leadIds, 'CONTACTED', now);
-        // The mails went out: paid from what the balance holds (never below zero).
-        await deps.credits.spend(tx, userId, 'emails_sent', leadIds.length, { partial: true, reason: 'outreach mail' });
-      }
+      for (const userId of [...byUser.keys()].sort())
+        await moveLeadsForOutreach(tx, userId, byUser.get(userId)!, 'CONTACTED', now);
     });
-    for (const [userId, leadIds] of byUser) charged(userId, leadIds.length);
+    if (i === 0) for (const [userId, mails] of notSent) refunded(userId, mails);
   }
 }

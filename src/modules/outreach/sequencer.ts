@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Transporter } from 'nodemailer';
+import type { Tx } from '../../db/client.ts';
 import type { AppDeps } from '../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
 import { newId } from '../../shared/ids.ts';
@@ -221,8 +222,10 @@ export function createSequencer(deps: Deps) {
         }
       }
       let recorded: Set<string>;
+      let unpaid: Set<string>;
+      let paid: Map<string, number>;
       try {
-        recorded = await sequencerRepository(deps.db).insertIntents(reachable.map((p) => p.intent));
+        ({ recorded, unpaid, paid } = await deps.db.transaction((tx) => recordPaid(tx, reachable)));
       } catch (err) {
         deps.logger.error({ err }, 'outreach intents not recorded');
         for (const p of reachable) {
@@ -231,12 +234,43 @@ export function createSequencer(deps: Deps) {
         }
         return { recorded: [], refused: [] };
       }
-      for (const p of reachable) if (!recorded.has(p.intent.id)) p.release();
+      for (const [userId, mails] of paid) countCharged(run, userId, mails);
+      for (const p of reachable) {
+        if (recorded.has(p.intent.id) && !unpaid.has(p.intent.id)) continue;
+        p.release();
+        // The balance ran out under this batch (a one-off mail took it meanwhile): the lead waits.
+        if (unpaid.has(p.intent.id)) postpone(p.e, retryAt);
+      }
       return {
-        recorded: reachable.filter((p) => recorded.has(p.intent.id)),
+        recorded: reachable.filter((p) => recorded.has(p.intent.id) && !unpaid.has(p.intent.id)),
         // Not recorded: the step has a mail already, or the enrollment or campaign stopped since the batch was read.
         refused: reachable.filter((p) => !recorded.has(p.intent.id)),
       };
+    }
+
+    /**
+     * Records the intents and charges them in one transaction, before anything is sent (README "Credits"): each
+     * user's balance row is locked, so one-off mails sent meanwhile and this batch never spend the same credits.
+     * What the balance no longer pays for is not recorded (`unpaid`).
+     */
+    async function recordPaid(tx: Tx, planned: Planned[]) {
+      const repo = sequencerRepository(tx);
+      const recorded = await repo.insertIntents(planned.map((p) => p.intent));
+      const unpaid = new Set<string>();
+      const paid = new Map<string, number>();
+      const mine = planned.filter((p) => recorded.has(p.intent.id));
+      // Users in one order in every transaction (two writers never wait on each other's balance rows in a cycle).
+      for (const userId of [...new Set(mine.map((p) => p.e.userId))].sort()) {
+        const theirs = mine.filter((p) => p.e.userId === userId);
+        const { paidUnits } = await deps.credits.spend(tx, userId, 'emails_sent', theirs.length, {
+          partial: true,
+          reason: 'outreach mail',
+        });
+        paid.set(userId, paidUnits);
+        for (const p of theirs.slice(paidUnits)) unpaid.add(p.intent.id);
+      }
+      await repo.deleteMessages([...unpaid]);
+      return { recorded, unpaid, paid };
     }
 
     async function deliver({ e, campaign, mailbox, intent, release, transport }: Planned): Promise<void> {
@@ -263,13 +297,15 @@ export function createSequencer(deps: Deps) {
         const kind = classifySendError(err);
         const error = String((err as Error).message ?? err).slice(0, 500);
         deps.logger.warn({ enrollmentId: e.id, mailboxId: mailbox.row.id, kind, error }, 'outreach mail not sent');
-        // A refused or lost mail keeps its slot (it counts toward the limits) but is never charged.
-        if (kind !== 'retry') countBooked(run, e.userId, -1);
+        // A refused or lost mail keeps its slot (it counts toward the limits). Its charge (taken when it was
+        // recorded) is given back when it certainly did not go out (refused, or nothing handed over); a lost
+        // answer (UNCONFIRMED: it may have gone out) stays charged.
         if (kind === 'rejected') {
-          out.failed.push({ id: intent.id, error });
+          countBooked(run, e.userId, -1);
+          out.failed.push({ id: intent.id, userId: e.userId, error });
           out.stops.push(e.id);
         } else if (kind === 'retry') {
-          out.retried.push(intent.id);
+          out.retried.push({ id: intent.id, userId: e.userId });
           release();
           if (sessionFailure(err)) mailboxUnavailable(mailbox, err);
           postpone(e, retryAt);
@@ -321,9 +357,9 @@ export function createSequencer(deps: Deps) {
       failure = { error };
     }
     // The outcomes are written while the next batch sends (its enrollments are leased, so nothing is claimed twice
-    // meanwhile); the mails stay counted as booked until their charge commits. A batch that broke off still writes
+    // meanwhile); refunds of the mails that did not go out are counted once they commit. A batch that broke off still writes
     // what it sent before the error goes on.
-    const written = writeOutcomes(deps, out, now, (userId, mails) => countCharged(run, userId, mails));
+    const written = writeOutcomes(deps, out, now, (userId, refunded) => countCharged(run, userId, -refunded));
     if (failure) {
       await written.catch((err) => deps.logger.error({ err }, 'outreach outcomes not written'));
       throw failure.error;

@@ -1,0 +1,287 @@
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, before, test } from 'node:test';
+import { and, eq, sql } from 'drizzle-orm';
+import { queryRows } from '../src/db/client.ts';
+import { creditTransactions, outreachMessages } from '../src/db/schema/index.ts';
+import { createSequencer } from '../src/modules/outreach/sequencer.ts';
+import { ManualClock } from '../src/shared/clock.ts';
+import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
+import { startTestDnsServer, TEST_ZONES, type TestDnsServer } from './helpers/dns.ts';
+import { seedCampaign, seedEnrollments, seedSmtpConnection } from './helpers/outreach-seed.ts';
+
+// README "Credits" and "Outreach": a mail is paid for when it is recorded, before the SMTP transaction, so concurrent
+// sends (one-off or the sequencer's) never spend the same credits; what certainly did not go out is given back.
+// Campaign analytics count as sent only what the server accepted, and show the mails whose answer was lost.
+let ctx: TestContext;
+let dns: TestDnsServer;
+let smtp: Awaited<ReturnType<typeof startSmtp>>;
+const clock = new ManualClock(new Date('2026-03-02T10:00:00Z'));
+
+/**
+ * A minimal SMTP server on loopback: refuses recipients starting with `refused` (550 at RCPT TO), takes the whole
+ * message for recipients starting with `lost` and then drops the connection before answering the final dot (the
+ * answer is lost), and accepts everything else. `received` lists the recipient of every message whose data arrived.
+ */
+function startSmtp() {
+  const received: string[] = [];
+  const server = net.createServer((s) => {
+    s.write('220 loop.test ESMTP\r\n');
+    let inData = false;
+    let buf = '';
+    let rcpt = '';
+    s.on('data', (d) => {
+      buf += d.toString();
+      let i = buf.indexOf('\r\n');
+      while (i >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        if (inData) {
+          if (line === '.') {
+            inData = false;
+            received.push(rcpt);
+            if (rcpt.startsWith('lost')) return void s.destroy();
+            s.write('250 queued\r\n');
+          }
+        } else if (/^RCPT TO:/i.test(line)) {
+          rcpt = line.replace(/^RCPT TO:\s*<?([^>\s]*)>?.*$/i, '$1').toLowerCase();
+          s.write(rcpt.startsWith('refused') ? '550 5.1.1 no such user\r\n' : '250 ok\r\n');
+        } else if (/^DATA/i.test(line)) {
+          inData = true;
+          s.write('354 go ahead\r\n');
+        } else if (/^QUIT/i.test(line)) {
+          return void s.end('221 bye\r\n');
+        } else s.write('250 ok\r\n');
+        i = buf.indexOf('\r\n');
+      }
+    });
+    s.on('error', () => {});
+  });
+  return new Promise<{ port: number; received: string[]; close(): Promise<void> }>((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        port: (server.address() as net.AddressInfo).port,
+        received,
+        close: () => new Promise<void>((r) => server.close(() => r())),
+      }),
+    ),
+  );
+}
+
+before(async () => {
+  dns = await startTestDnsServer({ ...TEST_ZONES });
+  smtp = await startSmtp();
+  ctx = await createTestContext({
+    clock,
+    workers: false,
+    env: {
+      DNS_SERVERS: dns.address,
+      CREDITS_ENABLED: 'true',
+      CREDITS_SIGNUP_GRANT: '10',
+      OUTREACH_SEND_CONCURRENCY: '2',
+    },
+  });
+});
+after(async () => {
+  await ctx?.close();
+  await dns?.close();
+  await smtp?.close();
+});
+
+async function mailboxOf(user: TestUser, name: string) {
+  const { connection, mailboxes } = await seedSmtpConnection(ctx, user, [
+    { email: `${name}@sender.test`, smtpUrl: `smtp://u:p@127.0.0.1:${smtp.port}` },
+  ]);
+  return { connection, mailbox: mailboxes[0]! };
+}
+
+const receivedFrom = (prefix: string) => smtp.received.filter((r) => r.startsWith(prefix));
+
+/** The user's ledger: its sum, and what usage rows took. */
+async function ledgerOf(userId: string) {
+  const [row] = await queryRows<{ total: number; usage: number }>(
+    ctx.deps.db,
+    sql`SELECT coalesce(sum(amount), 0)::int AS total,
+               coalesce(-sum(amount) FILTER (WHERE kind = 'usage'), 0)::int AS usage
+        FROM credit_transactions WHERE user_id = ${userId}`,
+  );
+  return row!;
+}
+
+const mailsOf = (userId: string) =>
+  ctx.deps.db
+    .select()
+    .from(outreachMessages)
+    .where(and(eq(outreachMessages.userId, userId), eq(outreachMessages.direction, 'outbound')));
+
+test('50 concurrent one-off mails on a balance of 10: ten are sent and paid, forty are 402 and never sent', async () => {
+  const user = await ctx.signup();
+  const { mailbox } = await mailboxOf(user, 'burst');
+  assert.equal(await ctx.deps.credits.balance(ctx.deps.db, user.id), 10);
+  const answers = await Promise.all(
+    Array.from({ length: 50 }, (_, i) =>
+      ctx.call(user, 'POST', '/api/outreach/emails', {
+        mailboxId: mailbox.id,
+        to: `burst${i}@leads.test`,
+        subject: 'Hello',
+        body: 'One-off',
+      }),
+    ),
+  );
+  const statuses = answers.map((a) => a.statusCode);
+  assert.equal(statuses.filter((s) => s === 201).length, 10, statuses.join(','));
+  assert.equal(statuses.filter((s) => s === 402).length, 40, statuses.join(','));
+  for (const a of answers.filter((x) => x.statusCode === 402))
+    assert.equal(a.json().error.code, 'INSUFFICIENT_CREDITS');
+  assert.equal(receivedFrom('burst').length, 10, 'exactly ten mails reached the server');
+  assert.equal(await ctx.deps.credits.balance(ctx.deps.db, user.id), 0);
+  assert.deepEqual(await ledgerOf(user.id), { total: 0, usage: 10 }, 'the grant of 10, ten usage rows of 1');
+  const mails = await mailsOf(user.id);
+  assert.equal(mails.length, 10, 'a refused send records nothing');
+  assert.ok(mails.every((m) => m.status === 'SENT'));
+});
+
+test('the sequencer and one-off mails at once: never below zero, every mail that went out paid', async () => {
+  const user = await ctx.signup();
+  const { connection, mailbox } = await mailboxOf(user, 'mixed');
+  const campaign = await seedCampaign(ctx, user, {
+    connectionId: connection.id,
+    mailboxIds: [mailbox.id],
+    steps: [{ subject: 'Hi', body: 'one', delayDays: 0 }],
+  });
+  const leads = [];
+  for (let i = 0; i < 20; i++) {
+    const res = await ctx.call(user, 'POST', '/api/leads', {
+      sourceUrl: 'https://example.com/c',
+      email: `mixedseq${i}@leads.test`,
+    });
+    assert.equal(res.statusCode, 201, res.body);
+    leads.push({ id: res.json().data.lead.id as string, email: `mixedseq${i}@leads.test` });
+  }
+  await seedEnrollments(ctx, user, campaign.id, leads);
+  const [run, ...answers] = await Promise.all([
+    createSequencer(ctx.deps).runDue({ claimBatch: 8 }),
+    ...Array.from({ length: 20 }, (_, i) =>
+      ctx.call(user, 'POST', '/api/outreach/emails', {
+        mailboxId: mailbox.id,
+        to: `mixedone${i}@leads.test`,
+        subject: 'Hello',
+        body: 'One-off',
+      }),
+    ),
+  ]);
+  const oneOffs = answers.filter((a) => a.statusCode === 201).length;
+  assert.ok(
+    answers.every((a) => a.statusCode === 201 || a.json().error.code === 'INSUFFICIENT_CREDITS'),
+    answers.map((a) => a.statusCode).join(','),
+  );
+  const sent = receivedFrom('mixed');
+  assert.equal(sent.length, 10, `the balance paid for 10; ${sent.length} went out`);
+  assert.equal(run.sent + oneOffs, 10);
+  assert.equal(await ctx.deps.credits.balance(ctx.deps.db, user.id), 0);
+  assert.deepEqual(await ledgerOf(user.id), { total: 0, usage: 10 });
+  const mails = await mailsOf(user.id);
+  assert.deepEqual(
+    mails.map((m) => m.status),
+    Array(10).fill('SENT'),
+    'a mail the balance did not pay for is not recorded',
+  );
+});
+
+test('a mail refused for good is given back; one whose answer was lost stays charged and shows UNCONFIRMED', async () => {
+  const user = await ctx.signup();
+  const { mailbox } = await mailboxOf(user, 'refunds');
+  const send = (to: string) =>
+    ctx.call(user, 'POST', '/api/outreach/emails', { mailboxId: mailbox.id, to, subject: 'Hello', body: 'x' });
+  const refused = await send('refused1@leads.test');
+  assert.equal(refused.statusCode, 400, refused.body);
+  assert.equal(refused.json().error.code, 'CONNECTION_FAILED');
+  assert.equal(await ctx.deps.credits.balance(ctx.deps.db, user.id), 10, 'the charge was given back');
+  const rows = await ctx.deps.db
+    .select()
+    .from(creditTransactions)
+    .where(eq(creditTransactions.userId, user.id))
+    .orderBy(creditTransactions.createdAt, creditTransactions.id);
+  assert.deepEqual(
+    rows.map((r) => [r.kind, r.amount]),
+    [
+      ['grant', 10],
+      ['usage', -1],
+      ['refund', 1],
+    ],
+  );
+  const lost = await send('lost1@leads.test');
+  assert.equal(lost.statusCode, 400, lost.body);
+  assert.equal(await ctx.deps.credits.balance(ctx.deps.db, user.id), 9, 'it may have gone out: charged');
+  const [unconfirmed] = await mailsOf(user.id);
+  assert.equal(unconfirmed?.status, 'UNCONFIRMED');
+  // Someone answered it after all: the thread is in the inbox, the mail marked as unconfirmed.
+  await ctx.deps.db.insert(outreachMessages).values({
+    userId: user.id,
+    mailboxId: mailbox.id,
+    direction: 'inbound',
+    kind: 'reply',
+    status: 'RECEIVED',
+    messageId: 'answer-1@leads.test',
+    inReplyTo: unconfirmed!.messageId,
+    threadId: unconfirmed!.threadId,
+    fromEmail: 'lost1@leads.test',
+    toEmail: 'refunds@sender.test',
+    subject: 'Re: Hello',
+    bodyText: 'Got it',
+    receivedAt: clock.now(),
+  });
+  const inbox = (await ctx.call(user, 'GET', '/api/outreach/emails')).json().data;
+  assert.deepEqual(
+    inbox.threads[0].messages.map((m: { direction: string; status: string; unconfirmed: boolean }) => [
+      m.direction,
+      m.status,
+      m.unconfirmed,
+    ]),
+    [
+      ['outbound', 'UNCONFIRMED', true],
+      ['inbound', 'RECEIVED', false],
+    ],
+  );
+});
+
+test('campaign analytics: sent counts what the server accepted; a lost answer is unconfirmed, per step too', async () => {
+  const user = await ctx.signup();
+  const { connection, mailbox } = await mailboxOf(user, 'figures');
+  const campaign = await seedCampaign(ctx, user, {
+    connectionId: connection.id,
+    mailboxIds: [mailbox.id],
+    steps: [{ subject: 'Hi', body: 'one', delayDays: 0 }],
+  });
+  const leads = [];
+  // Four the server answers; the server dies on the other three after their data went out.
+  for (const email of ['ok1', 'ok2', 'ok3', 'ok4', 'lost-a', 'lost-b', 'lost-c'].map((l) => `${l}@leads.test`)) {
+    const res = await ctx.call(user, 'POST', '/api/leads', { sourceUrl: 'https://example.com/f', email });
+    leads.push({ id: res.json().data.lead.id as string, email });
+  }
+  await seedEnrollments(ctx, user, campaign.id, leads);
+  const before = smtp.received.length;
+  const run = await createSequencer(ctx.deps).runDue();
+  assert.equal(run.sent, 4);
+  const arrived = smtp.received.slice(before);
+  assert.equal(arrived.length, 7, 'every message’s data reached the server');
+  const analytics = (await ctx.call(user, 'GET', `/api/outreach/campaigns/${campaign.id}/analytics`)).json().data;
+  const confirmed = arrived.filter((r) => !r.startsWith('lost')).length;
+  assert.deepEqual(
+    { sent: analytics.totals.sent, unconfirmed: analytics.totals.unconfirmed },
+    { sent: confirmed, unconfirmed: arrived.length - confirmed },
+  );
+  assert.deepEqual(
+    analytics.perStep.map((s: { step: number; sent: number; unconfirmed: number }) => [s.step, s.sent, s.unconfirmed]),
+    [[1, 4, 3]],
+  );
+  assert.deepEqual(
+    analytics.perMailbox.map((s: { sent: number; unconfirmed: number }) => [s.sent, s.unconfirmed]),
+    [[4, 3]],
+  );
+  // Lost answers stay charged (they may have arrived); the three are never sent again.
+  assert.equal(await ctx.deps.credits.balance(ctx.deps.db, user.id), 10 - 7);
+  clock.advance(20 * 60_000);
+  assert.equal((await createSequencer(ctx.deps).runDue()).sent, 0);
+  assert.equal(smtp.received.length, before + 7);
+});
