@@ -54,12 +54,6 @@ export async function startImapServer(options: {
   const uid = root ? 65534 : process.getuid!();
   const gid = root ? 65534 : process.getgid!();
   if (root) fs.chownSync(mail, uid, gid);
-  // Dovecot's own users (dovenull, dovecot) come with its package; where they were never created, `nobody` stands in.
-  const passwd = fs.readFileSync('/etc/passwd', 'utf8');
-  const ownUsers =
-    /^dovenull:/m.test(passwd) && /^dovecot:/m.test(passwd)
-      ? ''
-      : 'default_login_user = nobody\ndefault_internal_user = nobody\n';
   const passwords = new Map(options.users.map((u) => [u.user, u.pass]));
   fs.writeFileSync(
     path.join(dir, 'users'),
@@ -77,7 +71,7 @@ disable_plaintext_auth = no
 auth_mechanisms = plain login
 auth_failure_delay = 0
 first_valid_uid = 1
-${ownUsers}# IDLE sessions hear of new mail at once (inotify), or within a second where inotify is not available.
+# IDLE sessions hear of new mail at once (inotify), or within a second where inotify is not available.
 mailbox_idle_check_interval = 1 secs
 mail_location = maildir:${mail}/%u
 passdb {
