@@ -5,9 +5,9 @@
  *     arrival of each of its deliveries (p50, p95);
  *   - throughput: BENCH_EVENTS events (default 10,000) × 5 endpoints, emitted in transactions of 100 while no
  *     dispatcher runs (the emission rate is shown), then one process's dispatcher started: deliveries/s until
- *     the last arrival, against a bare undici POST loop to the same receivers with the same concurrency
- *     (WEBHOOK_CONCURRENCY) sending the same body and headers (signed once), run just before and just after in the
- *     same run (their mean).
+ *     every delivery is recorded as succeeded and its attempt committed in the database, against a bare undici
+ *     POST loop to the same receivers with the same concurrency (WEBHOOK_CONCURRENCY) sending the same body and
+ *     headers (signed once), run just before and just after in the same run (their mean).
  * `BENCH_EVENTS=500 npm run bench -- events` for a quick check.
  */
 import fs from 'node:fs';
@@ -128,6 +128,14 @@ export async function benchEvents(): Promise<Row[]> {
   const rows: Row[] = [];
   try {
     const { db } = runtime.deps;
+    /** Deliveries not yet recorded as succeeded, and attempts recorded, as committed in the database. */
+    const recordedAttempts = async () => {
+      const [row] = await runtime.deps.database.query<{ open: number; attempts: number }>(
+        `SELECT (SELECT count(*)::int FROM webhook_deliveries WHERE status <> 'succeeded') AS open,
+                (SELECT count(*)::int FROM webhook_attempts) AS attempts`,
+      );
+      return row!;
+    };
     await signedUpClient(`http://127.0.0.1:${port}`, 'bench-events@example.com');
     const [user] = await runtime.deps.database.query<{ id: string }>(
       `SELECT id FROM users WHERE email = 'bench-events@example.com'`,
@@ -177,21 +185,25 @@ export async function benchEvents(): Promise<Row[]> {
       });
     }
     const emitRate = EVENTS / ((performance.now() - emitStart) / 1000);
+    const attemptsBefore = await recordedAttempts();
     dispatcher = createWebhookDispatcher(runtime.deps);
     const started = performance.now();
     await dispatcher.start();
+    // The clock stops once every delivery and its attempt are committed, not when the receivers have the last
+    // request (the attempts are written a batch at a time after the answers). The database is only polled once
+    // the receivers have everything, so the polling does not load the dispatcher's run.
     await until(() => total(receivers) - base >= deliveries, 600_000, 'throughput deliveries');
+    let recorded = { open: -1, attempts: 0 };
+    const deadline = performance.now() + 60_000;
+    for (;;) {
+      const now = await recordedAttempts();
+      recorded = { open: now.open, attempts: now.attempts - attemptsBefore.attempts };
+      if ((recorded.open === 0 && recorded.attempts >= deliveries) || performance.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 2));
+    }
     const secs = (performance.now() - started) / 1000;
     const rate = deliveries / secs;
-    // Every attempt is recorded in the database (a moment after its answer).
-    let left = -1;
-    for (let tries = 0; left !== 0 && tries < 100; tries++) {
-      if (tries) await new Promise((r) => setTimeout(r, 100));
-      const [row] = await runtime.deps.database.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM webhook_deliveries WHERE status <> 'succeeded'`,
-      );
-      left = row!.n;
-    }
+    const allRecorded = recorded.open === 0 && recorded.attempts === deliveries;
     const bareAfter = await bareLoop(receivers, Math.min(deliveries, 50_000), config.WEBHOOK_CONCURRENCY);
     const bare = (bareBefore + bareAfter) / 2;
     rows.push({
@@ -201,8 +213,12 @@ export async function benchEvents(): Promise<Row[]> {
       pass: null,
     });
     rows.push({
-      name: `deliveries/s, ${EVENTS.toLocaleString('en')} events × ${ENDPOINTS} endpoints, one dispatcher`,
-      value: `${rate.toFixed(0)}/s in ${secs.toFixed(1)} s`,
+      name:
+        `deliveries/s, ${EVENTS.toLocaleString('en')} events × ${ENDPOINTS} endpoints, one dispatcher, ` +
+        'until every attempt is committed',
+      value:
+        `${rate.toFixed(0)}/s in ${secs.toFixed(1)} s ` +
+        `(${recorded.attempts} attempts recorded, ${recorded.open} not succeeded)`,
       target: 'informational',
       pass: null,
     });
@@ -216,7 +232,7 @@ export async function benchEvents(): Promise<Row[]> {
       name: 'deliveries/s ÷ bare POST loop (signed, recorded, every attempt in the database)',
       value: (rate / bare).toFixed(2),
       target: '≥ 0.5',
-      pass: rate / bare >= 0.5 && left === 0,
+      pass: rate / bare >= 0.5 && allRecorded,
     });
   } finally {
     await dispatcher.stop();

@@ -210,8 +210,15 @@ export async function benchOutreach(): Promise<Row[]> {
     const baseline = median(bare);
 
     // Replies to the first campaign's mails, appended to the mailbox's INBOX, then one read.
-    const { rows: sent } = await pool.query<{ message_id: string; to_email: string; subject: string }>(
-      `SELECT message_id, to_email, subject FROM outreach_messages WHERE campaign_id = $1 LIMIT $2`,
+    const { rows: sent } = await pool.query<{
+      message_id: string;
+      to_email: string;
+      subject: string;
+      enrollment_id: string;
+      lead_id: string;
+    }>(
+      `SELECT message_id, to_email, subject, enrollment_id, lead_id FROM outreach_messages
+       WHERE campaign_id = $1 AND direction = 'outbound' LIMIT $2`,
       [small, REPLIES],
     );
     for (const [i, m] of sent.entries()) {
@@ -224,6 +231,24 @@ export async function benchOutreach(): Promise<Row[]> {
     const started = performance.now();
     const read = await createInboxReader(runtime.deps).runDue({ force: true });
     const replySecs = (performance.now() - started) / 1000;
+    // What the read must have done, read back: each reply stored, its sequence stopped, its lead REPLIED.
+    const {
+      rows: [outcome],
+    } = await pool.query<{ stored: number; stopped: number; replied: number }>(
+      `SELECT (SELECT count(*)::int FROM outreach_messages
+               WHERE user_id = $1 AND direction = 'inbound' AND kind = 'reply' AND in_reply_to = ANY($2::text[]))
+                AS stored,
+              (SELECT count(*)::int FROM outreach_enrollments
+               WHERE id = ANY($3::uuid[]) AND status = 'REPLIED' AND next_send_at IS NULL) AS stopped,
+              (SELECT count(*)::int FROM leads WHERE id = ANY($4::uuid[]) AND status = 'REPLIED') AS replied`,
+      [user.id, sent.map((m) => m.message_id), sent.map((m) => m.enrollment_id), sent.map((m) => m.lead_id)],
+    );
+    const repliesDone =
+      sent.length === REPLIES &&
+      read.reply === REPLIES &&
+      outcome!.stored === REPLIES &&
+      outcome!.stopped === REPLIES &&
+      outcome!.replied === REPLIES;
     return [
       {
         name: `sequencer sends/s ÷ bare nodemailer loop (${DUE.toLocaleString('en')} due of ${ENROLLED.toLocaleString('en')} enrolled), median of ${ROUNDS} rounds`,
@@ -244,10 +269,12 @@ export async function benchOutreach(): Promise<Row[]> {
         pass: rateLarge / rateSmall >= 0.8,
       },
       {
-        name: `${REPLIES.toLocaleString('en')} replies in the IMAP inbox matched and processed`,
-        value: `${replySecs.toFixed(1)} s (${read.reply} replies, ${read.unmatched} unmatched)`,
+        name: `${REPLIES.toLocaleString('en')} IMAP replies: matched, stored, sequences stopped, leads REPLIED`,
+        value:
+          `${replySecs.toFixed(1)} s (${read.reply} replies, ${read.unmatched} unmatched; ${outcome!.stored} stored, ` +
+          `${outcome!.stopped} sequences stopped, ${outcome!.replied} leads REPLIED)`,
         target: '< 20 s',
-        pass: read.reply === REPLIES && replySecs < 20,
+        pass: repliesDone && replySecs < 20,
       },
     ];
   } finally {

@@ -24,7 +24,7 @@ const JOB_TO_ENGINE_TARGET = 0.7;
 export interface EngineBaseline {
   /** runCrawl alone over the same pages: pages/s. */
   measure(): Promise<number>;
-  /** The bare CheerioCrawler median of this run (the issue-3 comparison). */
+  /** The bare CheerioCrawler median of this run, its concurrency pinned as runCrawl's (the issue-3 comparison). */
   bareRate: number;
 }
 

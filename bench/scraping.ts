@@ -4,6 +4,8 @@
  *   STATIC  raw limit (keep-alive undici + cheerio parse, no framework), bare default Crawlee
  *           CheerioCrawler, and runCrawl STATIC, 2,000 pages each, same concurrency;
  *   DYNAMIC bare PlaywrightCrawler and runCrawl DYNAMIC, 200 pages;
+ *   (the bare crawlers' concurrency is pinned as runCrawl's, by the same `pinnedConcurrency`: Crawlee's default
+ *   pool would start at 1 and grow 5 % per 10 s, so "same concurrency" would not hold;)
  *   memory  max RSS of a process running a 10,000-page runCrawl STATIC (bench/scraping-rss.ts);
  *   jobs    the STATIC crawl as a job through the API, leads stored, against runCrawl (bench/scraping-jobs.ts).
  * `npm run bench -- scraping`. BENCH_SCRAPING_ROUNDS (default 3) repeats the STATIC trio; medians reported.
@@ -17,6 +19,7 @@ import { load } from 'cheerio';
 import { chromium } from 'playwright-core';
 import { Agent, request } from 'undici';
 import { runCrawl } from '../src/modules/scraping/crawl.ts';
+import { pinnedConcurrency } from '../src/modules/scraping/crawl-session.ts';
 import { PlaywrightCrawler } from '../src/modules/scraping/playwright-crawler.ts';
 import type { CrawlSettings } from '../src/modules/scraping/scraping.types.ts';
 import { DIRECTORY_SELECTORS } from '../test/fixtures/sites.ts';
@@ -121,7 +124,7 @@ async function bareCheerio(origin: string, pages: number): Promise<number> {
   let done = 0;
   const crawler = new CheerioCrawler(
     {
-      maxConcurrency: CONCURRENCY,
+      ...pinnedConcurrency(CONCURRENCY),
       maxRequestsPerCrawl: pages,
       async requestHandler({ enqueueLinks }) {
         done++;
@@ -139,7 +142,7 @@ async function bareBrowser(origin: string, pages: number): Promise<number> {
   let done = 0;
   const crawler = new PlaywrightCrawler(
     {
-      maxConcurrency: BROWSER_CONCURRENCY,
+      ...pinnedConcurrency(BROWSER_CONCURRENCY),
       maxRequestsPerCrawl: pages,
       launchContext: {
         launcher: chromium,
@@ -213,7 +216,7 @@ export async function benchScraping(): Promise<Row[]> {
       pass: null,
     });
     rows.push({
-      name: `STATIC bare default CheerioCrawler (maxConcurrency ${CONCURRENCY}) pages/s, median`,
+      name: `STATIC bare default CheerioCrawler (concurrency pinned at ${CONCURRENCY}) pages/s, median`,
       value: med.bare.toFixed(0),
       target: '',
       pass: null,
@@ -257,7 +260,7 @@ export async function benchScraping(): Promise<Row[]> {
       const bareRate = bare.value / bare.secs;
       const ourRate = ours.value.pages / ours.secs;
       rows.push({
-        name: `DYNAMIC bare PlaywrightCrawler (maxConcurrency ${BROWSER_CONCURRENCY}) pages/s`,
+        name: `DYNAMIC bare PlaywrightCrawler (concurrency pinned at ${BROWSER_CONCURRENCY}) pages/s`,
         value: bareRate.toFixed(1),
         target: '',
         pass: null,

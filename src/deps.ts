@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { Database, Db } from './db/client.ts';
 import { type ApiKeyService, createApiKeyService } from './modules/api-keys/api-keys.service.ts';
-import { type AiModel, type AiService, createAiService } from './shared/ai/ai.service.ts';
+import { type AiService, createAiService } from './shared/ai/ai.service.ts';
 import { createSearchProvider, type SearchProvider } from './shared/ai/search.ts';
 import type { Clock } from './shared/clock.ts';
 import { type Credits, createCredits } from './shared/credits.ts';
@@ -29,16 +29,7 @@ export interface AppDeps {
   credits: Credits;
 }
 
-/** Parts tests swap in: a model instead of the configured AI endpoint, a search provider. */
-export interface DepsOverrides {
-  aiModel?: AiModel;
-  search?: SearchProvider;
-}
-
-export function assembleDeps(
-  parts: Omit<AppDeps, 'apiKeys' | 'db' | 'ai' | 'search' | 'credits'>,
-  overrides: DepsOverrides = {},
-): AppDeps {
+export function assembleDeps(parts: Omit<AppDeps, 'apiKeys' | 'db' | 'ai' | 'search' | 'credits'>): AppDeps {
   const db = parts.database.db;
   const credits = createCredits(parts.config, parts.clock);
   return {
@@ -46,10 +37,7 @@ export function assembleDeps(
     db,
     credits,
     apiKeys: createApiKeyService({ db, clock: parts.clock, notifier: parts.notifier }),
-    ai: createAiService(
-      { config: parts.config, db, logger: parts.logger, clock: parts.clock, credits },
-      { model: overrides.aiModel },
-    ),
-    search: overrides.search ?? createSearchProvider(parts.config),
+    ai: createAiService({ config: parts.config, db, logger: parts.logger, clock: parts.clock, credits }),
+    search: createSearchProvider(parts.config),
   };
 }

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { MockLanguageModelV3 } from 'ai/test';
 import { and, eq } from 'drizzle-orm';
 import { aiUsage } from '../src/db/schema/index.ts';
 import { accountIdOf } from '../src/modules/accounts/account-key.ts';
-import { createAiContext } from './helpers/ai-context.ts';
-import { createTestContext, createTwoUserContext, type TestContext, type TestUser } from './helpers/app.ts';
+import { createAiContext, createAiTwoUserContext } from './helpers/ai-context.ts';
+import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError } from './helpers/assertions.ts';
 import { type OpenAiStub, promptText } from './helpers/openai-stub.ts';
 import { type SearchStub, startSearchStub } from './helpers/search-stub.ts';
@@ -60,23 +59,8 @@ const answer = {
   ],
 };
 
-/** A MockLanguageModelV3 answering `json` (as the structured output), with token counts. */
-function mockModel(json: unknown) {
-  return new MockLanguageModelV3({
-    modelId: 'mock-model',
-    doGenerate: async () => ({
-      content: [{ type: 'text', text: JSON.stringify(json) }],
-      finishReason: { unified: 'stop', raw: 'stop' },
-      usage: {
-        inputTokens: { total: 120, noCache: 120, cacheRead: 0, cacheWrite: 0 },
-        outputTokens: { total: 30, text: 30, reasoning: 0 },
-      },
-      warnings: [],
-    }),
-  });
-}
-
-const mockPromptText = (model: MockLanguageModelV3) => JSON.stringify(model.doGenerateCalls.at(-1)?.prompt);
+/** The answer the model gives over the wire, with token counts. */
+const reply = () => ({ json: answer, usage: { prompt_tokens: 120, completion_tokens: 30 } });
 
 describe('configuration checks', () => {
   let search: SearchStub;
@@ -84,17 +68,17 @@ describe('configuration checks', () => {
   after(async () => search?.close());
 
   test('without SEARCH_API_KEY: 503 SEARCH_NOT_CONFIGURED, and the model is never asked', async () => {
-    const model = mockModel(answer);
-    const ctx = await createTestContext({ workers: false, aiModel: model });
+    const { ctx, ai, close } = await createAiContext();
     try {
+      ai.respond(reply);
       const user = await ctx.signup();
       await seedLeads(ctx.deps.db, user.id, acmeLeads);
       const res = await ctx.call(user, 'GET', url(ACME));
       assertError(res, 503, 'SEARCH_NOT_CONFIGURED');
       assert.match(res.json().error.message, /SEARCH_API_KEY/);
-      assert.equal(model.doGenerateCalls.length, 0);
+      assert.equal(ai.requests.length, 0);
     } finally {
-      await ctx.close();
+      await close();
     }
   });
 
@@ -114,20 +98,17 @@ describe('configuration checks', () => {
   });
 });
 
-describe('with a mock model (MockLanguageModelV3) and the search stub', () => {
+describe('answers scripted on the loopback OpenAI-compatible server, with the search stub', () => {
   let ctx: TestContext;
   let alice: TestUser;
   let bob: TestUser;
+  let ai: OpenAiStub;
   let search: SearchStub;
-  const model = mockModel(answer);
+  let close: () => Promise<void>;
   before(async () => {
-    search = await startSearchStub();
+    ({ ctx, alice, bob, ai, search, close } = await createAiTwoUserContext({ search: true }));
+    ai.respond(reply);
     search.respond((q) => (q.includes('acme.com') ? searchResults : []));
-    ({ ctx, alice, bob } = await createTwoUserContext({
-      workers: false,
-      aiModel: model,
-      env: { SEARCH_API_URL: search.url, SEARCH_API_KEY: search.key },
-    }));
     await seedLeads(ctx.deps.db, alice.id, acmeLeads);
     // A profile made from one of the leads: its data reaches the prompt too.
     const typeId = await seedProfileType(ctx.deps.db, alice.id, [{ name: 'seniority', type: 'string' }]);
@@ -138,7 +119,7 @@ describe('with a mock model (MockLanguageModelV3) and the search stub', () => {
       },
     ]);
   });
-  after(async () => void (await Promise.all([ctx?.close(), search?.close()])));
+  after(async () => close?.());
 
   test('traits and facts; a fact citing a URL that search did not return is dropped', async () => {
     const res = await ctx.call(alice, 'GET', url(ACME));
@@ -146,7 +127,7 @@ describe('with a mock model (MockLanguageModelV3) and the search stub', () => {
     const data = res.json().data;
     assert.equal(data.accountId, ACME);
     assert.equal(data.method, 'ai');
-    assert.equal(data.model, 'mock-model');
+    assert.equal(data.model, 'stub-model');
     assert.equal(data.leadCount, 4);
     assert.equal(data.summary, answer.summary);
     assert.deepEqual(data.traits, [
@@ -163,7 +144,7 @@ describe('with a mock model (MockLanguageModelV3) and the search stub', () => {
     const request = search.requests.at(-1)!;
     assert.equal(request.q, '"Acme Corp" acme.com');
     assert.equal(request.count, 5);
-    const prompt = mockPromptText(model);
+    const prompt = promptText(ai.requests.at(-1)!);
     for (const text of [
       'VP Engineering',
       'Staff Engineer',
@@ -187,14 +168,14 @@ describe('with a mock model (MockLanguageModelV3) and the search stub', () => {
 
   test("another user's account, an unknown or malformed id: 404, and nothing is searched or asked", async () => {
     const searches = search.requests.length;
-    const calls = model.doGenerateCalls.length;
+    const calls = ai.requests.length;
     assertError(await ctx.call(bob, 'GET', url(ACME)), 404, 'NOT_FOUND');
     assertError(await ctx.call(alice, 'GET', url(accountIdOf('domain:nowhere.example'))), 404, 'NOT_FOUND');
     assertError(await ctx.call(alice, 'GET', url('bad!id')), 404, 'NOT_FOUND');
     // A key with NUL (PostgreSQL text cannot hold it) is not one of ours either.
     assertError(await ctx.call(alice, 'GET', url(accountIdOf('domain:acme.com\u0000'))), 404, 'NOT_FOUND');
     assert.equal(search.requests.length, searches);
-    assert.equal(model.doGenerateCalls.length, calls);
+    assert.equal(ai.requests.length, calls);
   });
 
   test('a failing search provider is a 502 SEARCH_PROVIDER_ERROR', async () => {

@@ -2,16 +2,15 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { generateText, stepCountIs, streamText, tool } from 'ai';
-import { MockLanguageModelV3 } from 'ai/test';
 import { and, eq } from 'drizzle-orm';
 import pino from 'pino';
 import { z } from 'zod';
 import type { Config } from '../src/config.ts';
 import { aiUsage } from '../src/db/schema/index.ts';
-import { type AiModel, createAiService } from '../src/shared/ai/ai.service.ts';
+import { createAiService } from '../src/shared/ai/ai.service.ts';
 import { createSearchProvider } from '../src/shared/ai/search.ts';
 import { AppError } from '../src/shared/errors.ts';
-import { createTestContext, createTwoUserContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
+import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import { type OpenAiStub, promptText, requestedSchema, startOpenAiStub } from './helpers/openai-stub.ts';
 import { type SearchStub, startSearchStub } from './helpers/search-stub.ts';
 
@@ -36,27 +35,17 @@ after(async () => {
 
 const person = z.object({ name: z.string(), age: z.number() });
 
-/** A MockLanguageModelV3 answering `text` with the given token counts. */
-function mockModel(text: string | (() => Promise<string>), usage = { input: 11, output: 7 }) {
-  return new MockLanguageModelV3({
-    modelId: 'mock-model',
-    doGenerate: async () => ({
-      content: [{ type: 'text', text: typeof text === 'string' ? text : await text() }],
-      finishReason: { unified: 'stop', raw: 'stop' },
-      usage: {
-        inputTokens: { total: usage.input, noCache: usage.input, cacheRead: 0, cacheWrite: 0 },
-        outputTokens: { total: usage.output, text: usage.output, reasoning: 0 },
-      },
-      warnings: [],
-    }),
-  });
+/** The next answer of the stub: `text` as the assistant's content, with the given token counts. */
+function answerWith(text: string, usage = { input: 11, output: 7 }) {
+  stub.reset();
+  stub.enqueue({ content: text, usage: { prompt_tokens: usage.input, completion_tokens: usage.output } });
 }
 
-const service = (config: Partial<Config>, model?: AiModel, logger = silent) =>
-  createAiService({ config: { ...ctx.config, ...config }, db: ctx.deps.db, logger }, { model, retryBaseDelayMs: 20 });
+const service = (config: Partial<Config>, logger = silent) =>
+  createAiService({ config: { ...ctx.config, ...config }, db: ctx.deps.db, logger }, { retryBaseDelayMs: 20 });
 
 const realClient = (config: Partial<Config> = {}, logger = silent) =>
-  service({ AI_BASE_URL: stub.baseURL, AI_MODEL: 'stub-model', AI_API_KEY: SECRET, ...config }, undefined, logger);
+  service({ AI_BASE_URL: stub.baseURL, AI_MODEL: 'stub-model', AI_API_KEY: SECRET, ...config }, logger);
 
 const usageRows = (feature: string) =>
   ctx.deps.db
@@ -74,23 +63,25 @@ async function rejectsWith(promise: Promise<unknown>, code: string): Promise<App
   return error;
 }
 
-describe('AI layer with a mock model', () => {
+describe('AI layer: what it does with the answers (scripted on the stub)', () => {
   test('structured output validated by the schema; usage recorded per user and feature', async () => {
-    const ai = service({}, mockModel('{"name":"Ada","age":36}', { input: 11, output: 7 }));
+    answerWith('{"name":"Ada","age":36}', { input: 11, output: 7 });
+    const ai = realClient();
     assert.equal(ai.configured, true);
-    assert.equal(ai.modelId, 'mock-model');
+    assert.equal(ai.modelId, 'stub-model');
     const answer = await ai.generateObject({ userId: user.id, feature: 'test.mock', schema: person, prompt: 'Who?' });
     assert.deepEqual(answer, { name: 'Ada', age: 36 });
     const rows = await usageRows('test.mock');
     assert.equal(rows.length, 1);
     assert.deepEqual(
       [rows[0]!.model, rows[0]!.inputTokens, rows[0]!.outputTokens, rows[0]!.totalTokens],
-      ['mock-model', 11, 7, 18],
+      ['stub-model', 11, 7, 18],
     );
   });
 
   test('an answer that fails the schema is a 502 AI_PROVIDER_ERROR, and its tokens are still recorded', async () => {
-    const ai = service({}, mockModel('{"name":"Ada","age":"old"}', { input: 5, output: 3 }));
+    answerWith('{"name":"Ada","age":"old"}', { input: 5, output: 3 });
+    const ai = realClient();
     const error = await rejectsWith(
       ai.generateObject({ userId: user.id, feature: 'test.invalid', schema: person, prompt: 'Who?' }),
       'AI_PROVIDER_ERROR',
@@ -116,7 +107,8 @@ describe('AI layer with a mock model', () => {
       extra: { 'k\u0000ey': 'v\u0000' },
     });
     assert.ok(text.includes('\\u0000'));
-    const ai = service({}, mockModel(text));
+    answerWith(text);
+    const ai = realClient();
     const answer = await ai.generateObject({ userId: user.id, feature: 'test.nul', schema: nested, prompt: 'Who?' });
     assert.deepEqual(answer, { name: 'Ada', tags: ['x', 'y'], inner: { note: 'no', n: 1 }, extra: { key: 'v' } });
   });
@@ -125,14 +117,15 @@ describe('AI layer with a mock model', () => {
     let inFlight = 0;
     let maxInFlight = 0;
     const gates: Array<() => void> = [];
-    const model = mockModel(async () => {
+    stub.reset();
+    stub.respond(async () => {
       inFlight++;
       maxInFlight = Math.max(maxInFlight, inFlight);
       await new Promise<void>((resolve) => gates.push(resolve));
       inFlight--;
-      return '{"name":"x","age":1}';
+      return { json: { name: 'x', age: 1 } };
     });
-    const ai = service({ AI_CONCURRENCY: 2 }, model);
+    const ai = realClient({ AI_CONCURRENCY: 2 });
     const calls = Array.from({ length: 6 }, () =>
       ai.generateObject({ userId: user.id, feature: 'test.concurrency', schema: person, prompt: 'p' }),
     );
@@ -174,7 +167,7 @@ describe('AI layer with a mock model', () => {
   });
 
   test('recordUsage stores counts given by other callers (streaming chat)', async () => {
-    const ai = service({}, mockModel('{}'));
+    const ai = realClient();
     await ai.recordUsage(user.id, 'test.direct', { inputTokens: 100, outputTokens: 50, totalTokens: 150 });
     await ai.recordUsage(user.id, 'test.direct', { inputTokens: 4 });
     const rows = (await usageRows('test.direct')).sort((a, b) => a.totalTokens - b.totalTokens);
@@ -322,7 +315,7 @@ describe('AI layer against the loopback OpenAI-compatible stub', () => {
       status: 401,
       message: `Incorrect API key provided: ${String(request.headers.authorization).slice(7)}`,
     }));
-    const ai = service({ AI_BASE_URL: stub.baseURL, AI_MODEL: 'stub-model', AI_API_KEY: wrong }, undefined, logger);
+    const ai = service({ AI_BASE_URL: stub.baseURL, AI_MODEL: 'stub-model', AI_API_KEY: wrong }, logger);
     const error = await rejectsWith(
       ai.generateObject({ userId: user.id, feature: 'test.secret', schema: person, prompt: 'p' }),
       'AI_PROVIDER_ERROR',
@@ -422,61 +415,5 @@ describe('search provider (Brave Search API format)', () => {
       (await rejectsWith(unreachable.search('x y z'), 'SEARCH_PROVIDER_ERROR')).message,
       /could not be reached/,
     );
-  });
-});
-
-describe('an injected model through TestContextOptions.aiModel', () => {
-  let ctx: TestContext;
-  let alice: TestUser;
-  const model = new MockLanguageModelV3({
-    modelId: 'mock',
-    doGenerate: async () => ({
-      content: [
-        {
-          type: 'text',
-          text: JSON.stringify({
-            sources: [
-              {
-                name: 'Registry',
-                url: 'https://registry.example.org/',
-                category: 'registry',
-                estimatedLeads: 5,
-                scrapeType: 'STATIC',
-                description: 'd',
-                reasoning: 'r',
-              },
-            ],
-          }),
-        },
-      ],
-      finishReason: { unified: 'stop', raw: 'stop' },
-      usage: {
-        inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 },
-        outputTokens: { total: 2, text: 2, reasoning: 0 },
-      },
-      warnings: [],
-    }),
-  });
-  before(async () => ({ ctx, alice } = await createTwoUserContext({ workers: false, aiModel: model })));
-  after(async () => ctx?.close());
-
-  test('discover uses the injected model (no search configured)', async () => {
-    const res = await ctx.call(alice, 'POST', '/api/sources/discover', { query: 'registries' });
-    assert.equal(res.statusCode, 200, res.body);
-    assert.deepEqual(res.json().data, {
-      method: 'ai',
-      sources: [
-        {
-          name: 'Registry',
-          url: 'https://registry.example.org/',
-          category: 'registry',
-          estimatedLeads: 5,
-          scrapeType: 'STATIC',
-          description: 'd',
-          reasoning: 'r',
-        },
-      ],
-    });
-    assert.equal(model.doGenerateCalls.length, 1);
   });
 });

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { MockLanguageModelV3 } from 'ai/test';
 import { and, eq, inArray } from 'drizzle-orm';
 import { aiUsage, campaignSources, matchingRules, sources } from '../src/db/schema/index.ts';
 import { ruleDefinitionSchema } from '../src/modules/matching/matching.conditions.ts';
 import { createAiTwoUserContext } from './helpers/ai-context.ts';
-import { createTwoUserContext, type TestContext, type TestUser } from './helpers/app.ts';
+import type { TestContext, TestUser } from './helpers/app.ts';
 import { assertError } from './helpers/assertions.ts';
 import { type OpenAiStub, promptText, requestedSchema } from './helpers/openai-stub.ts';
 import type { SearchStub } from './helpers/search-stub.ts';
@@ -75,24 +74,17 @@ const assertRulesValid = (rules: any[]) => {
   }
 };
 
-describe('suggest-matching with MockLanguageModelV3', () => {
+describe('suggest-matching (answers scripted on the loopback OpenAI-compatible server)', () => {
   let ctx: TestContext;
   let alice: TestUser;
+  let ai: OpenAiStub;
+  let close: () => Promise<void>;
   let answer: unknown = goodAnswer;
-  const model = new MockLanguageModelV3({
-    modelId: 'mock',
-    doGenerate: async () => ({
-      content: [{ type: 'text', text: JSON.stringify(answer) }],
-      finishReason: { unified: 'stop', raw: 'stop' },
-      usage: {
-        inputTokens: { total: 50, noCache: 50, cacheRead: 0, cacheWrite: 0 },
-        outputTokens: { total: 20, text: 20, reasoning: 0 },
-      },
-      warnings: [],
-    }),
+  before(async () => {
+    ({ ctx, alice, ai, close } = await createAiTwoUserContext());
+    ai.respond(() => ({ json: answer, usage: { prompt_tokens: 50, completion_tokens: 20 } }));
   });
-  before(async () => ({ ctx, alice } = await createTwoUserContext({ workers: false, aiModel: model })));
-  after(async () => ctx?.close());
+  after(async () => close?.());
 
   test(
     "valid output is used as the model wrote it; the prompt carries the target and the type's fields; usage " +
@@ -100,7 +92,7 @@ describe('suggest-matching with MockLanguageModelV3', () => {
     async () => {
       answer = goodAnswer;
       const c = await campaignWithType(ctx, alice);
-      const calls = model.doGenerateCalls.length;
+      const calls = ai.requests.length;
       const res = await ctx.call(alice, 'POST', `/api/campaigns/${c.id}/suggest-matching`, {});
       assert.equal(res.statusCode, 200, res.body);
       const data = res.json().data;
@@ -128,8 +120,8 @@ describe('suggest-matching with MockLanguageModelV3', () => {
         ['Is this a dental practice in Austin run by its owner?', 70],
       );
       assertRulesValid(data.rules);
-      assert.equal(model.doGenerateCalls.length, calls + 1);
-      const prompt = JSON.stringify(model.doGenerateCalls.at(-1)!.prompt);
+      assert.equal(ai.requests.length, calls + 1);
+      const prompt = promptText(ai.requests.at(-1)!);
       assert.match(prompt, /profile\.employees \(integer\)/);
       assert.match(prompt, /industries Dental; locations Austin; company size 10–200 employees; titles Owner/);
       const usage = await ctx.deps.db

@@ -261,7 +261,7 @@ describe('robots.txt and User-Agent', () => {
   it('honours Crawl-delay as a floor for domainDelayMs', async () => {
     const slow = await startFixtureSite({ pages: 3, robots: { disallow: [], crawlDelaySecs: 0.5 } });
     try {
-      await collectCrawl(
+      const run = await collectCrawl(
         crawlSettings({
           url: `${slow.origin}/directory`,
           selectors: { ...DIRECTORY_SELECTORS, nextPage: 'a@href' },
@@ -269,6 +269,7 @@ describe('robots.txt and User-Agent', () => {
           maxPages: 4,
         }),
       );
+      assert.deepEqual([run.result?.pagesVisited, run.result?.pagesFailed], [3, 1]);
       const pages = slow.requests.filter((r) => r.path !== '/robots.txt');
       assert.equal(pages.length, 4);
       for (let i = 1; i < pages.length; i++)
@@ -328,7 +329,7 @@ describe('politeness', () => {
   it('spaces requests to one host by domainDelayMs', async () => {
     const fresh = await startFixtureSite({ pages: 3, robots: { disallow: [] } });
     try {
-      await collectCrawl(
+      const run = await collectCrawl(
         crawlSettings({
           url: `${fresh.origin}/directory`,
           selectors: { ...DIRECTORY_SELECTORS, nextPage: 'a@href' },
@@ -336,7 +337,11 @@ describe('politeness', () => {
           maxPages: 4,
         }),
       );
+      // Gaps between 0 or 1 requests would pass vacuously: all 4 pages the links lead to must have been fetched
+      // (the site has no page at `/`: 3 visited, 1 failed).
+      assert.deepEqual([run.result?.pagesVisited, run.result?.pagesFailed], [3, 1]);
       const pages = fresh.requests.filter((r) => r.path !== '/robots.txt');
+      assert.equal(pages.length, 4);
       for (let i = 1; i < pages.length; i++)
         assert.ok(pages[i]!.at - pages[i - 1]!.at >= 200, `gap ${pages[i]!.at - pages[i - 1]!.at} ms`);
     } finally {

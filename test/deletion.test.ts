@@ -6,9 +6,9 @@ import { QUEUES } from '../src/queue/queues.ts';
 import { registerSchedules } from '../src/queue/workers.ts';
 import { DAY_MS, ManualClock } from '../src/shared/clock.ts';
 import { sha256 } from '../src/shared/crypto.ts';
-import type { Mailer } from '../src/shared/mail.ts';
 import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError } from './helpers/assertions.ts';
+import { freePort } from './helpers/process.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 
 let ctx: TestContext;
@@ -179,18 +179,34 @@ describe('deletion flow', () => {
     assert.equal((await status(u)).status, 'scheduled');
   });
 
-  test('a mail that cannot be sent: 503, and the request does not count', async () => {
+  test('a mail the SMTP server refuses (550 at RCPT TO): 503, and the request does not count', async () => {
     const u = await ctx.signup();
-    const real = ctx.deps.mailer;
-    const failing: Mailer = { send: async () => Promise.reject(new Error('smtp down')), close: () => {} };
-    ctx.deps.mailer = failing;
+    smtp.refused.add(u.email.toLowerCase());
     try {
       assertError(await call(u, 'POST', ''), 503, 'SERVICE_UNAVAILABLE');
+      assert.equal(smtp.messages.filter((m) => m.to.includes(u.email.toLowerCase())).length, 0);
     } finally {
-      ctx.deps.mailer = real;
+      smtp.refused.delete(u.email.toLowerCase());
     }
     assert.equal((await status(u)).status, 'none');
+    const rows = await ctx.deps.database.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM deletion_requests WHERE user_id = $1',
+      [u.id],
+    );
+    assert.equal(rows[0]!.n, 0);
+    // One accepted request a day: a second one passing shows the refused one was not counted.
     await requestToken(u);
+  });
+
+  test('an SMTP server that cannot be reached (closed loopback port): 503, nothing stored', async () => {
+    const own = await createTestContext({ env: { SMTP_URL: `smtp://127.0.0.1:${await freePort()}` }, workers: false });
+    try {
+      const u = await own.signup();
+      assertError(await own.call(u, 'POST', '/api/users/deletion'), 503, 'SERVICE_UNAVAILABLE');
+      assert.equal((await own.call(u, 'GET', '/api/users/deletion/status')).json().data.status, 'none');
+    } finally {
+      await own.close();
+    }
   });
 
   test('once the grace period has ended the deletion can no longer be cancelled', async () => {

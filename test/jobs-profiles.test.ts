@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { MockLanguageModelV3 } from 'ai/test';
 import { eq } from 'drizzle-orm';
 import { aiUsage, leads, profiles } from '../src/db/schema/index.ts';
 import { DIRECTORY_SELECTORS, directoryLead, type FixtureSite, startFixtureSite } from './fixtures/sites.ts';
+import { createAiContext } from './helpers/ai-context.ts';
 import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
+import { type OpenAiStub, promptText, requestedSchema } from './helpers/openai-stub.ts';
 
 // A source linked to a profile type yields one profile per scraped item: fields from selectors named
 // after the type's fields, and (with an AI provider) the rest from the page text.
@@ -73,32 +74,21 @@ describe('profile extraction without AI', () => {
   });
 });
 
-describe('profile extraction with AI', () => {
+describe('profile extraction with AI (the loopback OpenAI-compatible server)', () => {
   let ctx: TestContext;
-  const prompts: string[] = [];
-  const model = new MockLanguageModelV3({
-    doGenerate: async (options) => {
-      prompts.push(JSON.stringify(options.prompt));
-      return {
-        content: [
-          {
-            type: 'text',
-            text: JSON.stringify({ company: 'Made Up Inc', jobTitle: null, email: null, seniority: 'executive' }),
-          },
-        ],
-        finishReason: { unified: 'stop', raw: 'stop' },
-        usage: {
-          inputTokens: { total: 120, noCache: 120, cacheRead: 0, cacheWrite: 0 },
-          outputTokens: { total: 30, text: 30, reasoning: 0 },
-        },
-        warnings: [],
-      };
-    },
+  let ai: OpenAiStub;
+  let close: () => Promise<void>;
+  before(async () => {
+    ({ ctx, ai, close } = await createAiContext({ apiKey: 'sk-profiles', workers: true }));
   });
-  before(async () => (ctx = await createTestContext({ aiModel: model })));
-  after(async () => ctx?.close());
+  after(async () => close?.());
 
   test('the model fills only the fields the selectors did not; its usage is recorded for the user', async () => {
+    ai.reset();
+    ai.respond(() => ({
+      json: { company: 'Made Up Inc', jobTitle: null, email: null, seniority: 'executive' },
+      usage: { prompt_tokens: 120, completion_tokens: 30 },
+    }));
     const user = await ctx.signup();
     const { job } = await runProfileJob(ctx, user);
     const rows = await ctx.deps.db.select().from(profiles).where(eq(profiles.jobId, job.id));
@@ -107,13 +97,36 @@ describe('profile extraction with AI', () => {
       assert.equal(p.data.seniority, 'executive', 'filled by the model');
       assert.notEqual(p.data.company, 'Made Up Inc', 'a selector value is never overwritten by the model');
     }
-    assert.ok(prompts.length >= 6);
-    assert.ok(
-      prompts.some((p) => p.includes('seniority')),
-      'the prompt names the missing field',
-    );
+    // One structured-output request per item, asking for the profile type's fields (strict: all keys, nullable).
+    assert.equal(ai.requests.length, 6);
+    for (const request of ai.requests) {
+      assert.equal(request.headers.authorization, 'Bearer sk-profiles');
+      assert.equal(request.body.response_format.type, 'json_schema');
+      const schema = requestedSchema(request);
+      assert.deepEqual(Object.keys(schema.properties), ['company', 'jobTitle', 'email', 'seniority']);
+      assert.deepEqual([...schema.required].sort(), ['company', 'email', 'jobTitle', 'seniority']);
+      assert.equal(schema.additionalProperties, false);
+      assert.deepEqual(enumOf(schema.properties.seniority), ['junior', 'senior', 'executive']);
+      assert.match(promptText(request), /Fields wanted: seniority\./);
+    }
     const usage = await ctx.deps.db.select().from(aiUsage).where(eq(aiUsage.userId, user.id));
-    assert.ok(usage.length >= 6);
-    assert.ok(usage.every((u) => u.feature === 'scraping.profile' && u.inputTokens === 120));
+    assert.equal(usage.length, 6);
+    assert.ok(usage.every((u) => u.feature === 'scraping.profile' && u.inputTokens === 120 && u.outputTokens === 30));
+  });
+
+  test('an answer outside the schema (a value not in the enum) fills nothing; profiles are still stored', async () => {
+    ai.reset();
+    ai.respond(() => ({ json: { company: null, jobTitle: null, email: null, seniority: 'ceo' } }));
+    const user = await ctx.signup();
+    const { job } = await runProfileJob(ctx, user);
+    assert.equal(ai.requests.length, 6);
+    const rows = await ctx.deps.db.select().from(profiles).where(eq(profiles.jobId, job.id));
+    assert.equal(rows.length, 6);
+    for (const p of rows) assert.equal(p.data.seniority, undefined, 'nothing taken from a refused answer');
   });
 });
+
+/** The allowed values of a nullable enum as zod emits it (`anyOf: [{enum}, {type: null}]` or `enum` itself). */
+function enumOf(property: { enum?: unknown[]; anyOf?: Array<{ enum?: unknown[] }> }): unknown[] | undefined {
+  return (property.enum ?? property.anyOf?.find((p) => p.enum)?.enum)?.filter((v) => v !== null);
+}

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { MockLanguageModelV3 } from 'ai/test';
 import { createMatchingRecovery } from '../src/modules/matching/matching.recovery.ts';
 import { matchingRepository } from '../src/modules/matching/matching.repository.ts';
 import { createMatchingRunner } from '../src/modules/matching/matching.runner.ts';
 import { parseCsv } from '../src/shared/csv.ts';
 import { newId } from '../src/shared/ids.ts';
-import { createAiContext } from './helpers/ai-context.ts';
-import { createTwoUserContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
+import { createAiContext, createAiTwoUserContext } from './helpers/ai-context.ts';
+import { eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError } from './helpers/assertions.ts';
 import { type OpenAiStub, promptText, requestedSchema } from './helpers/openai-stub.ts';
 import { seedProfiles, seedProfileType } from './helpers/seed.ts';
@@ -40,37 +39,27 @@ async function waitForRun(ctx: TestContext, user: TestUser, ruleId: string) {
 const byName = (results: any[]): Record<string, any> =>
   Object.fromEntries(results.map((r) => [r.profile.data.name, r]));
 
-describe('AI rules with MockLanguageModelV3', () => {
+describe('AI rules (answers scripted on the loopback OpenAI-compatible server)', () => {
   let ctx: TestContext;
   let alice: TestUser;
   let bob: TestUser;
   let typeId: string;
+  let close: () => Promise<void>;
   const prompts: string[] = [];
-  const model = new MockLanguageModelV3({
-    modelId: 'mock-matcher',
-    doGenerate: async (options) => {
-      const text = JSON.stringify(options.prompt);
-      prompts.push(text);
-      if (text.includes('Boom')) throw new Error('model exploded');
-      const unescaped = text.replace(/\\"/g, '"');
-      return {
-        content: [{ type: 'text', text: JSON.stringify(verdictFor(unescaped)) }],
-        finishReason: { unified: 'stop', raw: 'stop' },
-        usage: {
-          inputTokens: { total: 20, noCache: 20, cacheRead: 0, cacheWrite: 0 },
-          outputTokens: { total: 5, text: 5, reasoning: 0 },
-        },
-        warnings: [],
-      };
-    },
-  });
 
   before(async () => {
-    ({ ctx, alice, bob } = await createTwoUserContext({ aiModel: model }));
+    let ai: OpenAiStub;
+    ({ ctx, alice, bob, ai, close } = await createAiTwoUserContext({ workers: true }));
+    ai.respond((request) => {
+      const text = promptText(request);
+      prompts.push(text);
+      if (text.includes('Boom')) return { status: 500, message: 'model exploded' };
+      return { json: verdictFor(text), usage: { prompt_tokens: 20, completion_tokens: 5 } };
+    });
     typeId = await seedProfileType(ctx.deps.db, alice.id, FIELDS, 'AI type');
     await seedProfiles(ctx.deps.db, alice.id, typeId, PROFILES);
   });
-  after(() => ctx?.close());
+  after(() => close?.());
 
   test(
     'execute: model answers become matchScore/aiReasoning; a failing profile is counted in failed, the run ' +

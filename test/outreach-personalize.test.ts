@@ -1,42 +1,35 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { MockLanguageModelV3 } from 'ai/test';
-import { createTestContext, createTwoUserContext, type TestContext, type TestUser } from './helpers/app.ts';
+import { createAiTwoUserContext } from './helpers/ai-context.ts';
+import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError, assertValidation } from './helpers/assertions.ts';
+import { type ChatRequest, type OpenAiStub, promptText, requestedSchema } from './helpers/openai-stub.ts';
 
 // README "Outreach", Personalization: the model writes a subject and a first line per lead, from the lead's facts.
+// The model is the loopback OpenAI-compatible server: the structured-output schema and the answer cross the wire.
 let ctx: TestContext;
+let ai: OpenAiStub;
 let alice: TestUser;
 let bob: TestUser;
-const prompts: string[] = [];
-const model = new MockLanguageModelV3({
-  modelId: 'mock-writer',
-  doGenerate: async (options) => {
-    const text = JSON.stringify(options.prompt).replace(/\\"/g, '"');
-    prompts.push(text);
-    if (text.includes('Broken Co')) throw new Error('model exploded');
-    const company = text.match(/"company":"([^"]*)"/)?.[1] ?? '?';
-    return {
-      content: [
-        {
-          type: 'text',
-          text: JSON.stringify({ subject: `Idea for ${company}`, firstLine: `Saw ${company} is hiring.` }),
-        },
-      ],
-      finishReason: { unified: 'stop', raw: 'stop' },
-      usage: {
-        inputTokens: { total: 600, noCache: 600, cacheRead: 0, cacheWrite: 0 },
-        outputTokens: { total: 400, text: 400, reasoning: 0 },
-      },
-      warnings: [],
-    };
-  },
-});
+let close: () => Promise<void>;
+
+/** The recipient's facts as the prompt carries them (`The recipient (JSON):` then one JSON line). */
+const factsOf = (request: ChatRequest) => JSON.parse(promptText(request).split('The recipient (JSON):\n')[1]!);
 
 before(async () => {
-  ({ ctx, alice, bob } = await createTwoUserContext({ aiModel: model, workers: false }));
+  ({ ctx, ai, alice, bob, close } = await createAiTwoUserContext({ apiKey: 'sk-personalize' }));
+  ai.respond((request) => {
+    const { company } = factsOf(request);
+    if (company === 'Broken Co') return { status: 500, message: 'model exploded' };
+    // An answer that does not follow the schema (no firstLine): the client must refuse it.
+    if (company === 'Sloppy Ltd') return { json: { subject: 'Hi' } };
+    return {
+      json: { subject: `Idea for ${company}`, firstLine: `Saw ${company} is hiring.` },
+      usage: { prompt_tokens: 600, completion_tokens: 400 },
+    };
+  });
 });
-after(() => ctx?.close());
+after(() => close?.());
 
 const lead = async (user: TestUser, company: string) =>
   (
@@ -52,15 +45,17 @@ const lead = async (user: TestUser, company: string) =>
 test('dry run answers without storing; otherwise the lines are stored as custom fields; tokens are charged', async () => {
   const acme = await lead(alice, 'Acme Dental');
   const broken = await lead(alice, 'Broken Co');
+  const sloppy = await lead(alice, 'Sloppy Ltd');
   const bobs = await lead(bob, 'Bob Corp');
   const balance = await ctx.deps.credits.balance(ctx.deps.db, alice.id);
+  ai.requests.length = 0;
   const dry = await ctx.call(alice, 'POST', '/api/outreach/personalize', {
-    leadIds: [acme, broken, bobs],
+    leadIds: [acme, broken, sloppy, bobs],
     dryRun: true,
     instructions: 'We sell bookkeeping to dentists',
   });
   assert.equal(dry.statusCode, 200, dry.body);
-  const [a, b, c] = dry.json().data.results;
+  const [a, b, s, c] = dry.json().data.results;
   assert.deepEqual(a, {
     leadId: acme,
     subject: 'Idea for Acme Dental',
@@ -68,19 +63,50 @@ test('dry run answers without storing; otherwise the lines are stored as custom 
     stored: false,
     error: null,
   });
-  assert.equal(b.subject, null);
-  assert.match(b.error, /exploded|failed|AI/i);
+  assert.deepEqual([b.subject, b.firstLine, b.stored], [null, null, false]);
+  assert.match(b.error, /HTTP 500/);
+  assert.deepEqual([s.subject, s.firstLine, s.stored], [null, null, false]);
+  assert.match(s.error, /did not match the expected structure/);
   assert.deepEqual(c, { leadId: bobs, subject: null, firstLine: null, stored: false, error: 'not_found' });
-  assert.ok(prompts.some((p) => p.includes('We sell bookkeeping to dentists') && p.includes('"jobTitle":"CEO"')));
+
+  // What went over the wire: one request per lead of the caller's, each asking for the personalization schema.
+  assert.equal(ai.requests.length, 3);
+  for (const request of ai.requests) {
+    assert.equal(request.headers.authorization, 'Bearer sk-personalize');
+    assert.equal(request.body.model, 'stub-model');
+    assert.equal(request.body.response_format.type, 'json_schema');
+    assert.equal(request.body.response_format.json_schema.name, 'personalization');
+    const schema = requestedSchema(request);
+    assert.equal(schema.type, 'object');
+    assert.deepEqual(Object.keys(schema.properties), ['subject', 'firstLine']);
+    assert.deepEqual(schema.required, ['subject', 'firstLine']);
+    assert.equal(schema.additionalProperties, false);
+    assert.equal(schema.properties.subject.type, 'string');
+    assert.equal(schema.properties.firstLine.type, 'string');
+  }
+  const acmeRequest = ai.requests.find((r) => factsOf(r).company === 'Acme Dental')!;
+  assert.ok(promptText(acmeRequest).includes('We sell bookkeeping to dentists'));
+  assert.deepEqual(factsOf(acmeRequest), {
+    name: 'Dana',
+    jobTitle: 'CEO',
+    company: 'Acme Dental',
+    emailDomain: 'acmedental.test',
+    customFields: {},
+    profiles: [],
+  });
   assert.deepEqual((await ctx.call(alice, 'GET', `/api/leads/${acme}`)).json().data.lead.customFields, {});
   assert.ok((await ctx.deps.credits.balance(ctx.deps.db, alice.id)) < balance, 'tokens are charged');
 
-  const stored = await ctx.call(alice, 'POST', '/api/outreach/personalize', { leadIds: [acme] });
-  assert.equal(stored.json().data.results[0].stored, true);
+  const stored = await ctx.call(alice, 'POST', '/api/outreach/personalize', { leadIds: [acme, sloppy] });
+  assert.deepEqual(
+    stored.json().data.results.map((r: { stored: boolean }) => r.stored),
+    [true, false],
+  );
   assert.deepEqual((await ctx.call(alice, 'GET', `/api/leads/${acme}`)).json().data.lead.customFields, {
     personalizedSubject: 'Idea for Acme Dental',
     personalizedFirstLine: 'Saw Acme Dental is hiring.',
   });
+  assert.deepEqual((await ctx.call(alice, 'GET', `/api/leads/${sloppy}`)).json().data.lead.customFields, {});
   assert.deepEqual((await ctx.call(bob, 'GET', `/api/leads/${bobs}`)).json().data.lead.customFields, {});
   assertValidation(
     await ctx.call(alice, 'POST', '/api/outreach/personalize', { leadIds: Array.from({ length: 101 }, () => acme) }),

@@ -8,7 +8,6 @@ import { type AppDeps, assembleDeps } from '../../src/deps.ts';
 import type { RunCrawl } from '../../src/modules/scraping/scraping.types.ts';
 import { startBoss } from '../../src/queue/queues.ts';
 import { registerWorkers } from '../../src/queue/workers.ts';
-import type { AiModel } from '../../src/shared/ai/ai.service.ts';
 import { type Clock, systemClock } from '../../src/shared/clock.ts';
 import { createLogger } from '../../src/shared/logger.ts';
 import { createMailer, type Mailer } from '../../src/shared/mail.ts';
@@ -22,10 +21,6 @@ export interface TestContextOptions {
   /** Run pg-boss workers in this process (default true). */
   workers?: boolean;
   mailer?: Mailer;
-  /**
-   * A model for the AI layer instead of the configured endpoint, e.g. `new MockLanguageModelV3(...)` from `ai/test`.
-   */
-  aiModel?: AiModel;
   /** Replaces the crawl engine under the job runner (e.g. to hold a crawl open). */
   runCrawl?: RunCrawl;
 }
@@ -80,18 +75,15 @@ export async function createTestContext(options: TestContextOptions = {}): Promi
   // As the service does: a lost pg-boss connection is logged, not an unhandled 'error' event.
   boss.on('error', (err) => logger.error({ err }, 'pg-boss error'));
   const mailer = options.mailer ?? createMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, dataDir, logger });
-  const deps = assembleDeps(
-    {
-      config: { ...config, DATABASE_URL: testDb.url },
-      database,
-      clock: options.clock ?? systemClock,
-      mailer,
-      boss,
-      notifier,
-      logger,
-    },
-    { aiModel: options.aiModel },
-  );
+  const deps = assembleDeps({
+    config: { ...config, DATABASE_URL: testDb.url },
+    database,
+    clock: options.clock ?? systemClock,
+    mailer,
+    boss,
+    notifier,
+    logger,
+  });
   const workers = (options.workers ?? true) ? await registerWorkers(deps, { runCrawl: options.runCrawl }) : undefined;
   const app = await buildApp(deps);
   await app.ready();

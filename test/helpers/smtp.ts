@@ -15,6 +15,8 @@ export interface TestSmtpServer {
   url: string;
   port: number;
   messages: ReceivedMail[];
+  /** Recipients (lower case) refused at RCPT TO with `550 5.1.1`, as a server refuses a mailbox it does not take. */
+  refused: Set<string>;
   /** Waits for a message to `to` (the first one not yet taken) and returns it. */
   waitFor(to: string, timeoutMs?: number): Promise<ReceivedMail>;
   close(): Promise<void>;
@@ -37,6 +39,7 @@ export async function startSmtpServer(
   const messages: ReceivedMail[] = [];
   const taken = new Set<ReceivedMail>();
   const waiters: Array<() => void> = [];
+  const refused = new Set<string>();
   const server = new SMTPServer({
     // With `auth`: AUTH PLAIN/LOGIN over the plain connection (loopback), refused for other credentials.
     authOptional: !options.auth,
@@ -47,6 +50,10 @@ export async function startSmtpServer(
       callback(good ? null : new Error('Invalid username or password'), good ? { user: auth.username } : undefined);
     },
     logger: false,
+    onRcptTo(address, _session, callback) {
+      if (!refused.has(address.address.toLowerCase())) return callback();
+      callback(Object.assign(new Error('5.1.1 Mailbox unavailable'), { responseCode: 550 }));
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
@@ -76,6 +83,7 @@ export async function startSmtpServer(
     url: `smtp://127.0.0.1:${port}`,
     port,
     messages,
+    refused,
     async waitFor(to, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {

@@ -5,7 +5,14 @@
  * and read pages; their shared handler (crawl-handler.ts) hands pages to `deliver` and next-page URLs
  * to `enqueue`.
  */
-import { Configuration, log as crawleeLog, Log, LogLevel, type Request } from '@crawlee/core';
+import {
+  type AutoscaledPoolOptions,
+  Configuration,
+  log as crawleeLog,
+  Log,
+  LogLevel,
+  type Request,
+} from '@crawlee/core';
 import { type SsrfBlockedError, ssrfCause } from '../../shared/ssrf.ts';
 import { FetchError, PageFetcher } from './http-client.ts';
 import { abortableSleep, HostLimiter } from './politeness.ts';
@@ -44,6 +51,19 @@ const BACKOFF_BASE_MS = 300;
 const BACKOFF_MAX_MS = 15_000;
 /** How long runCrawl waits for in-flight handlers (already cancelled) to settle after a stop. */
 const DRAIN_MS = 1_000;
+
+/**
+ * Crawlee pool options that run `concurrency` requests from the start and hold it there: by default the pool
+ * starts at 1 and grows 5 % per 10 s. The bench's bare Crawlee baselines use the same, so both sides of its
+ * ratios run at the same concurrency.
+ */
+export function pinnedConcurrency(concurrency: number, pool: AutoscaledPoolOptions = {}) {
+  return {
+    minConcurrency: concurrency,
+    maxConcurrency: concurrency,
+    autoscaledPoolOptions: { ...pool, desiredConcurrency: concurrency },
+  };
+}
 
 /** Exponential backoff with ±50 % jitter; a server's Retry-After wins when it is longer (capped). */
 export function backoffMs(retry: number, retryAfterMs?: number): number {
@@ -276,10 +296,7 @@ export class CrawlSession {
       // No sessions, cookies or fingerprints: a source is one site crawled politely, not an anti-bot contest.
       useSessionPool: false,
       persistCookiesPerSession: false,
-      // Start at full concurrency instead of ramping up from 1 (the pool grows 5 % per 10 s by default).
-      minConcurrency: concurrency,
-      maxConcurrency: concurrency,
-      autoscaledPoolOptions: { desiredConcurrency: concurrency, maybeRunIntervalSecs: 0.05, loggingIntervalSecs: null },
+      ...pinnedConcurrency(concurrency, { maybeRunIntervalSecs: 0.05, loggingIntervalSecs: null }),
       statusMessageLoggingInterval: 3600,
       statisticsOptions: { logIntervalSecs: 3600, saveErrorSnapshots: false, persistenceOptions: { enable: false } },
       log: quietLog,

@@ -18,7 +18,7 @@ import { AppError } from '../errors.ts';
 import { createLimiter } from './limiter.ts';
 import { withRetries } from './retry.ts';
 
-/** A model object (not a gateway id string): what the OpenAI-compatible provider or a test mock gives. */
+/** A model object (not a gateway id string): what the OpenAI-compatible provider gives. */
 export type AiModel = Exclude<LanguageModel, string>;
 
 /** Token counts as the AI SDK reports them; missing counts are stored as 0. */
@@ -43,7 +43,7 @@ export interface GenerateObjectRequest<T> {
 }
 
 export interface AiService {
-  /** AI_BASE_URL and AI_MODEL are set, or a model was injected. */
+  /** AI_BASE_URL and AI_MODEL are set. */
   readonly configured: boolean;
   readonly modelId: string | undefined;
   /**
@@ -77,8 +77,6 @@ export interface AiServiceDeps {
 }
 
 export interface AiServiceOverrides {
-  /** Use this model instead of the configured OpenAI-compatible endpoint (tests: MockLanguageModelV3). */
-  model?: AiModel;
   /** Ceiling of the first retry backoff, ms (default 500; doubles per attempt, capped at 8 s). */
   retryBaseDelayMs?: number;
 }
@@ -111,8 +109,7 @@ export function createAiService(deps: AiServiceDeps, overrides: AiServiceOverrid
   const { config, db, logger } = deps;
   const clock = deps.clock ?? systemClock;
   const model: AiModel | undefined =
-    overrides.model ??
-    (config.AI_BASE_URL && config.AI_MODEL
+    config.AI_BASE_URL && config.AI_MODEL
       ? createOpenAICompatible({
           name: 'openai-compatible',
           baseURL: config.AI_BASE_URL,
@@ -121,8 +118,8 @@ export function createAiService(deps: AiServiceDeps, overrides: AiServiceOverrid
           supportsStructuredOutputs: true,
           includeUsage: true,
         }).chatModel(config.AI_MODEL)
-      : undefined);
-  const modelId = overrides.model?.modelId ?? config.AI_MODEL;
+      : undefined;
+  const modelId = config.AI_MODEL;
   const limiter = createLimiter(config.AI_CONCURRENCY);
   const baseDelayMs = overrides.retryBaseDelayMs ?? 500;
   const secret = config.AI_API_KEY;
