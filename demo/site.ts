@@ -1,14 +1,24 @@
 /**
  * `npm run demo-site`: a small, made-up member directory on 127.0.0.1 for the README's walk-through,
- * so a first crawl works without internet. Plain node:http, no dependencies.
+ * so a first crawl works without internet.
  *
  *   /                   home page, links to the directory
  *   /members?page=N     three pages of members (li.member: .name, .title, .company, a.email, a.phone; a.next)
  *   /robots.txt         allows everything
  *
- * DEMO_SITE_PORT (default 3001) and DEMO_SITE_HOST (default 127.0.0.1) choose where it listens.
+ *   /mail               mail the demo SMTP server delivered to the members; /mail/<id>, POST /mail/<id>/reply
+ *
+ * DEMO_SITE_PORT (default 3001) and DEMO_SITE_HOST (default 127.0.0.1) choose where it listens. For the outreach
+ * walk-through (docs/outreach.md, "Try it offline") it also runs a demo mailbox on 127.0.0.1: SMTP on
+ * DEMO_SMTP_PORT (2525), IMAP on DEMO_IMAP_PORT (2143) and a DNS server for the demo domains on DEMO_DNS_PORT
+ * (2053, UDP); its password is DEMO_MAIL_PASSWORD, or a random one printed at start.
  */
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
+import type net from 'node:net';
+import { startDemoDns } from './dns.ts';
+import { escapeHtml, layout } from './html.ts';
+import { createDemoMail, type DemoMail } from './mail.ts';
 
 export interface Member {
   name: string;
@@ -46,25 +56,6 @@ export const MEMBERS: Member[][] = PAGES.map((page) =>
   }),
 );
 
-const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
-const escapeHtml = (text: string) => text.replace(/[&<>"]/g, (c) => ENTITIES[c] ?? c);
-
-function layout(title: string, body: string): string {
-  return `<!doctype html>
-<html lang="en">
-<head><meta charset="utf-8"><title>${escapeHtml(title)} · Lakeside Manufacturers' Guild</title></head>
-<body>
-<header><a href="/">Lakeside Manufacturers' Guild</a> · <a href="/members">Member directory</a></header>
-<main>
-${body}
-</main>
-<footer><p>A made-up directory served by Quarry's <code>npm run demo-site</code>.
-Every name and address is fictional.</p></footer>
-</body>
-</html>
-`;
-}
-
 function memberHtml(m: Member): string {
   return `  <li class="member">
     <h3 class="name">${escapeHtml(m.name)}</h3>
@@ -94,8 +85,11 @@ const home = layout(
 <p>Forty years of small manufacturers helping each other. Meet our <a href="/members">members</a>.</p>`,
 );
 
-/** The directory as a node:http server; `npm run demo-site` listens with it, tests too. */
-export function createDemoSite(): http.Server {
+/**
+ * The directory as a node:http server; `npm run demo-site` listens with it, tests too. With `mail`, it also
+ * serves the demo mail pages (`/mail`, see mail.ts).
+ */
+export function createDemoSite(mail?: DemoMail): http.Server {
   return http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://demo.invalid');
     const send = (status: number, type: string, body: string) =>
@@ -109,15 +103,86 @@ export function createDemoSite(): http.Server {
       const members = Number.isInteger(page) ? MEMBERS[page - 1] : undefined;
       if (members) return send(200, 'text/html', membersPage(page, members));
     }
+    if (mail)
+      return void mail.handle(req, res, url).then(
+        (handled) => handled || send(404, 'text/html', layout('Not found', '<h1>Not found</h1>')),
+        (err: Error) => (res.headersSent ? res.destroy() : send(500, 'text/plain', `${err.message}\n`)),
+      );
     send(404, 'text/html', layout('Not found', '<h1>Not found</h1>'));
   });
 }
 
+/** The sending mailbox of the demo and its domain (the DNS answers for it). */
+export const DEMO_MAILBOX = 'you@quarry-demo.example';
+export const DEMO_MAIL_HOST = 'mail.quarry-demo.example';
+
+const listen = (server: http.Server | net.Server, port: number, host: string) =>
+  new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+
+/**
+ * `npm run demo-site`: the directory and, for the outreach walk-through, the demo mail side (SMTP, IMAP, DNS on
+ * 127.0.0.1). A mail port that is taken is reported and the directory keeps running: the scraping walk-through
+ * does not need mail.
+ */
+async function main(env: NodeJS.ProcessEnv) {
+  const port = Number(env.DEMO_SITE_PORT ?? 3001);
+  const host = env.DEMO_SITE_HOST ?? '127.0.0.1';
+  const ports = {
+    smtp: Number(env.DEMO_SMTP_PORT ?? 2525),
+    imap: Number(env.DEMO_IMAP_PORT ?? 2143),
+    dns: Number(env.DEMO_DNS_PORT ?? 2053),
+  };
+  const password = env.DEMO_MAIL_PASSWORD || randomBytes(12).toString('base64url');
+  const members = MEMBERS.flat();
+  const mail = createDemoMail({
+    user: DEMO_MAILBOX,
+    password,
+    recipients: members.map((m) => ({ email: m.email, name: m.name })),
+  });
+  const site = `http://${host}:${port}`;
+  await listen(createDemoSite(mail), port, host);
+  console.log(`demo site: ${site}/members (${members.length} members, ${MEMBERS.length} pages); Ctrl-C stops`);
+  try {
+    await listen(mail.smtp.server, ports.smtp, '127.0.0.1');
+    await listen(mail.imap, ports.imap, '127.0.0.1');
+    await startDemoDns({
+      host: '127.0.0.1',
+      port: ports.dns,
+      leadDomains: [...new Set(members.map((m) => m.email.split('@')[1]!))],
+      sendingDomain: DEMO_MAILBOX.split('@')[1]!,
+      mailHost: DEMO_MAIL_HOST,
+    });
+  } catch (err) {
+    console.error(
+      `demo mail is off: ${(err as Error).message}. Choose other ports with DEMO_SMTP_PORT, DEMO_IMAP_PORT, ` +
+        'DEMO_DNS_PORT to try outreach offline.',
+    );
+    return;
+  }
+  const walkthroughEnv = [
+    ...(port !== 3001 || host !== '127.0.0.1' ? [`DEMO_URL=${site}`] : []),
+    ...(ports.smtp !== 2525 ? [`DEMO_SMTP_PORT=${ports.smtp}`] : []),
+    ...(ports.imap !== 2143 ? [`DEMO_IMAP_PORT=${ports.imap}`] : []),
+    `DEMO_MAIL_PASSWORD=${password}`,
+  ];
+  console.log(
+    [
+      `demo mail: mailbox ${DEMO_MAILBOX}, password ${password}`,
+      `  SMTP smtp://${DEMO_MAIL_HOST}:${ports.smtp}, IMAP imap://${DEMO_MAIL_HOST}:${ports.imap}, ` +
+        'both logging in as the mailbox',
+      `  DNS 127.0.0.1:${ports.dns} (udp) answers for the demo domains; mail to the members: ${site}/mail (same login)`,
+      `  start Quarry with: ALLOW_PRIVATE_NETWORK=true DNS_SERVERS=127.0.0.1:${ports.dns} npm start`,
+      `  then: ${walkthroughEnv.join(' ')} bash docs/walkthroughs/outreach.sh`,
+    ].join('\n'),
+  );
+}
+
 if (import.meta.main) {
-  const port = Number(process.env.DEMO_SITE_PORT ?? 3001);
-  const host = process.env.DEMO_SITE_HOST ?? '127.0.0.1';
-  createDemoSite().listen(port, host, () => {
-    const count = MEMBERS.flat().length;
-    console.log(`demo site: http://${host}:${port}/members (${count} members, ${MEMBERS.length} pages); Ctrl-C stops`);
+  main(process.env).catch((err: Error) => {
+    console.error(`demo site: ${err.message}`);
+    process.exit(1);
   });
 }
