@@ -218,7 +218,7 @@ describe('GET /api/analytics/pipeline-overview', () => {
     model.push({
       id: created.json().data.lead.id,
       day: TODAY,
-      status: 'VALID',
+      status: 'NEW',
       email: true,
       source: null,
       project: null,

@@ -105,7 +105,7 @@ describe('a STATIC job end to end', () => {
     assert.equal(lead.lastName, 'Lovelace');
     assert.equal(lead.company, expected.company);
     assert.equal(lead.phone, expected.phone, 'tel: stripped');
-    assert.equal(lead.status, 'VALID');
+    assert.equal(lead.status, 'NEW', 'scraped leads start NEW: only email validation sets VALID');
     assert.equal(lead.userId, alice.id);
     assert.equal(lead.sourceId, source.id);
     assert.equal(lead.provenance?.pageUrl, `${site.url}directory?page=2`);
