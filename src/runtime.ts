@@ -12,6 +12,7 @@ import { type AppDeps, assembleDeps } from './deps.ts';
 import { startBoss } from './queue/queues.ts';
 import { registerSchedules, registerWorkers, type Workers } from './queue/workers.ts';
 import { systemClock } from './shared/clock.ts';
+import { creditsMode } from './shared/credits.ts';
 import { createLogger } from './shared/logger.ts';
 import { createMailer } from './shared/mail.ts';
 import { createNotifier } from './shared/notify.ts';
@@ -85,6 +86,7 @@ export async function startRuntime(
   const notifier = createNotifier(database, config.DATABASE_URL, { logger });
   const mailer = createMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, dataDir: config.dataDir, logger });
   const deps = assembleDeps({ config, database, clock: systemClock, mailer, boss, notifier, logger });
+  logger.info({ credits: config.CREDITS_ENABLED ? 'metered' : 'off' }, creditsMode(config));
 
   let workers: Workers | undefined;
   if (role.workers) {

@@ -52,6 +52,8 @@ describe('the service process', () => {
     const first = startService({ DATA_DIR: dataDir, PORT: String(port) });
     await waitHealthy(port, first);
     assert.ok(fs.existsSync(path.join(dataDir, 'quarry.lock')));
+    // No payment provider and CREDITS_ENABLED unset: the start-up log says metering is off, and why.
+    assert.match(first.output(), /"credits":"off".*credits: off, no payment provider configured/);
 
     const second = startService({ DATA_DIR: dataDir, PORT: String(await freePort()) });
     assert.equal(await second.exited, 1);
