@@ -139,7 +139,9 @@ export async function checkPortFree(host: string, port: number): Promise<void> {
     const probe = net.createServer();
     probe.once('error', (err: NodeJS.ErrnoException) =>
       reject(
-        err.code === 'EADDRINUSE' || err.code === 'EACCES' ? new PortUnavailableError(portMessage(host, port, err.code)) : err,
+        err.code === 'EADDRINUSE' || err.code === 'EACCES'
+          ? new PortUnavailableError(portMessage(host, port, err.code))
+          : err,
       ),
     );
     probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));

@@ -77,10 +77,19 @@ describe('address flags', () => {
     });
   }
   test('reserved names: example.com/.net/.org and their subdomains, *.example, *.test, *.invalid, *.localhost', () => {
-    for (const d of ['example.com', 'a.example.org', 'acme.example', 'acme.test', 'x.invalid', 'localhost', 'a.localhost']) {
+    for (const d of [
+      'example.com',
+      'a.example.org',
+      'acme.example',
+      'acme.test',
+      'x.invalid',
+      'localhost',
+      'a.localhost',
+    ]) {
       assert.ok(isReservedDomain(d), d);
     }
-    for (const d of ['example.co', 'myexample.com', 'gmail.com', 'test.com', 'example.com.au']) assert.ok(!isReservedDomain(d), d);
+    for (const d of ['example.co', 'myexample.com', 'gmail.com', 'test.com', 'example.com.au'])
+      assert.ok(!isReservedDomain(d), d);
   });
 });
 

@@ -267,6 +267,23 @@ describe('failures, retry, cancel, delete', () => {
   });
 });
 
+describe('crawl settings in options', () => {
+  test('options.maxPages limits the crawl; the old places (selectors, top level) still do, options winning', async () => {
+    const cases: Array<[Record<string, unknown>, number]> = [
+      [{ selectors: DIRECTORY_SELECTORS, options: { maxPages: 2 } }, 2],
+      [{ selectors: { ...DIRECTORY_SELECTORS, maxPages: '1' } }, 1],
+      [{ selectors: { ...DIRECTORY_SELECTORS, maxPages: 3000 }, maxPages: 3000, options: { maxPages: 1 } }, 1],
+    ];
+    for (const [body, pages] of cases) {
+      const source = await activeSource(alice, { url: `${site.url}directory?page=1`, ...body });
+      const job = await finished(alice, (await startJob(alice, source.id)).id);
+      assert.equal(job.status, 'COMPLETED', job.error);
+      assert.equal(job.pagesVisited, pages, JSON.stringify(body));
+      assert.equal(job.leadsFound, 5 * pages);
+    }
+  });
+});
+
 describe('GET /api/jobs/{id}/events', () => {
   test('streams status, progress and leadsFound until the job completes', async () => {
     const address = await ctx.app.listen({ port: 0, host: '127.0.0.1' });

@@ -8,7 +8,8 @@ export const MAX_SERIES_DAYS = 366;
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 /** ISO 8601 date-time with `Z` or an offset: a local time without one would name no particular UTC day. */
-const DATE_TIME = /^(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):?[0-5]\d)$/i;
+const DATE_TIME =
+  /^(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):?[0-5]\d)$/i;
 const DAY_FORMATS = 'a date YYYY-MM-DD or an ISO 8601 date-time with Z or an offset (cut to its UTC day)';
 
 const realDay = (v: string) => {
