@@ -131,7 +131,7 @@ const portMessage = (host: string, port: number, code: string | undefined) =>
 
 /**
  * Binds HOST:PORT for a moment and lets go, so a taken port stops the start before the database is opened
- * or migrated (README "Start-up"). Port 0 asks the system for any free port: nothing to check.
+ * or migrated. Port 0 asks the system for any free port: nothing to check.
  */
 export async function checkPortFree(host: string, port: number): Promise<void> {
   if (port === 0) return;
