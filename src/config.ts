@@ -160,7 +160,11 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_URL: z.url().optional(),
   // ---- Credits and payments (README "Credits") ----
-  CREDITS_ENABLED: bool.default(true),
+  /**
+   * Metering (README "Credits"). Unset: on exactly when payments are configured (STRIPE_SECRET_KEY), since
+   * without them nobody can buy credits and metering would only lock users out.
+   */
+  CREDITS_ENABLED: bool.optional(),
   CREDITS_SIGNUP_GRANT: z.coerce.number().int().min(0).max(100_000_000).default(1_000),
   CREDITS_LOW_THRESHOLD: z.coerce.number().int().min(0).max(100_000_000).default(100),
   CREDITS_TIERS: json(
@@ -183,12 +187,14 @@ const envSchema = z.object({
 });
 
 /** Rules across settings. */
-const checkedEnvSchema = envSchema.superRefine((env, ctx) => {
-  if (env.SMTP_PROBE && !env.SMTP_PROBE_FROM)
-    ctx.addIssue({ code: 'custom', path: ['SMTP_PROBE_FROM'], message: 'is required when SMTP_PROBE is on' });
-});
+const checkedEnvSchema = envSchema
+  .superRefine((env, ctx) => {
+    if (env.SMTP_PROBE && !env.SMTP_PROBE_FROM)
+      ctx.addIssue({ code: 'custom', path: ['SMTP_PROBE_FROM'], message: 'is required when SMTP_PROBE is on' });
+  })
+  .transform((env) => ({ ...env, CREDITS_ENABLED: env.CREDITS_ENABLED ?? env.STRIPE_SECRET_KEY !== undefined }));
 
-export type Config = z.infer<typeof envSchema> & { dataDir: string };
+export type Config = z.output<typeof checkedEnvSchema> & { dataDir: string };
 
 export class ConfigError extends Error {}
 

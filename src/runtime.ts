@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -11,6 +12,7 @@ import { type AppDeps, assembleDeps } from './deps.ts';
 import { startBoss } from './queue/queues.ts';
 import { registerSchedules, registerWorkers, type Workers } from './queue/workers.ts';
 import { systemClock } from './shared/clock.ts';
+import { creditsMode } from './shared/credits.ts';
 import { createLogger } from './shared/logger.ts';
 import { createMailer } from './shared/mail.ts';
 import { createNotifier } from './shared/notify.ts';
@@ -84,6 +86,7 @@ export async function startRuntime(
   const notifier = createNotifier(database, config.DATABASE_URL, { logger });
   const mailer = createMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM, dataDir: config.dataDir, logger });
   const deps = assembleDeps({ config, database, clock: systemClock, mailer, boss, notifier, logger });
+  logger.info({ credits: config.CREDITS_ENABLED ? 'metered' : 'off' }, creditsMode(config));
 
   let workers: Workers | undefined;
   if (role.workers) {
@@ -118,6 +121,33 @@ export async function startRuntime(
   return { deps, app, stop };
 }
 
+/** A start-up failure told in one line (the port is taken, not ours to bind). */
+export class PortUnavailableError extends Error {}
+
+const portMessage = (host: string, port: number, code: string | undefined) =>
+  code === 'EACCES'
+    ? `Port ${port} on ${host} needs more privileges than this process has: set PORT to a port above 1023`
+    : `Port ${port} on ${host} is already in use by another process: stop it, or set PORT to a free port`;
+
+/**
+ * Binds HOST:PORT for a moment and lets go, so a taken port stops the start before the database is opened
+ * or migrated. Port 0 asks the system for any free port: nothing to check.
+ */
+export async function checkPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === 'EADDRINUSE' || err.code === 'EACCES'
+          ? new PortUnavailableError(portMessage(host, port, err.code))
+          : err,
+      ),
+    );
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
 /** Entry point shared by `npm start` and `npm run worker`. */
 export async function main(role: { http: boolean; workers: boolean }): Promise<void> {
   let config: Config;
@@ -131,6 +161,15 @@ export async function main(role: { http: boolean; workers: boolean }): Promise<v
     throw err;
   }
   if (!role.http && !config.RUN_WORKERS) role.workers = true;
+  if (role.http) {
+    try {
+      await checkPortFree(config.HOST, config.PORT);
+    } catch (err) {
+      if (!(err instanceof PortUnavailableError)) throw err;
+      console.error(err.message);
+      process.exit(1);
+    }
+  }
   const logger = createLogger(config.LOG_LEVEL);
   const starting = startRuntime(config, { http: role.http, workers: role.http ? config.RUN_WORKERS : true }, logger);
 
@@ -166,6 +205,12 @@ export async function main(role: { http: boolean; workers: boolean }): Promise<v
   } catch (err) {
     if (err instanceof DataDirLockedError) {
       console.error(err.message);
+      process.exit(1);
+    }
+    // Taken between the check above and the listen: the same one line.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE' || code === 'EACCES') {
+      console.error(portMessage(config.HOST, config.PORT, code));
       process.exit(1);
     }
     throw err;

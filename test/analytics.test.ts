@@ -218,7 +218,7 @@ describe('GET /api/analytics/pipeline-overview', () => {
     model.push({
       id: created.json().data.lead.id,
       day: TODAY,
-      status: 'VALID',
+      status: 'NEW',
       email: true,
       source: null,
       project: null,
@@ -407,7 +407,9 @@ describe('bad input is a 400 naming the field', () => {
       ['/api/analytics/pipeline-overview?from=2026-05-10&to=2026-05-01', 'from'],
       ['/api/analytics/pipeline-overview?from=2026-02-30', 'from'],
       ['/api/analytics/sources?to=yesterday', 'to'],
-      ['/api/analytics/sources?from=2026-05-01T00:00:00Z', 'from'],
+      ['/api/analytics/sources?from=2026-05-01T00:00:00', 'from'],
+      ['/api/analytics/sources?from=2026-02-30T10:00:00Z', 'from'],
+      ['/api/analytics/sources?to=2026-05-01T25:00:00Z', 'to'],
       ['/api/analytics/capacity?projectId=not-a-uuid', 'projectId'],
       ['/api/analytics/sources?limit=0', 'limit'],
       ['/api/analytics/sources?cursor=nonsense', 'cursor'],
@@ -424,5 +426,36 @@ describe('bad input is a 400 naming the field', () => {
       );
     }
     assert.equal((await ctx.call(undefined, 'GET', '/api/analytics/capacity')).statusCode, 401);
+  });
+
+  test('each failing field is reported once, in the message and in the details', async () => {
+    const body = await get(alice, '/api/analytics/pipeline-overview?from=2026-02-30&to=yesterday', 400);
+    assert.equal(body.error.message, 'Invalid from, to');
+    assert.deepEqual(
+      body.error.details.map((d: { field: string }) => d.field),
+      ['from', 'to'],
+    );
+    assert.match(body.error.details[0].message, /YYYY-MM-DD.*ISO 8601 date-time/);
+  });
+});
+
+describe('ISO 8601 date-times stand for their UTC day', () => {
+  test('Z, an offset and fractions: the same figures as the day window, and the window names the days', async () => {
+    const from = addDays(TODAY, -20);
+    const to = addDays(TODAY, -5);
+    const byDay = (await get(alice, `/api/analytics/pipeline-overview?from=${from}&to=${to}`)).data;
+    // 23:30 at -05:00 is 04:30 UTC of the next day; 00:30 at +01:00 is 23:30 UTC of the day before.
+    const params = new URLSearchParams({
+      from: `${addDays(from, -1)}T23:30:00-05:00`,
+      to: `${addDays(to, 1)}T00:30:00.000+01:00`,
+    });
+    const byTime = (await get(alice, `/api/analytics/pipeline-overview?${params}`)).data;
+    assert.equal(byTime.window.from, from);
+    assert.equal(byTime.window.to, to);
+    assert.deepEqual(byTime, byDay);
+    const issue = (await get(alice, `/api/analytics/sources?from=${TODAY}T14:00:00.000Z`)).data;
+    assert.equal(issue.window.from, TODAY);
+    const burn = (await get(alice, `/api/analytics/credit-burn-rate?to=${TODAY}T23:59:59.999999Z`)).data;
+    assert.equal(burn.to, TODAY);
   });
 });

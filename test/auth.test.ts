@@ -164,6 +164,21 @@ describe('authentication', () => {
     }
   });
 
+  test("a key without 'Bearer', or another scheme: 401 saying the header's form, never echoing the key", async () => {
+    const u = await ctx.signup();
+    for (const authorization of [u.apiKey, `Basic ${u.apiKey}`, `Bearer`, `Bearer ${u.apiKey} extra`]) {
+      const res = await ctx.inject({ method: 'GET', url: '/api/users', headers: { authorization } });
+      assert.equal(res.statusCode, 401, authorization);
+      const { error } = res.json();
+      assert.equal(error.code, 'UNAUTHORIZED');
+      assert.match(error.message, /Authorization header must be 'Bearer <API key>'/);
+      assert.deepEqual(error.details, [{ field: 'authorization', message: "must be 'Bearer <API key>'" }]);
+      assert.ok(!res.body.includes(u.apiKey), 'the key is not echoed');
+    }
+    const missing = await ctx.inject({ method: 'GET', url: '/api/users' });
+    assert.match(missing.json().error.message, /^Authentication required/);
+  });
+
   test('unknown routes answer 404 NOT_FOUND in the envelope', async () => {
     const res = await ctx.inject({ method: 'GET', url: '/api/nothing-here' });
     assert.equal(res.statusCode, 404);

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { and, eq, sql } from 'drizzle-orm';
+import { loadConfig } from '../src/config.ts';
 import { queryRows } from '../src/db/client.ts';
 import { creditCheckouts, creditTransactions, leads } from '../src/db/schema/index.ts';
 import { systemClock } from '../src/shared/clock.ts';
-import { createCredits } from '../src/shared/credits.ts';
+import { createCredits, creditsMode } from '../src/shared/credits.ts';
 import { AppError } from '../src/shared/errors.ts';
 import { DIRECTORY_SELECTORS, type FixtureSite, startFixtureSite } from './fixtures/sites.ts';
 import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
@@ -20,6 +21,7 @@ const TIERS = [
 
 let ctx: TestContext;
 let off: TestContext;
+let unpaid: TestContext;
 let site: FixtureSite;
 let dns: TestDnsServer;
 let ai: OpenAiStub;
@@ -52,11 +54,14 @@ before(async () => {
   off = await createTestContext({
     env: { CREDITS_ENABLED: 'false', CREDITS_SIGNUP_GRANT: '0', DNS_SERVERS: dns.address },
   });
+  // The default of a new install: no payment provider and CREDITS_ENABLED unset ('' is unset).
+  unpaid = await createTestContext({ env: { CREDITS_ENABLED: '', CREDITS_SIGNUP_GRANT: '2' } });
   [alice, bob] = await Promise.all([ctx.signup(), ctx.signup()]);
 });
 after(async () => {
   await ctx?.close();
   await off?.close();
+  await unpaid?.close();
   await Promise.all([site?.close(), dns?.close(), ai?.close(), stripe?.close()]);
 });
 
@@ -419,6 +424,44 @@ describe('CREDITS_ENABLED=false', () => {
     assert.equal(after.balance, 0);
     assert.deepEqual(after.transactions, []);
     assert.equal((await off.call(user, 'GET', '/api/credits/pricing')).json().data.enabled, false);
+  });
+});
+
+describe('CREDITS_ENABLED unset', () => {
+  test('meters exactly when payments are configured; an explicit setting wins', () => {
+    const cases: Array<[Record<string, string>, boolean]> = [
+      [{}, false],
+      [{ STRIPE_SECRET_KEY: 'sk_test_x' }, true],
+      [{ CREDITS_ENABLED: 'true' }, true],
+      [{ CREDITS_ENABLED: 'false', STRIPE_SECRET_KEY: 'sk_test_x' }, false],
+      [{ CREDITS_ENABLED: '', STRIPE_SECRET_KEY: 'sk_test_x' }, true],
+    ];
+    for (const [env, metered] of cases) {
+      const config = loadConfig(env);
+      assert.equal(config.CREDITS_ENABLED, metered, JSON.stringify(env));
+      assert.match(creditsMode(config), metered ? /^credits: metered/ : /^credits: off.*nothing is charged or refused/);
+    }
+    assert.match(creditsMode(loadConfig({})), /set STRIPE_SECRET_KEY or CREDITS_ENABLED=true to meter/);
+  });
+
+  test('without payments a crawl past the signup grant is not stopped, and nothing is charged', async () => {
+    const user = await unpaid.signup();
+    const source = await activeSource(user, { url: `${site.url}directory`, selectors: DIRECTORY_SELECTORS }, unpaid);
+    const started = await unpaid.call(user, 'POST', '/api/jobs', { name: 'Run', sourceId: source.id });
+    assert.equal(started.statusCode, 201, started.body);
+    const job = await finishedJob(user, started.json().data.job.id, unpaid);
+    assert.equal(job.status, 'COMPLETED', JSON.stringify(job));
+    assert.equal(job.pagesVisited, 3, 'more pages than the grant of 2 pays for');
+    assert.equal(job.leadsFound, 15);
+    const view = await balanceView(unpaid, user);
+    assert.equal(view.enabled, false);
+    assert.ok(
+      view.transactions.every((t: { kind: string }) => t.kind !== 'usage'),
+      JSON.stringify(view.transactions),
+    );
+    const pricing = await unpaid.call(user, 'GET', '/api/credits/pricing');
+    assert.equal(pricing.statusCode, 200);
+    assert.equal(pricing.json().data.enabled, false);
   });
 });
 

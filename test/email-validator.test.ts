@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createMailDomainResolver } from '../src/shared/email/dns.ts';
 import { checkEmailSyntax } from '../src/shared/email/syntax.ts';
-import { addressFlags } from '../src/shared/email/validate.ts';
+import { addressFlags, isReservedDomain } from '../src/shared/email/validate.ts';
 import { startTestDnsServer, TEST_ZONES, type TestDnsServer } from './helpers/dns.ts';
 
 describe('email syntax', () => {
@@ -64,6 +64,10 @@ describe('address flags', () => {
     ['jane', 'gmx.com', ['free_provider']],
     ['jane', 'acme.com', []],
     ['jane', 'ge.com', []],
+    // Reserved for documentation and testing (RFC 2606, RFC 6761), though the providers list carries example.com.
+    ['jane', 'example.com', []],
+    ['jane', 'EXAMPLE.org', []],
+    ['jane', 'mail.example.net', []],
   ];
   for (const [local, domain, flags, suggestion] of cases) {
     test(`${local}@${domain} → ${flags.join(', ') || 'no flags'}`, () => {
@@ -72,6 +76,21 @@ describe('address flags', () => {
       assert.equal(r.suggestion, suggestion);
     });
   }
+  test('reserved names: example.com/.net/.org and their subdomains, *.example, *.test, *.invalid, *.localhost', () => {
+    for (const d of [
+      'example.com',
+      'a.example.org',
+      'acme.example',
+      'acme.test',
+      'x.invalid',
+      'localhost',
+      'a.localhost',
+    ]) {
+      assert.ok(isReservedDomain(d), d);
+    }
+    for (const d of ['example.co', 'myexample.com', 'gmail.com', 'test.com', 'example.com.au'])
+      assert.ok(!isReservedDomain(d), d);
+  });
 });
 
 describe('mail domain resolver (real DNS server on loopback)', () => {

@@ -190,6 +190,8 @@ describe('POST /api/users/export', () => {
     const retryAfter = Number(refused.headers['retry-after']);
     // The oldest of the three was accepted 3 minutes ago: it leaves the window in 7 days minus 3 minutes.
     assert.equal(retryAfter, (7 * DAY_MS - 3 * 60_000) / 1000);
+    // Said in days and hours, rounded up (6 days 23 hours 57 minutes), never as 604,620 seconds.
+    assert.equal(refused.json().error.message, 'Too many requests; retry in 7 days');
     assert.equal((await statusOf(u)).length, 3);
     // The status list is cursor-paginated like every list.
     const page1 = (

@@ -105,7 +105,7 @@ describe('a STATIC job end to end', () => {
     assert.equal(lead.lastName, 'Lovelace');
     assert.equal(lead.company, expected.company);
     assert.equal(lead.phone, expected.phone, 'tel: stripped');
-    assert.equal(lead.status, 'VALID');
+    assert.equal(lead.status, 'NEW', 'scraped leads start NEW: only email validation sets VALID');
     assert.equal(lead.userId, alice.id);
     assert.equal(lead.sourceId, source.id);
     assert.equal(lead.provenance?.pageUrl, `${site.url}directory?page=2`);
@@ -264,6 +264,23 @@ describe('failures, retry, cancel, delete', () => {
     }
     assert.ok(!(await ctx.call(bob, 'GET', '/api/jobs')).json().data.jobs.some((j: { id: string }) => j.id === job.id));
     assertError(await ctx.call(alice, 'GET', '/api/jobs/not-a-uuid'), 404, 'NOT_FOUND');
+  });
+});
+
+describe('crawl settings in options', () => {
+  test('options.maxPages limits the crawl; the old places (selectors, top level) still do, options winning', async () => {
+    const cases: Array<[Record<string, unknown>, number]> = [
+      [{ selectors: DIRECTORY_SELECTORS, options: { maxPages: 2 } }, 2],
+      [{ selectors: { ...DIRECTORY_SELECTORS, maxPages: '1' } }, 1],
+      [{ selectors: { ...DIRECTORY_SELECTORS, maxPages: 3000 }, maxPages: 3000, options: { maxPages: 1 } }, 1],
+    ];
+    for (const [body, pages] of cases) {
+      const source = await activeSource(alice, { url: `${site.url}directory?page=1`, ...body });
+      const job = await finished(alice, (await startJob(alice, source.id)).id);
+      assert.equal(job.status, 'COMPLETED', job.error);
+      assert.equal(job.pagesVisited, pages, JSON.stringify(body));
+      assert.equal(job.leadsFound, 5 * pages);
+    }
   });
 });
 

@@ -57,7 +57,7 @@ async function makeSource(user: TestUser, name: string) {
 }
 
 describe('POST /api/leads', () => {
-  test('201 with the full lead; VALID when the email passes the syntax check', async () => {
+  test('201 with the full lead; NEW even with a well-formed email (only validation sets VALID)', async () => {
     const lead = await createLead(alice, {
       firstName: '  Ada ',
       lastName: 'Lovelace',
@@ -69,7 +69,7 @@ describe('POST /api/leads', () => {
     assert.match(lead.id, /^[0-9a-f-]{36}$/);
     assert.equal(lead.firstName, 'Ada');
     assert.equal(lead.email, 'ada@analytical.example');
-    assert.equal(lead.status, 'VALID');
+    assert.equal(lead.status, 'NEW');
     assert.deepEqual(lead.tags, []);
     assert.equal(lead.sourceUrl, 'https://example.org/people');
     assert.equal(lead.job, null);
@@ -208,6 +208,15 @@ describe('GET /api/leads', () => {
   });
 
   test('status, jobId, sourceId and tag filters', async () => {
+    assert.deepEqual((await get(user, '/api/leads?status=VALID')).json().data.leads, [], 'every lead starts NEW');
+    const valid = ids.filter((_, i) => i % 2);
+    const marked = await ctx.inject({
+      method: 'PATCH',
+      url: '/api/leads/bulk',
+      headers: user.headers,
+      payload: { leadIds: valid, updates: { status: 'VALID' } },
+    });
+    assert.equal(marked.statusCode, 200);
     const byStatus = (await get(user, '/api/leads?status=VALID')).json().data.leads;
     assert.deepEqual(
       byStatus.map((l: { id: string }) => l.id),
@@ -288,7 +297,7 @@ describe('PATCH /api/leads/{id}', () => {
     assert.equal(row!.status, 'CONTACTED');
   });
 
-  test('a new email drops the stored validation and re-derives a validation status', async () => {
+  test('a new email drops the stored validation and starts the lead over as NEW', async () => {
     const lead = await createLead(alice, { email: 'a@one.example' });
     await ctx.deps.db
       .update(leads)
@@ -307,7 +316,7 @@ describe('PATCH /api/leads/{id}', () => {
     const view = (await patch(alice, lead.id, { email: 'b@two.example' })).json().data.lead;
     assert.deepEqual(
       [view.email, view.status, view.emailValidation, view.validatedAt],
-      ['b@two.example', 'VALID', null, null],
+      ['b@two.example', 'NEW', null, null],
     );
     assert.equal((await patch(alice, lead.id, { email: null })).json().data.lead.status, 'NEW');
     await patch(alice, lead.id, { status: 'REPLIED' });

@@ -29,11 +29,31 @@ describe('the service process', () => {
     }
   });
 
+  test('a busy port stops it with one line naming the port, before the database is opened', async () => {
+    const net = await import('node:net');
+    const port = await freePort();
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(port, '127.0.0.1', resolve));
+    try {
+      const freshDir = path.join(dataDir, 'never-created');
+      const svc = startService({ DATA_DIR: freshDir, PORT: String(port) });
+      assert.equal(await svc.exited, 1);
+      const lines = svc.output().trim().split('\n');
+      assert.equal(lines.length, 1, svc.output());
+      assert.match(lines[0]!, new RegExp(`^Port ${port} on 127\\.0\\.0\\.1 is already in use`));
+      assert.ok(!fs.existsSync(freshDir), 'no database opened, no migration run');
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
+  });
+
   test('starts, refuses a second process on the same DATA_DIR, and shuts down gracefully on SIGTERM', async () => {
     const port = await freePort();
     const first = startService({ DATA_DIR: dataDir, PORT: String(port) });
     await waitHealthy(port, first);
     assert.ok(fs.existsSync(path.join(dataDir, 'quarry.lock')));
+    // No payment provider and CREDITS_ENABLED unset: the start-up log says metering is off, and why.
+    assert.match(first.output(), /"credits":"off".*credits: off, no payment provider configured/);
 
     const second = startService({ DATA_DIR: dataDir, PORT: String(await freePort()) });
     assert.equal(await second.exited, 1);

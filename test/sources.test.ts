@@ -69,6 +69,21 @@ describe('POST /api/sources', () => {
     ['scheduleType unknown', { ...base, scheduleType: 'YEARLY' }, 'scheduleType'],
     ['maxPages zero', { ...base, maxPages: 0 }, 'maxPages'],
     ['unknown crawl option', { ...base, options: { turbo: true } }, 'options'],
+    ['options.maxPages not a number', { ...base, options: { maxPages: 'x' } }, 'options.maxPages'],
+    ['options.maxPages as a string', { ...base, options: { maxPages: '3000' } }, 'options.maxPages'],
+    ['options.maxPages above the limit', { ...base, options: { maxPages: 100_001 } }, 'options.maxPages'],
+    [
+      'options.respectRobotsTxt not a boolean',
+      { ...base, options: { respectRobotsTxt: 'no' } },
+      'options.respectRobotsTxt',
+    ],
+    ['options.domainDelayMs negative', { ...base, options: { domainDelayMs: -1 } }, 'options.domainDelayMs'],
+    [
+      'selectors.maxPages not a count',
+      { ...base, selectors: { ...base.selectors, maxPages: 'lots' } },
+      'selectors.maxPages',
+    ],
+    ['selectors.maxPages zero', { ...base, selectors: { ...base.selectors, maxPages: 0 } }, 'selectors.maxPages'],
   ];
   for (const [name, payload, field] of invalid) {
     test(`400 VALIDATION_ERROR naming ${field}: ${name}`, async () => {
@@ -77,6 +92,57 @@ describe('POST /api/sources', () => {
       assert.equal((await ctx.deps.db.select().from(sources)).length, before.length, 'nothing written');
     });
   }
+
+  test('crawl settings in options, in their natural types; the old places still work and options wins', async () => {
+    const inOptions = await createSource(alice, {
+      ...base,
+      options: { maxPages: 3000, respectRobotsTxt: false, domainDelayMs: 250, maxRetries: 0 },
+    });
+    assert.equal(inOptions.maxPages, 3000);
+    assert.equal(inOptions.respectRobotsTxt, false);
+    assert.deepEqual(inOptions.options, { domainDelayMs: 250, maxRetries: 0 });
+
+    // Where the issue put it: among the selectors, as a number or a string; it is no selector.
+    for (const maxPages of [3000, '3000']) {
+      const s = await createSource(alice, {
+        ...base,
+        selectors: { ...base.selectors, maxPages, respectRobotsTxt: 'false', domainDelayMs: 5 },
+      });
+      assert.equal(s.maxPages, 3000);
+      assert.equal(s.respectRobotsTxt, false);
+      assert.deepEqual(s.selectors, base.selectors);
+      assert.deepEqual(s.options, { domainDelayMs: 5 });
+    }
+    const both = await createSource(alice, {
+      ...base,
+      selectors: { ...base.selectors, maxPages: 10 },
+      maxPages: 20,
+      respectRobotsTxt: true,
+      options: { maxPages: 30, respectRobotsTxt: false },
+    });
+    assert.deepEqual([both.maxPages, both.respectRobotsTxt], [30, false]);
+    const topLevel = await createSource(alice, {
+      ...base,
+      selectors: { ...base.selectors, maxPages: 10 },
+      maxPages: 20,
+    });
+    assert.equal(topLevel.maxPages, 20);
+
+    const patched = await ctx.call(alice, 'PATCH', `/api/sources/${inOptions.id}`, { options: { maxPages: 7 } });
+    assert.equal(patched.statusCode, 200, patched.body);
+    assert.equal(patched.json().data.source.maxPages, 7);
+    assert.deepEqual(patched.json().data.source.options, {}, 'options replaced as a whole, as before');
+    const viaSelectors = await ctx.call(alice, 'PATCH', `/api/sources/${inOptions.id}`, {
+      selectors: { ...base.selectors, maxPages: '9', maxRetries: 2 },
+    });
+    assert.equal(viaSelectors.json().data.source.maxPages, 9);
+    assert.deepEqual(viaSelectors.json().data.source.options, { maxRetries: 2 });
+    assert.deepEqual(viaSelectors.json().data.source.selectors, base.selectors);
+    assertValidation(
+      await ctx.call(alice, 'PATCH', `/api/sources/${inOptions.id}`, { options: { maxPages: 'x' } }),
+      'options.maxPages',
+    );
+  });
 
   test("projectId and profileTypeId must be the caller's: 404 naming the field", async () => {
     const project = (await ctx.call(bob, 'POST', '/api/projects', { name: 'Bob' })).json().data.project;

@@ -96,7 +96,8 @@ describe('POST /api/leads/{id}/validate-email: the validation vocabulary', () =>
       flags: ['smtp_unverified'],
       leadStatus: 'INVALID',
     },
-    { email: 'jane@servfail.test', status: 'unknown', tier: 'syntax', errors: [], flags: [], leadStatus: 'VALID' },
+    // An unknown result changes no status: the lead stays as it started (NEW).
+    { email: 'jane@servfail.test', status: 'unknown', tier: 'syntax', errors: [], flags: [], leadStatus: 'NEW' },
     {
       email: 'info@acme.test',
       status: 'risky',

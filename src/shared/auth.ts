@@ -33,6 +33,16 @@ declare module 'fastify' {
 const unauthorized = () =>
   new AppError('UNAUTHORIZED', 'Authentication required: send Authorization: Bearer <API key>');
 
+/** A header that is there but not `Bearer <key>` (a bare key, another scheme): say the form, never echo it. */
+const malformedAuthorization = () =>
+  new AppError(
+    'UNAUTHORIZED',
+    "The Authorization header must be 'Bearer <API key>': the word Bearer, a space, the key",
+    {
+      details: [{ field: 'authorization', message: "must be 'Bearer <API key>'" }],
+    },
+  );
+
 /** Bearer API-key authentication for every route not marked `config.public`. */
 export function registerAuth(app: FastifyInstance, apiKeys: Authenticator): void {
   app.decorateRequest('principal', undefined);
@@ -44,7 +54,7 @@ export function registerAuth(app: FastifyInstance, apiKeys: Authenticator): void
     const header = request.headers.authorization;
     if (!header) throw unauthorized();
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match) throw unauthorized();
+    if (!match) throw malformedAuthorization();
     const principal = await apiKeys.authenticate(match[1]!);
     if (!principal) throw new AppError('UNAUTHORIZED', 'Invalid, expired or revoked API key');
     if (config?.scope && !hasScope(principal.scopes, config.scope)) {

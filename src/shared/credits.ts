@@ -96,6 +96,20 @@ export const insufficientCredits = (needed: number, balance: number) =>
     `Not enough credits: this needs ${needed}, the balance is ${balance}. Buy more with POST /api/credits/checkout.`,
   );
 
+/** The start-up log line saying whether credits are metered, and why (README "Credits"). */
+export function creditsMode(config: Pick<Config, 'CREDITS_ENABLED' | 'STRIPE_SECRET_KEY'>): string {
+  const payments = config.STRIPE_SECRET_KEY !== undefined;
+  if (config.CREDITS_ENABLED) {
+    return payments
+      ? 'credits: metered (payments configured)'
+      : 'credits: metered (CREDITS_ENABLED=true; no payment provider, so users cannot buy credits)';
+  }
+  return payments
+    ? 'credits: off (CREDITS_ENABLED=false): nothing is charged or refused'
+    : 'credits: off, no payment provider configured: nothing is charged or refused ' +
+        '(set STRIPE_SECRET_KEY or CREDITS_ENABLED=true to meter)';
+}
+
 /** `emit` is where `credits.low` goes (the event outbox; tests record it). */
 export function createCredits(config: Config, clock: Clock, emit: typeof emitEvent = emitEvent): Credits {
   const enabled = config.CREDITS_ENABLED;

@@ -26,14 +26,13 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     if (hasZodFastifySchemaValidationErrors(err)) {
       const context = (err as FastifyError).validationContext;
-      const details = err.validation.map((v) => ({
-        field: fieldOf(context, v.instancePath),
-        message: v.message ?? 'invalid',
-      }));
+      const details = onePerField(
+        err.validation.map((v) => ({ field: fieldOf(context, v.instancePath), message: v.message ?? 'invalid' })),
+      );
       return send(reply, 400, 'VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}`, details);
     }
     if (err instanceof ZodError) {
-      const details = err.issues.map((i) => ({ field: i.path.join('.') || 'body', message: i.message }));
+      const details = onePerField(err.issues.map((i) => ({ field: i.path.join('.') || 'body', message: i.message })));
       return send(reply, 400, 'VALIDATION_ERROR', `Invalid ${details.map((d) => d.field).join(', ')}`, details);
     }
     // A value PostgreSQL refuses (SQLSTATE class 22, data exception) is the client's input: a 400.
@@ -87,6 +86,17 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) =>
     send(reply, 404, 'NOT_FOUND', `Route ${request.method} ${request.url.split('?')[0]} not found`),
   );
+}
+
+/** One detail per field (a value can fail several checks), its distinct messages joined, in first-seen order. */
+function onePerField(details: ErrorDetail[]): ErrorDetail[] {
+  const byField = new Map<string, string[]>();
+  for (const { field, message } of details) {
+    const messages = byField.get(field) ?? [];
+    if (!messages.includes(message)) messages.push(message);
+    byField.set(field, messages);
+  }
+  return [...byField].map(([field, messages]) => ({ field, message: messages.join('; ') }));
 }
 
 /** What a 503 for a lost database connection tells the client to wait (`Retry-After`). */

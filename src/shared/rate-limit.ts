@@ -14,9 +14,36 @@ export interface WindowLimit {
 export const SIGNUP_LIMIT: WindowLimit = { bucket: 'auth:signup', limit: 5, windowMs: 15 * 60_000 };
 export const LOGIN_LIMIT: WindowLimit = { bucket: 'auth:login', limit: 5, windowMs: 15 * 60_000 };
 
+const UNITS: Array<[name: string, seconds: number]> = [
+  ['day', 86_400],
+  ['hour', 3_600],
+  ['minute', 60],
+  ['second', 1],
+];
+const counted = (n: number, unit: string) => `${n} ${unit}${n === 1 ? '' : 's'}`;
+
+/**
+ * A wait a person reads at a glance: days and hours, hours and minutes, minutes, or seconds. Rounded up
+ * in its smallest unit, so a retry at the time it says is never early (`Retry-After` has the exact seconds).
+ */
+export function humanDuration(seconds: number): string {
+  const s = Math.max(1, Math.ceil(seconds));
+  const big = UNITS.findIndex(([, size]) => s >= size);
+  const [bigName, bigSize] = UNITS[big]!;
+  // Under an hour, minutes alone; under a minute, seconds alone.
+  const small = bigSize >= 3_600 ? UNITS[big + 1]! : UNITS[big]!;
+  const total = Math.ceil(s / small[1]);
+  // Rounding up may reach the next larger unit (3,599 s → 60 minutes): told in that unit.
+  if (big > 0 && total * small[1] >= UNITS[big - 1]![1]) return humanDuration(total * small[1]);
+  const per = bigSize / small[1];
+  const [whole, rest] = [Math.floor(total / per), total % per];
+  if (small === UNITS[big] || rest === 0) return counted(whole, bigName);
+  return `${counted(whole, bigName)} ${counted(rest, small[0])}`;
+}
+
 export function rateLimitError(retryAfterMs: number): AppError {
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-  return new AppError('RATE_LIMIT_EXCEEDED', `Too many requests; retry in ${seconds} s`, {
+  return new AppError('RATE_LIMIT_EXCEEDED', `Too many requests; retry in ${humanDuration(seconds)}`, {
     headers: { 'retry-after': String(seconds) },
   });
 }

@@ -61,7 +61,9 @@ export async function createTestContext(options: TestContextOptions = {}): Promi
     LOG_LEVEL: 'silent',
     DATA_DIR: dataDir,
     ALLOW_PRIVATE_NETWORK: 'true',
-    // Tests of other sections never run out of credits; test/credits.test.ts sets its own grant.
+    // Tests meter credits as a service with payments does (CREDITS_ENABLED: '' gives the real default), and
+    // tests of other sections never run out of them; test/credits.test.ts sets its own grant.
+    CREDITS_ENABLED: 'true',
     CREDITS_SIGNUP_GRANT: '1000000',
     // Tests read outreach inboxes when they mean to (test/outreach-idle.test.ts drives the IDLE watcher itself).
     OUTREACH_IMAP_IDLE: 'false',

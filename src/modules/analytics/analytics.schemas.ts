@@ -6,18 +6,51 @@ import { nextCursor } from '../../shared/pagination.ts';
 /** Days of the daily series: a window longer than this is a 400 naming `from`. */
 export const MAX_SERIES_DAYS = 366;
 
-/** A UTC calendar day `YYYY-MM-DD` that exists (2025-02-30 is refused). */
-const day = z
-  .string()
-  .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD (UTC)')
-  .refine((v) => {
-    const d = new Date(`${v}T00:00:00Z`);
-    return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(v) && v >= '1970-01-01' && v <= '9999-12-31';
-  }, 'must be a real date YYYY-MM-DD (UTC)');
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+/** ISO 8601 date-time with `Z` or an offset: a local time without one would name no particular UTC day. */
+const DATE_TIME =
+  /^(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]([01]\d|2[0-3]):?[0-5]\d)$/i;
+const DAY_FORMATS = 'a date YYYY-MM-DD or an ISO 8601 date-time with Z or an offset (cut to its UTC day)';
+
+const realDay = (v: string) => {
+  const m = DATE.exec(v);
+  if (!m) return false;
+  const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
+  return d.toISOString().startsWith(v) && v >= '1970-01-01' && v <= '9999-12-31';
+};
+
+/** The UTC day of `v`, or undefined when `v` is neither a real date nor a real date-time. */
+const utcDayOf = (v: string): string | undefined => {
+  if (realDay(v)) return v;
+  const m = DATE_TIME.exec(v);
+  if (!m?.[1] || !realDay(m[1])) return undefined;
+  // Date keeps milliseconds only; the fraction below them cannot change the day.
+  const at = new Date(v.replace(/(\.\d{3})\d+/, '$1'));
+  if (Number.isNaN(at.getTime())) return undefined;
+  const utc = at.toISOString().slice(0, 10);
+  return realDay(utc) ? utc : undefined;
+};
+
+/**
+ * A UTC calendar day: `YYYY-MM-DD` that exists (2025-02-30 is refused), or an ISO 8601 date-time with `Z` or
+ * an offset, which stands for its UTC day (2026-11-19T23:30:00-05:00 is 2026-11-20). One issue per bad value.
+ */
+const day = z.string().transform((v, ctx) => {
+  const utc = utcDayOf(v);
+  if (utc === undefined) {
+    ctx.addIssue({ code: 'custom', message: `must be ${DAY_FORMATS}` });
+    return z.NEVER;
+  }
+  return utc;
+});
 
 const windowShape = {
-  from: day.optional().describe('First UTC day of the window (YYYY-MM-DD), included'),
-  to: day.optional().describe('Last UTC day of the window (YYYY-MM-DD), included'),
+  from: day
+    .optional()
+    .describe(`First UTC day of the window, included: ${DAY_FORMATS}, e.g. 2026-11-19 or 2026-11-19T14:00:00Z`),
+  to: day
+    .optional()
+    .describe(`Last UTC day of the window, included: ${DAY_FORMATS}, e.g. 2026-11-30 or 2026-11-30T23:59:59+01:00`),
 };
 const projectId = z
   .string()

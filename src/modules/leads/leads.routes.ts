@@ -50,7 +50,9 @@ export const leadRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'Add a lead by hand',
-      description: 'Status is VALID when the email passes the syntax check, NEW otherwise.',
+      description:
+        'Every lead starts NEW; VALID, INVALID and RISKY are set by email validation only ' +
+        '(`POST /api/leads/{id}/validate-email`), not by the syntax check of the body.',
       body: createLeadBody,
       response: { 201: leadEnvelope, ...errorResponses(400, 401, 403) },
     },
@@ -121,8 +123,7 @@ export const leadRoutes: RouteModule = (app, deps) => {
       summary: 'Update a lead',
       description:
         'null or "" clears a text field. Changing the email clears the stored validation and, for a lead in NEW, ' +
-        'VALID, INVALID or RISKY (and no status in the same request), sets the status a new lead with that email ' +
-        'would get.',
+        'VALID, INVALID or RISKY (and no status in the same request), sets it back to NEW (not validated).',
       params: idParams,
       body: updateLeadBody,
       response: { 200: leadEnvelope, ...errorResponses(400, 401, 403, 404, 409) },

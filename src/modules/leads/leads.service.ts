@@ -2,7 +2,6 @@ import type { Db, Tx } from '../../db/client.ts';
 import type { LeadStatus } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { isUniqueViolation, pgConstraint } from '../../shared/db-errors.ts';
-import { isEmailSyntaxValid } from '../../shared/email/syntax.ts';
 import { AppError, notFound } from '../../shared/errors.ts';
 import { emitEvent } from '../../shared/events.ts';
 import { findOwned, isUuid, storedId } from '../../shared/ids.ts';
@@ -18,9 +17,11 @@ import {
   type UpdateLeadInput,
 } from './leads.schemas.ts';
 
-/** A lead whose email passes the syntax check starts as VALID, any other as NEW. */
-export const initialLeadStatus = (email: string | null | undefined): LeadStatus =>
-  email && isEmailSyntaxValid(email) ? 'VALID' : 'NEW';
+/**
+ * Every lead starts NEW, scraped or created: VALID, INVALID and RISKY are set by email validation only
+ * (a syntax check is not validation, and outreach refuses leads that were never validated).
+ */
+export const INITIAL_LEAD_STATUS: LeadStatus = 'NEW';
 
 /** One `lead.created` event for the leads one write stored (README, Webhooks), in that write's transaction. */
 export const emitLeadsCreated = (
@@ -121,7 +122,7 @@ export function createLeadService(deps: Pick<AppDeps, 'db' | 'clock'>) {
           phone: input.phone ?? null,
           company: input.company ?? null,
           jobTitle: input.jobTitle ?? null,
-          status: initialLeadStatus(input.email),
+          status: INITIAL_LEAD_STATUS,
           createdAt: now,
           updatedAt: now,
         });
@@ -136,7 +137,7 @@ export function createLeadService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       if (!key) throw notFound('Lead');
       const patch = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
       if (!Object.keys(patch).length) return view(userId, id);
-      const emailStatus = input.email !== undefined ? initialLeadStatus(input.email) : undefined;
+      const emailStatus = input.email !== undefined ? INITIAL_LEAD_STATUS : undefined;
       let updated: boolean;
       try {
         updated = await repo.update(userId, key, patch, emailStatus, deps.clock.now());

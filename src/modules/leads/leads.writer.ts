@@ -9,7 +9,7 @@ import type { CrawledPage, ExtractedItem } from '../scraping/scraping.types.ts';
 import { LEAD_FIELD_KEYS, type LeadFieldKey } from '../scraping/selectors.ts';
 import { leadRepository, type ScrapedLead } from './leads.repository.ts';
 import { LEAD_LIMITS } from './leads.schemas.ts';
-import { emitLeadsCreated, initialLeadStatus } from './leads.service.ts';
+import { emitLeadsCreated, INITIAL_LEAD_STATUS } from './leads.service.ts';
 
 /** Selector keys that fill lead columns (fullName is split into first/last by extraction); others are custom fields. */
 type LeadColumn = Exclude<LeadFieldKey, 'fullName'>;
@@ -77,7 +77,7 @@ function scrapedLead(item: ExtractedItem, pageUrl: string, now: Date): ScrapedLe
     company: col('company'),
     jobTitle: col('jobTitle'),
     sourceUrl: pageUrl.slice(0, LEAD_LIMITS.sourceUrl),
-    status: initialLeadStatus(email),
+    status: INITIAL_LEAD_STATUS,
     customFields,
     provenance: {
       pageUrl,

@@ -2,9 +2,10 @@ import { z } from 'zod';
 import { scheduleTypes, scrapeTypes, sourceStatuses } from '../../db/schema/index.ts';
 import { isUuid } from '../../shared/ids.ts';
 import { paginationQuery } from '../../shared/pagination.ts';
+import { crawlSettingShape, isCrawlSettingKey, MAX_PAGES_LIMIT } from './crawl-settings.ts';
 
+export { MAX_PAGES_LIMIT };
 export const MAX_BATCH_SOURCES = 100;
-export const MAX_PAGES_LIMIT = 100_000;
 
 const uuidString = z.string().refine(isUuid, 'must be a UUID');
 const name = z.string().trim().min(1).max(200);
@@ -12,17 +13,30 @@ const url = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max
 const description = z.string().trim().max(5000);
 const reasoning = z.string().trim().max(5000);
 
-/** docs/selectors.md: a flat object of selector strings; checked in depth by the service. */
+/**
+ * docs/selectors.md: a flat object of selector strings; checked in depth by the service. Crawl settings found
+ * here (`maxPages`, …: where they were once documented) are taken as such, numbers and booleans included.
+ */
 export const selectorsSchema = z
-  .record(z.string(), z.string())
+  .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
+  .superRefine((selectors, ctx) => {
+    for (const [key, value] of Object.entries(selectors)) {
+      if (typeof value !== 'string' && !isCrawlSettingKey(key))
+        ctx.addIssue({ code: 'custom', path: [key], message: 'expected string' });
+    }
+  })
   .describe(
     "Selector strings by key. `item` (each lead's container), lead fields `firstName` `lastName` `fullName` `email` " +
       '`phone` `company` `jobTitle`, `nextPage`, `waitFor` (DYNAMIC); any other key is a custom field. CSS, or XPath ' +
       'when it starts with `/`, `./`, `../` or `(`; a final `@name` takes an attribute. API sources: JSONPath for ' +
-      '`item`/`nextPage`, dotted paths for fields.',
+      '`item`/`nextPage`, dotted paths for fields. Crawl settings (`maxPages`, `respectRobotsTxt`, …) belong in ' +
+      '`options`; given here they are still taken (`options` wins).',
   );
 
-/** Crawl settings a source may narrow (the operator's SCRAPER_* settings are the defaults and ceilings). */
+/**
+ * Crawl settings a source may narrow (the operator's SCRAPER_* settings are the defaults and ceilings), each in
+ * its natural type: numbers and booleans, not strings. They win over the same settings given elsewhere.
+ */
 export const crawlOptionsSchema = z
   .object({
     userAgent: z
@@ -32,16 +46,12 @@ export const crawlOptionsSchema = z
       .max(500)
       .optional()
       .describe('User-Agent for this source (default SCRAPER_USER_AGENT)'),
-    domainDelayMs: z
-      .number()
-      .int()
-      .min(0)
-      .max(60_000)
-      .optional()
-      .describe('Pause between two requests to the same host'),
-    domainConcurrency: z.number().int().min(1).max(64).optional().describe('Parallel requests to one host'),
-    requestTimeoutSecs: z.number().int().min(1).max(300).optional(),
-    maxRetries: z.number().int().min(0).max(10).optional(),
+    maxPages: crawlSettingShape.maxPages.optional(),
+    respectRobotsTxt: crawlSettingShape.respectRobotsTxt.optional(),
+    domainDelayMs: crawlSettingShape.domainDelayMs.optional(),
+    domainConcurrency: crawlSettingShape.domainConcurrency.optional(),
+    requestTimeoutSecs: crawlSettingShape.requestTimeoutSecs.optional(),
+    maxRetries: crawlSettingShape.maxRetries.optional(),
   })
   .strict();
 
@@ -61,8 +71,11 @@ const sourceSettings = {
     .max(MAX_PAGES_LIMIT)
     .nullable()
     .optional()
-    .describe('Pages per run at most (default SCRAPER_MAX_PAGES)'),
-  respectRobotsTxt: z.boolean().optional().describe('Default true: pages robots.txt disallows are skipped'),
+    .describe('Pages per run at most (default SCRAPER_MAX_PAGES); also `options.maxPages`, which wins'),
+  respectRobotsTxt: z
+    .boolean()
+    .optional()
+    .describe('Default true: pages robots.txt disallows are skipped; also `options.respectRobotsTxt`, which wins'),
   options: crawlOptionsSchema.optional(),
 };
 

@@ -3,6 +3,7 @@ import { AppError, type ErrorDetail, notFound } from '../../shared/errors.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { validateSelectors } from '../scraping/selectors.ts';
+import { type CrawlSettingsInput, type PlacedCrawlSettings, placeCrawlSettings } from './crawl-settings.ts';
 import { type NewSource, type SourceRow, sourceRepository } from './sources.repository.ts';
 import { nextRunAt } from './sources.schedule.ts';
 import type {
@@ -75,6 +76,7 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
   function newRow(
     userId: string,
     input: BatchSourceInput & Partial<CreateSourceInput>,
+    placed: PlacedCrawlSettings,
     projectId: string | null,
     now: Date,
   ): NewSource {
@@ -87,12 +89,12 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       scrapeType: input.scrapeType ?? 'DYNAMIC',
       status: 'DRAFT',
       description: input.description || null,
-      selectors: input.selectors ?? {},
+      selectors: placed.selectors ?? {},
       scheduleType: input.scheduleType ?? 'MANUAL',
       reasoning: input.reasoning || null,
-      maxPages: input.maxPages ?? null,
-      respectRobotsTxt: input.respectRobotsTxt ?? true,
-      options: input.options ?? {},
+      maxPages: placed.maxPages ?? null,
+      respectRobotsTxt: placed.respectRobotsTxt ?? true,
+      options: placed.options ?? {},
       createdAt: now,
       updatedAt: now,
     };
@@ -126,21 +128,24 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
     },
 
     async create(userId: string, input: CreateSourceInput): Promise<SourceView> {
-      const errors = selectorErrors(input.selectors, input.scrapeType);
+      const placed = placeCrawlSettings(input);
+      const errors = [...placed.errors, ...selectorErrors(placed.selectors ?? {}, input.scrapeType)];
       if (errors.length) throw invalid(errors);
       await checkProject(userId, input.projectId);
       await checkProfileTypes(userId, [{ id: input.profileTypeId, field: 'profileTypeId' }]);
       const [row] = await repo.insertMany([
-        newRow(userId, input, input.projectId?.toLowerCase() ?? null, deps.clock.now()),
+        newRow(userId, input, placed, input.projectId?.toLowerCase() ?? null, deps.clock.now()),
       ]);
       return toSourceView(row!);
     },
 
     /** Several DRAFT sources at once (default scrapeType DYNAMIC), all or none. Also used by `generate` (autoSave). */
     async createMany(userId: string, items: BatchSourceInput[], projectId?: string | null): Promise<SourceView[]> {
-      const errors = items.flatMap((item, i) =>
-        selectorErrors(item.selectors ?? {}, item.scrapeType ?? 'DYNAMIC', `sources.${i}.`),
-      );
+      const placed = items.map((item, i) => placeCrawlSettings(item as CrawlSettingsInput, `sources.${i}.`));
+      const errors = items.flatMap((item, i) => [
+        ...placed[i]!.errors,
+        ...selectorErrors(placed[i]!.selectors ?? {}, item.scrapeType ?? 'DYNAMIC', `sources.${i}.`),
+      ]);
       if (errors.length) throw invalid(errors);
       await checkProject(userId, projectId);
       await checkProfileTypes(
@@ -149,7 +154,7 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       );
       const now = deps.clock.now();
       const rows = await repo.insertMany(
-        items.map((item) => newRow(userId, item, projectId?.toLowerCase() ?? null, now)),
+        items.map((item, i) => newRow(userId, item, placed[i]!, projectId?.toLowerCase() ?? null, now)),
       );
       return rows.map(toSourceView);
     },
@@ -157,10 +162,18 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
     async update(userId: string, id: string, input: UpdateSourceInput): Promise<SourceView> {
       const current = await owned(userId, id);
       const scrapeType = input.scrapeType ?? current.scrapeType;
+      const placed = placeCrawlSettings(input);
+      if (placed.errors.length) throw invalid(placed.errors);
       if (input.selectors !== undefined || input.scrapeType !== undefined) {
-        const errors = selectorErrors(input.selectors ?? current.selectors, scrapeType);
+        const errors = selectorErrors(placed.selectors ?? current.selectors, scrapeType);
         if (errors.length) throw invalid(errors);
       }
+      // Settings moved out of the selectors join the stored options unless the body replaces them.
+      const options =
+        placed.options && input.options === undefined
+          ? { ...(current.options as object), ...placed.options }
+          : placed.options;
+      const settled = { ...input, ...placed, options };
       await checkProject(userId, input.projectId);
       await checkProfileTypes(userId, [{ id: input.profileTypeId, field: 'profileTypeId' }]);
       const now = deps.clock.now();
@@ -179,7 +192,7 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
         'respectRobotsTxt',
         'options',
       ] as const) {
-        if (input[key] !== undefined) (values as Record<string, unknown>)[key] = input[key];
+        if (settled[key] !== undefined) (values as Record<string, unknown>)[key] = settled[key];
       }
       if (input.description !== undefined) values.description = input.description || null;
       if (input.reasoning !== undefined) values.reasoning = input.reasoning || null;

@@ -77,6 +77,17 @@ function domainAndParents(domain: string): string[] {
   return labels.slice(0, -1).map((_, i) => labels.slice(i).join('.'));
 }
 
+/**
+ * Names reserved for documentation and testing (RFC 2606, RFC 6761): no provider hands out mailboxes there,
+ * so they are never `free_provider`, although the `email-providers` list carries `example.com`.
+ */
+const RESERVED_SLDS = new Set(['example.com', 'example.net', 'example.org']);
+const RESERVED_TLDS = new Set(['example', 'test', 'invalid', 'localhost']);
+export const isReservedDomain = (domain: string): boolean => {
+  const d = domain.toLowerCase().replace(/\.$/, '');
+  return domainAndParents(d).some((p) => RESERVED_SLDS.has(p)) || RESERVED_TLDS.has(d.split('.').pop() ?? '');
+};
+
 /** Flags that need no network: disposable, role_account, free_provider, possible_typo. */
 export function addressFlags(local: string, domain: string): { flags: ValidationFlag[]; suggestion?: string } {
   const flags: ValidationFlag[] = [];
@@ -84,7 +95,7 @@ export function addressFlags(local: string, domain: string): { flags: Validation
   const { free, common, disposable, roles, typo } = domainLists();
   if (domainAndParents(domain).some((d) => disposable.has(d))) flags.push('disposable');
   if (roles.has(local.toLowerCase().split('+')[0]!)) flags.push('role_account');
-  if (free.has(domain)) flags.push('free_provider');
+  if (free.has(domain) && !isReservedDomain(domain)) flags.push('free_provider');
   if (!common.has(domain) && domain.length >= 8) {
     const best = typo(`x@${domain}`).find((r) => r.misspelledCount === 1 || isTransposition(domain, r.suggest));
     if (best) {
