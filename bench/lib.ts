@@ -16,10 +16,10 @@ import { freePort } from '../test/helpers/process.ts';
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /**
- * The signup grant of bench users: metering stays on (its cost is part of every figure), with credits
- * enough that no bench runs out.
+ * Bench services meter credits (its cost is part of every figure: metering is off by default without a payment
+ * provider), with a signup grant large enough that no bench runs out.
  */
-export const BENCH_CREDITS_GRANT = '100000000';
+export const BENCH_CREDITS = { CREDITS_ENABLED: 'true', CREDITS_SIGNUP_GRANT: '100000000' } as const;
 
 export function percentile(sorted: number[], p: number): number {
   if (!sorted.length) return NaN;
@@ -209,7 +209,7 @@ export async function startBenchService(
     LOG_LEVEL: 'silent',
     DATA_DIR: dataDir,
     DATABASE_POOL_SIZE: '16',
-    CREDITS_SIGNUP_GRANT: BENCH_CREDITS_GRANT,
+    ...BENCH_CREDITS,
     ...options.env,
   });
   const runtime = await startRuntime(config, { http: true, workers: options.workers });

@@ -19,7 +19,7 @@ import { type ApiClient, signedUpClient } from '../test/helpers/http-client.ts';
 import { startOpenAiStub } from '../test/helpers/openai-stub.ts';
 import { freePort } from '../test/helpers/process.ts';
 import { evaluateRule } from '../test/oracles/matching-evaluate.ts';
-import { BENCH_CREDITS_GRANT, freshBenchDatabase, type Row } from './lib.ts';
+import { BENCH_CREDITS, freshBenchDatabase, type Row } from './lib.ts';
 
 const PROFILES = 100_000;
 const BASELINE_SAMPLE = 10_000;
@@ -133,7 +133,7 @@ export async function benchMatching(): Promise<Row[]> {
     AI_MODEL: 'stub-model',
     AI_API_KEY: 'sk-bench',
     AI_CONCURRENCY: '20',
-    CREDITS_SIGNUP_GRANT: BENCH_CREDITS_GRANT,
+    ...BENCH_CREDITS,
   });
   const runtime = await startRuntime(config, { http: true, workers: true });
   const db = new pg.Client({ connectionString: url.href });

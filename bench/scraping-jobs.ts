@@ -14,7 +14,7 @@ import { type Runtime, startRuntime } from '../src/runtime.ts';
 import { DIRECTORY_SELECTORS } from '../test/fixtures/sites.ts';
 import { type ApiClient, activeSourceVia, signedUpClient } from '../test/helpers/http-client.ts';
 import { freePort } from '../test/helpers/process.ts';
-import { BENCH_CREDITS_GRANT, freshBenchDatabase, median, percentile, type Row } from './lib.ts';
+import { BENCH_CREDITS, freshBenchDatabase, median, percentile, type Row } from './lib.ts';
 
 const LATENCY_SAMPLES = 30;
 const range = (values: number[]) => `${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}`;
@@ -54,7 +54,7 @@ async function onRuntime(
     DATA_DIR: dataDir,
     ALLOW_PRIVATE_NETWORK: 'true',
     JOB_CONCURRENCY: '4',
-    CREDITS_SIGNUP_GRANT: BENCH_CREDITS_GRANT,
+    ...BENCH_CREDITS,
   });
   const runtime = await startRuntime(config, { http: true, workers: true });
   const rows: Row[] = [];
