@@ -2,7 +2,9 @@
  * Every walk-through is a script CI runs (docs/walkthroughs/README.md), so none can rot: each
  * `docs/walkthroughs/*.sh` runs against a fresh service and a fresh demo site on free ports, several times in a
  * row (the quickstart ten times, which is more than the signup/login limit allows logins). The quickstart's
- * servers are started with the README's own start commands, and the README shows the script as it is.
+ * servers are started with the README's own start commands, and the README shows the script as it is. A script's
+ * `<name>.env` reaches the demo site, the service and the script: outreach.sh's sets up the demo mail side (SMTP,
+ * IMAP, DNS) and its password; what `npm run demo-site` prints for it is checked in test/demo-outreach.test.ts.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -10,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { MEMBERS } from '../demo/site.ts';
+import { DEMO_MAILBOX, MEMBERS } from '../demo/site.ts';
 import { createTestDatabase } from './helpers/db.ts';
 import type { GroupProcess } from './helpers/process.ts';
 import { freePort, pollUntil, repoRoot, shellEnv, startGroup, waitHealthy } from './helpers/process.ts';
@@ -91,6 +93,7 @@ for (const script of scripts) {
     const servers = commands.map((line) => startGroup('bash', ['-c', line], { env }));
     const [demo, service] = servers as [GroupProcess, GroupProcess];
     let session: GroupProcess | undefined;
+    const outputs: string[] = [];
     try {
       await waitHealthy(port, service);
       const demoUp = () =>
@@ -116,11 +119,15 @@ for (const script of scripts) {
         const code = await session.exited;
         clearTimeout(timer);
         const out = session.output();
+        outputs.push(out);
         assert.equal(code, 0, `${script}, run ${run} of ${runs}, failed:\n${out}`);
         if (run === 2) assert.match(out, /exists: logging in/, 'run 2 logs in to the existing account');
         if (run > 2) assert.match(out, /using the key kept in/, `run ${run} reuses the kept key`);
         if (quickstart) checkQuickstart(out, workDir, run);
+        if (script === 'outreach.sh') checkOutreachRun(out, run);
       }
+      if (script === 'outreach.sh')
+        await checkOutreachMail(`http://127.0.0.1:${demoPort}`, own.DEMO_MAIL_PASSWORD!, outputs);
 
       if (quickstart) {
         // Stopped as a terminal's Ctrl-C would (the signal reaches npm and node): gracefully, lock removed.
@@ -157,6 +164,40 @@ function checkQuickstart(out: string, workDir: string, run: number): void {
     { company: maren?.company, jobTitle: maren?.jobTitle, phone: maren?.phone },
     { company: 'Holt Precision Castings', jobTitle: 'Managing Director', phone: '+441614960001' },
   );
+}
+
+const members = MEMBERS.flat();
+
+function checkOutreachRun(out: string, run: number): void {
+  const n = members.length;
+  const says = (line: string) => assert.ok(out.includes(line), `run ${run} says "${line}":\n${out}`);
+  says(`crawled ${n} leads with an email`);
+  says(`validated ${n} leads`);
+  says('mailbox DNS: mx pass, spf pass, dkim pass, dmarc pass');
+  says(`step 1 delivered to ${n} members`);
+  says(`enrollments: {"ACTIVE":${n - 1},"REPLIED":1}`); // one reply stops one sequence
+  says('inbox: 2 mails in 1 thread(s)');
+  const totals = JSON.parse(/^analytics: (.*)$/m.exec(out)?.[1] ?? '{}') as Record<string, number>;
+  assert.deepEqual(
+    { sent: totals.sent, unconfirmed: totals.unconfirmed, opened: totals.opened, replied: totals.replied },
+    { sent: n, unconfirmed: 0, opened: 0, replied: 1 },
+    `run ${run}:\n${out}`,
+  );
+}
+
+/** What the demo's members hold after the runs, read from its /mail as the mailbox. */
+async function checkOutreachMail(site: string, password: string, outputs: string[]): Promise<void> {
+  const auth = `Basic ${Buffer.from(`${DEMO_MAILBOX}:${password}`).toString('base64')}`;
+  const res = await fetch(`${site}/mail`, { headers: { authorization: auth, accept: 'application/json' } });
+  const mail = (await res.json()) as { messages: Array<{ to: string; replies: string[] }> };
+  assert.deepEqual(
+    mail.messages.map((m) => m.to).sort(),
+    members.flatMap((m) => Array(outputs.length).fill(m.email)).sort(),
+    'each member got step 1 once per run, and step 2 is not due yet',
+  );
+  const repliers = mail.messages.filter((m) => m.replies.length).map((m) => m.to);
+  const said = outputs.map((out) => /^(\S+) replied$/m.exec(out)?.[1]);
+  assert.deepEqual(repliers.sort(), said.sort(), 'one reply per run, from the member each run says replied');
 }
 
 test('the README shows the quickstart walk-through as it is in docs/walkthroughs/quickstart.sh', () => {

@@ -25,6 +25,17 @@ pick() {
     console.log(typeof v === "object" ? JSON.stringify(v) : v);' "$1"
 }
 
+# `query 'EXPRESSION'` prints what a JavaScript expression over `d` (the JSON answer on stdin) gives, an array one
+# item a line. As a check it fails, showing the answer, when the expression gives false, null or undefined:
+# `query 'd.data.uploaded === 10'`.
+query() {
+  node -e 'const s = require("fs").readFileSync(0, "utf8"); let v, why = "";
+    try { v = new Function("d", `return (${process.argv[1]})`)(JSON.parse(s)); } catch (e) { why = ` (${e.message})`; }
+    if (v == null || v === false) {
+      console.error(`not so: ${process.argv[1]}${why}, in: ${s || "(empty answer)"}`); process.exit(1); }
+    console.log(Array.isArray(v) ? v.join("\n") : typeof v === "object" ? JSON.stringify(v) : v);' "$1"
+}
+
 # `api METHOD PATH [JSON]`: one call with the walk-through's key (KEY); prints the answer. An answer that is not
 # 2xx, or none within 60 s, fails showing what came back.
 api() {
@@ -41,13 +52,17 @@ api() {
   esac
 }
 
-# `wait_for WHAT SECONDS COMMAND…`: runs COMMAND every second until it succeeds; after SECONDS it fails naming WHAT.
+# `wait_for WHAT SECONDS COMMAND…`: runs COMMAND every second until it succeeds; after SECONDS it runs it once
+# more showing what it says (the last answer), and fails naming WHAT.
 wait_for() {
   local what=$1 seconds=$2
   shift 2
   local deadline=$((SECONDS + seconds))
   until "$@" >/dev/null 2>&1; do
-    [ "$SECONDS" -lt "$deadline" ] || fail "$what: still not so after ${seconds} s"
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      ("$@") >&2 || true
+      fail "$what: still not so after ${seconds} s"
+    fi
     sleep 1
   done
 }
