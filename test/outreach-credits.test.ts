@@ -203,13 +203,17 @@ test('a mail refused for good is given back; one whose answer was lost stays cha
     .where(eq(creditTransactions.userId, user.id))
     .orderBy(creditTransactions.createdAt, creditTransactions.id);
   assert.deepEqual(
-    rows.map((r) => [r.kind, r.amount]),
+    rows.map((r) => [r.kind, r.amount, r.feature, r.units]),
     [
-      ['grant', 10],
-      ['usage', -1],
-      ['refund', 1],
+      ['grant', 10, null, null],
+      ['usage', -1, 'emails_sent', 1],
+      ['refund', 1, 'emails_sent', -1],
     ],
   );
+  // The usage report nets the refund out: nothing was used.
+  const usage = (await ctx.call(user, 'GET', '/api/credits/balance')).json().data.usageThisMonth;
+  assert.equal(usage.credits, 0);
+  assert.deepEqual(usage.byFeature, [{ feature: 'emails_sent', credits: 0, units: 0 }]);
   const lost = await send('lost1@leads.test');
   assert.equal(lost.statusCode, 400, lost.body);
   assert.equal(await ctx.deps.credits.balance(ctx.deps.db, user.id), 9, 'it may have gone out: charged');

@@ -66,6 +66,12 @@ export interface Credits {
   assert(db: Conn, userId: string, feature: MeteredFeature, units?: number): Promise<void>;
   /** Takes the cost of `units` of `feature`: all of it or 402 (default), or what there is (`partial`). */
   spend(db: Conn, userId: string, feature: MeteredFeature, units: number, options?: SpendOptions): Promise<SpendResult>;
+  /**
+   * Gives back what `units` of `feature` cost, for metered work that was charged before it ran and then did not
+   * happen (a mail the server refused): a `refund` row naming the feature with negative units, so usage by feature
+   * nets it out. Nothing when metering is off.
+   */
+  giveBack(db: Conn, userId: string, feature: MeteredFeature, units: number, reason: string): Promise<void>;
   /** An admin's change, either sign; a debit beyond the balance is a 400 naming `amount`. */
   adjust(
     db: Conn,
@@ -220,6 +226,15 @@ export function createCredits(config: Config, clock: Clock, emit: typeof emitEve
           actor: 'system',
         });
         return { charged, paidUnits, balance };
+      });
+    },
+
+    async giveBack(db, userId, feature, units, reason) {
+      const amount = costOf(prices, feature, units);
+      if (!enabled || amount === 0) return;
+      await db.transaction(async (tx) => {
+        const before = await locked(tx, userId);
+        await apply(tx, userId, before, { kind: 'refund', amount, feature, units: -units, reason, actor: 'system' });
       });
     },
 

@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, lt, sql } from 'drizzle-orm';
+import { and, desc, eq, gte, isNotNull, lt, or, sql } from 'drizzle-orm';
 import { type Db, queryRows, type Tx } from '../../db/client.ts';
 import { creditBalances, creditCheckouts, creditTransactions } from '../../db/schema/index.ts';
 
@@ -53,7 +53,7 @@ export function creditsRepository(db: Db | Tx) {
         .orderBy(desc(creditTransactions.id))
         .limit(limit + 1);
     },
-    /** Credits and units used per metered feature since `since`. */
+    /** Credits and units used per metered feature since `since`, less what was given back of each. */
     usageSince(userId: string, since: Date): Promise<Array<{ feature: string; credits: number; units: number }>> {
       return db
         .select({
@@ -65,7 +65,10 @@ export function creditsRepository(db: Db | Tx) {
         .where(
           and(
             eq(creditTransactions.userId, userId),
-            eq(creditTransactions.kind, 'usage'),
+            or(
+              eq(creditTransactions.kind, 'usage'),
+              and(eq(creditTransactions.kind, 'refund'), isNotNull(creditTransactions.feature)),
+            ),
             gte(creditTransactions.createdAt, since),
           ),
         )

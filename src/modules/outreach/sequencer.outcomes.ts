@@ -1,6 +1,6 @@
 import type { Db, Tx } from '../../db/client.ts';
 import type { AppDeps } from '../../deps.ts';
-import { type Credits, costOf } from '../../shared/credits.ts';
+import type { Credits } from '../../shared/credits.ts';
 import { moveLeadsForOutreach } from '../leads/leads.outreach.ts';
 import {
   type DueEnrollment,
@@ -40,11 +40,9 @@ export const emptyOutcomes = (): BatchOutcomes => ({
   unconfirmed: [],
 });
 
-/** Gives back the charge of mails that certainly did not go out (a `refund` row; nothing when nothing was charged). */
+/** Gives back the charge of mails that certainly did not go out (a `refund` row of `emails_sent`). */
 export async function refundMails(credits: Credits, tx: Db | Tx, userId: string, mails: number, why: string) {
-  const amount = costOf(credits.prices, 'emails_sent', mails);
-  if (!credits.enabled || amount === 0) return;
-  await credits.adjust(tx, userId, amount, `outreach mail not sent (${why}): charge given back`, 'system', 'refund');
+  await credits.giveBack(tx, userId, 'emails_sent', mails, `outreach mail not sent (${why}): charge given back`);
 }
 
 /**
