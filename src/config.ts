@@ -29,7 +29,7 @@ const json = <T extends z.ZodType>(schema: T) =>
     })
     .pipe(schema);
 
-// ---- Credits and payments (README "Credits") ----
+// ---- Credits and payments (docs/webhooks-and-credits.md "Credits") ----
 const creditTier = z.strictObject({
   id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,39}$/, 'lower-case letters, digits, - and _'),
   name: z.string().min(1).max(100).optional(),
@@ -54,7 +54,7 @@ const creditPrices = z.strictObject({
 });
 export type CreditPrices = z.infer<typeof creditPrices>;
 
-/** Every setting the service reads from the environment (see README "Configuration"). */
+/** Every setting the service reads from the environment (see docs/configuration.md "Configuration"). */
 const envSchema = z.object({
   NODE_ENV: z.string().default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -97,7 +97,7 @@ const envSchema = z.object({
   JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   CHROMIUM_PATH: z.string().default('/usr/bin/chromium'),
   ADMIN_EMAILS: emailList.default([]),
-  /** Addresses every warmup domain also sends to (README "Warmup domains"). */
+  /** Addresses every warmup domain also sends to (docs/outreach.md "Warmup domains"). */
   WARMUP_SEED_ADDRESSES: emailList.default([]),
   SECRET_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   DNS_SERVERS: z
@@ -109,7 +109,7 @@ const envSchema = z.object({
         .filter(Boolean),
     )
     .optional(),
-  // ---- SMTP probing (README "SMTP probing") ----
+  // ---- SMTP probing (docs/outreach.md "SMTP probing") ----
   /** Validation asks the domain's mail exchanger about each address (RCPT TO, never DATA). */
   SMTP_PROBE: bool.default(false),
   /** The envelope sender of probes (`MAIL FROM`); required when SMTP_PROBE is on. */
@@ -128,7 +128,7 @@ const envSchema = z.object({
   /** Probe connections to one domain at once, per process. */
   SMTP_PROBE_PER_DOMAIN: z.coerce.number().int().min(1).max(20).default(2),
   // ---- end of SMTP probing ----
-  // ---- Outreach (README "Outreach") ----
+  // ---- Outreach (docs/outreach.md "Outreach") ----
   /** Outreach mails one worker process sends at once (over every mailbox; each mailbox is one pooled transport). */
   OUTREACH_SEND_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
   /**
@@ -149,7 +149,7 @@ const envSchema = z.object({
   // ---- end of outreach ----
   /** Run pg-boss workers inside the API process (default). `false` makes an API-only process. */
   RUN_WORKERS: bool.default(true),
-  // ---- Outbound webhooks (README, Webhooks) ----
+  // ---- Outbound webhooks (docs/webhooks-and-credits.md, Webhooks) ----
   /** Webhook deliveries one worker process sends at once. */
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32),
   /** A delivery attempt with no complete answer by then fails (and is retried). */
@@ -159,9 +159,9 @@ const envSchema = z.object({
   // ---- end of outbound webhooks ----
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_URL: z.url().optional(),
-  // ---- Credits and payments (README "Credits") ----
+  // ---- Credits and payments (docs/webhooks-and-credits.md "Credits") ----
   /**
-   * Metering (README "Credits"). Unset: on exactly when payments are configured (STRIPE_SECRET_KEY), since
+   * Metering (docs/webhooks-and-credits.md "Credits"). Unset: on exactly when payments are configured (STRIPE_SECRET_KEY), since
    * without them nobody can buy credits and metering would only lock users out.
    */
   CREDITS_ENABLED: bool.optional(),

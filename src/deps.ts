@@ -25,7 +25,7 @@ export interface AppDeps {
   ai: AiService;
   /** Web search for source discovery (Brave Search API format). */
   search: SearchProvider;
-  /** Metering: assert, spend and adjust credits inside the caller's transaction (README "Credits"). */
+  /** Metering: assert, spend and adjust credits inside the caller's transaction (docs/webhooks-and-credits.md "Credits"). */
   credits: Credits;
 }
 

@@ -1,5 +1,5 @@
 /**
- * A start-up fast path for Node's ESM resolver (README "Start-up"). Node 24 reads the nearest package.json again
+ * A start-up fast path for Node's ESM resolver (docs/scaling-out.md "Start-up"). Node 24 reads the nearest package.json again
  * for every module it resolves, and parses its whole `exports` map each time (nodejs/node#58126): drizzle-orm's
  * is 179 KB, so its 112 modules cost over a second and most of the start's garbage collection. For a relative
  * `.js` import made by a module inside node_modules, the answer is simple (the URL next to the importer; ESM when

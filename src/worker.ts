@@ -1,7 +1,7 @@
 import module from 'node:module';
 import { installResolutionFastPath } from './module-resolution.ts';
 
-// Compiled code is cached between starts, and resolution takes a fast path (README "Start-up"); both are set up
+// Compiled code is cached between starts, and resolution takes a fast path (docs/scaling-out.md "Start-up"); both are set up
 // before the runtime is imported, so they apply to it.
 module.enableCompileCache?.();
 installResolutionFastPath();

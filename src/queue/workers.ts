@@ -49,13 +49,13 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
     await analytics.compactLeadStats();
   });
   // One run at a time per process (a run sends batch after batch until nothing is due); other processes claim
-  // other enrollments (README "Outreach", Sequencer).
+  // other enrollments (docs/outreach.md "Outreach", Sequencer).
   const sequencer = createSequencer(deps);
   await boss.work(QUEUES.outreachSend, { batchSize: 100 }, async () => {
     await sequencer.runDue();
   });
   // The schedule's jobs (no data) read the mailboxes whose turn it is; a watcher's job names the mailbox where mail
-  // just arrived, read at once (README "Outreach", Replies and bounces).
+  // just arrived, read at once (docs/outreach.md "Outreach", Replies and bounces).
   const inboxReader = createInboxReader(deps);
   await boss.work<InboxReadJob | null>(QUEUES.outreachInbox, { batchSize: 100 }, async (jobs) => {
     const woken = [...new Set(jobs.flatMap((j) => (j.data?.mailboxId ? [j.data.mailboxId] : [])))];
@@ -146,7 +146,7 @@ export async function registerSchedules(deps: AppDeps): Promise<void> {
   await deps.boss.schedule(QUEUES.accountPurge, '7 * * * *', null, { tz: 'UTC' });
   // Every minute: account rollups catch up with lead changes, so a read after a big import finds them done.
   await deps.boss.schedule(QUEUES.accountRollups, '* * * * *', null, { tz: 'UTC' });
-  // Every minute: the analytics lead counts fold what was appended since (README "Analytics").
+  // Every minute: the analytics lead counts fold what was appended since (docs/qualification.md "Analytics").
   await deps.boss.schedule(QUEUES.leadStats, '* * * * *', null, { tz: 'UTC' });
   // Hourly: each WARMING domain sends its schedule day once (a day is claimed per domain), so a domain started
   // today or a process that was down at midnight still sends today's volume.

@@ -7,7 +7,7 @@ import { AppError, validationError } from './errors.ts';
 import { emitEvent } from './events.ts';
 
 /**
- * Credits in one call from any service, inside the caller's transaction (README "Credits"). Every
+ * Credits in one call from any service, inside the caller's transaction (docs/webhooks-and-credits.md "Credits"). Every
  * change locks the user's balance row, writes the new balance and appends one ledger row; the balance
  * never goes below zero (and a CHECK constraint refuses it should code ever try).
  */
@@ -102,7 +102,7 @@ export const insufficientCredits = (needed: number, balance: number) =>
     `Not enough credits: this needs ${needed}, the balance is ${balance}. Buy more with POST /api/credits/checkout.`,
   );
 
-/** The start-up log line saying whether credits are metered, and why (README "Credits"). */
+/** The start-up log line saying whether credits are metered, and why (docs/webhooks-and-credits.md "Credits"). */
 export function creditsMode(config: Pick<Config, 'CREDITS_ENABLED' | 'STRIPE_SECRET_KEY'>): string {
   const payments = config.STRIPE_SECRET_KEY !== undefined;
   if (config.CREDITS_ENABLED) {

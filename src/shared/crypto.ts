@@ -105,7 +105,7 @@ const keyFiles = new Map<string, string>();
 
 /**
  * SECRET_KEY, or else a random key kept in `DATA_DIR/secret.key` (made on first use, mode 0600): enough for
- * one machine; processes on several machines must share one SECRET_KEY (README, Configuration).
+ * one machine; processes on several machines must share one SECRET_KEY (docs/configuration.md, Configuration).
  */
 export function secretKeyMaterial(config: { SECRET_KEY?: string; dataDir: string }): string {
   if (config.SECRET_KEY) return config.SECRET_KEY;

@@ -17,7 +17,7 @@ const fieldOf = (context: string | undefined, path: string) => {
   return field || context || 'body';
 };
 
-/** Maps every failure to the error envelope (README, Errors); bad input is always a 400, never a 500. */
+/** Maps every failure to the error envelope (docs/api.md, Errors); bad input is always a 400, never a 500. */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | AppError | ZodError, request, reply) => {
     if (err instanceof AppError) {

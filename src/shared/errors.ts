@@ -74,6 +74,6 @@ export const notFound = (what: string, field?: string) =>
 export const validationError = (field: string, message: string) =>
   new AppError('VALIDATION_ERROR', `${field}: ${message}`, { details: [{ field, message }] });
 
-/** A suspended user's key or login (README "Admin"). */
+/** A suspended user's key or login (docs/operations.md "Admin"). */
 export const accountSuspended = () =>
   new AppError('ACCOUNT_SUSPENDED', 'This account is suspended; contact the operator of this service');

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { EVENT_TYPES, type EventType } from './events.ts';
 
 /**
- * The `data` of each event type, as receivers get it in `{ type, timestamp, data }` (README, Webhooks). The
+ * The `data` of each event type, as receivers get it in `{ type, timestamp, data }` (docs/webhooks-and-credits.md, Webhooks). The
  * OpenAPI document lists them under `webhooks`; sections that emit an event later may add fields.
  */
 const id = z.uuid();

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AppError } from './errors.ts';
 
-/** `{ success: true, data }`: the envelope of every successful answer (README, API conventions). */
+/** `{ success: true, data }`: the envelope of every successful answer (docs/api.md, API conventions). */
 export const envelope = <T extends z.ZodType>(data: T) => z.object({ success: z.literal(true), data });
 
 export const successOnly = z

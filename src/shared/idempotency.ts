@@ -20,7 +20,7 @@ declare module 'fastify' {
 }
 
 /**
- * `Idempotency-Key` on authenticated writes (README, API conventions): the first answer is stored and replayed
+ * `Idempotency-Key` on authenticated writes (docs/api.md, API conventions): the first answer is stored and replayed
  * for a retry with the same key and the same request; the same key with another request is a 409.
  * Server errors are not stored, so a retry after one runs again.
  */

@@ -20,7 +20,7 @@ export interface Mailer {
  * to DATA_DIR/outbox/ (and logged without its body), so a fresh install needs no mail server.
  */
 export function createMailer(options: { smtpUrl?: string; from: string; dataDir: string; logger?: Logger }): Mailer {
-  // nodemailer is loaded with the first message, not at every start (README "Start-up").
+  // nodemailer is loaded with the first message, not at every start (docs/scaling-out.md "Start-up").
   let transport: Promise<Transporter> | undefined;
   const transportOf = (settings: string | object) =>
     (transport ??= import('nodemailer')

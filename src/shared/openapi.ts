@@ -322,7 +322,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Pick<Config,
         version: '0.1.0',
         description:
           'Self-hostable lead scraping and outreach. Every answer is the envelope `{success, data | error}`; ' +
-          'errors carry `error.code` (see the Errors table of the README) and, for bad input, ' +
+          'errors carry `error.code` (see the Errors table of docs/api.md) and, for bad input, ' +
           '`error.details[] {field, message}`.',
         license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },

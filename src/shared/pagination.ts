@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { validationError } from './errors.ts';
 import { isUuid } from './ids.ts';
 
-/** Cursor pagination (README, API conventions): `limit` + opaque `cursor` → `nextCursor` (null at the end). */
+/** Cursor pagination (docs/api.md, API conventions): `limit` + opaque `cursor` → `nextCursor` (null at the end). */
 export const paginationQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(50),
   cursor: z.string().max(200).optional(),

@@ -10,7 +10,7 @@ import { z } from 'zod';
  */
 export const responseSerializerCompiler: FastifySerializerCompiler<z.ZodType> = ({ schema }) => {
   // Compiled by the first response that uses it: a start does not compile the serializers of some 200 routes and
-  // their error statuses, most of which a process never answers (README "Start-up").
+  // their error statuses, most of which a process never answers (docs/scaling-out.md "Start-up").
   let serialize: ((data: unknown) => string) | undefined;
   const compiled = () => {
     if (!serialize) {

@@ -134,7 +134,7 @@ function v6Reason(addr: ipaddr.IPv6): string | undefined {
 }
 
 /**
- * Why `ip` is not a public address, or undefined when it is: the one SSRF classification (README "Scraping",
+ * Why `ip` is not a public address, or undefined when it is: the one SSRF classification (docs/scraping.md "Scraping",
  * ALLOW_PRIVATE_NETWORK).
  * It judges what the address reaches: IPv6 forms that carry an IPv4 address (mapped, compatible, translated, NAT64,
  * 6to4, Teredo) by that address, and everything that is not global unicast is refused.

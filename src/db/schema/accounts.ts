@@ -4,7 +4,7 @@ import { createdAt, idColumn, tsColumn, updatedAt } from './columns.ts';
 import { users } from './users.ts';
 
 /**
- * Accounts are the caller's leads grouped by `leads.account_key` (see the README's Accounts section);
+ * Accounts are the caller's leads grouped by `leads.account_key` (see the docs/qualification.md, Accounts);
  * what a user writes about one is stored here, beside the grouping.
  */
 export const accountMetadata = pgTable(

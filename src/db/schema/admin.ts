@@ -3,7 +3,7 @@ import { createdAt, idColumn } from './columns.ts';
 import { users } from './users.ts';
 
 /**
- * Every change an admin makes to a user (README "Admin"): who, to whom, the changed fields before and
+ * Every change an admin makes to a user (docs/operations.md "Admin"): who, to whom, the changed fields before and
  * after, and when; written in the transaction of the change. The ids are cleared, not the rows, when
  * either user is erased.
  */

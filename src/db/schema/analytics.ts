@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { boolean, date, index, integer, pgTable, text, uuid } from 'drizzle-orm/pg-core';
 import { users } from './users.ts';
 
-/** What a row of `lead_stat_deltas` counts (README "Analytics"). */
+/** What a row of `lead_stat_deltas` counts (docs/qualification.md "Analytics"). */
 export const leadStatKinds = ['status', 'validation', 'email', 'validated'] as const;
 export type LeadStatKind = (typeof leadStatKinds)[number];
 

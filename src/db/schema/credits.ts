@@ -20,7 +20,7 @@ export const creditBalances = pgTable(
 );
 
 /**
- * The append-only ledger (README "Credits"): every change of a balance, with the balance after it.
+ * The append-only ledger (docs/webhooks-and-credits.md "Credits"): every change of a balance, with the balance after it.
  * Rows are never updated (a trigger refuses it); they go only with their user.
  */
 export const creditTransactions = pgTable(

@@ -7,7 +7,7 @@ import { users } from './users.ts';
 export const bounceTypes = ['hard', 'soft', 'block'] as const;
 export type BounceType = (typeof bounceTypes)[number];
 
-/** One bounced recipient, from a DSN or a JSON report (README, Email verification). */
+/** One bounced recipient, from a DSN or a JSON report (docs/outreach.md, Email verification). */
 export const emailBounces = pgTable(
   'email_bounces',
   {
@@ -28,7 +28,7 @@ export const emailBounces = pgTable(
     /** The original sender's domain: what a block counts against. */
     senderDomain: text('sender_domain'),
     campaignId: uuid('campaign_id').references(() => campaigns.id, { onDelete: 'set null' }),
-    /** The outreach mail that bounced, when the DSN names one we sent (README "Outreach"). */
+    /** The outreach mail that bounced, when the DSN names one we sent (docs/outreach.md "Outreach"). */
     outreachMessageId: uuid('outreach_message_id').references(() => outreachMessages.id, { onDelete: 'set null' }),
     outreachCampaignId: uuid('outreach_campaign_id').references(() => outreachCampaigns.id, { onDelete: 'set null' }),
     /** `dsn` or `json`. */

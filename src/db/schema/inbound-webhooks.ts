@@ -2,7 +2,7 @@ import { jsonb, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { idColumn, tsColumn } from './columns.ts';
 
 /**
- * Verified inbound webhook events (README "Inbound webhooks"), one per provider event id: a delivery
+ * Verified inbound webhook events (docs/webhooks-and-credits.md "Inbound webhooks"), one per provider event id: a delivery
  * whose id is here already is answered 200 and not processed again.
  */
 export const inboundWebhookEvents = pgTable(

@@ -6,7 +6,7 @@ import { users } from './users.ts';
 import { warmupDomains } from './warmup.ts';
 
 /**
- * Outreach (README "Outreach"): connections to a sending provider, their mailboxes, campaigns with sequences, the
+ * Outreach (docs/outreach.md "Outreach"): connections to a sending provider, their mailboxes, campaigns with sequences, the
  * leads enrolled in them and every message sent or received. `smtp` is the built-in provider (the service schedules,
  * sends over SMTP and reads replies over IMAP); `instantly` and `smartlead` are platforms reached over their APIs.
  */
@@ -81,7 +81,7 @@ export const outreachMailboxes = pgTable(
 export const outreachCampaignStatuses = ['DRAFT', 'ACTIVE', 'PAUSED', 'COMPLETED'] as const;
 export type OutreachCampaignStatus = (typeof outreachCampaignStatuses)[number];
 
-/** One step of a sequence: templates (README "Outreach", Templates) and the days to wait after the previous step. */
+/** One step of a sequence: templates (docs/outreach.md "Outreach", Templates) and the days to wait after the previous step. */
 export interface OutreachStep {
   subject: string;
   body: string;
@@ -172,7 +172,7 @@ export const outreachEnrollments = pgTable(
 export const messageDirections = ['outbound', 'inbound'] as const;
 /**
  * Outbound: PENDING (the intent, stored before the SMTP transaction), SENT, FAILED (refused; not sent),
- * UNCONFIRMED (a worker died between intent and answer: never sent again, README "Outreach", Exactly once).
+ * UNCONFIRMED (a worker died between intent and answer: never sent again, docs/outreach.md "Outreach", Exactly once).
  * Inbound: RECEIVED.
  */
 export const messageStatuses = ['PENDING', 'SENT', 'FAILED', 'UNCONFIRMED', 'RECEIVED'] as const;
@@ -254,7 +254,7 @@ export const outreachUnsubscribes = pgTable(
 );
 
 /**
- * Who runs the built-in sequencer now (README "Outreach", Sequencer): one process at a time over the whole
+ * Who runs the built-in sequencer now (docs/outreach.md "Outreach", Sequencer): one process at a time over the whole
  * deployment, so each mailbox's daily limit, its gaps and each user's credit allowance, counted in that process,
  * hold however many workers there are. A lease, renewed while the run lasts: a process that dies loses it after
  * OUTREACH_SEND_LEASE_SECONDS.

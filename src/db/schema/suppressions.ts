@@ -4,7 +4,7 @@ import { users } from './users.ts';
 
 export const suppressionTypes = ['email', 'domain'] as const;
 export type SuppressionType = (typeof suppressionTypes)[number];
-/** Who added an entry: the user, or the event that suppresses by itself (README, Suppressions). */
+/** Who added an entry: the user, or the event that suppresses by itself (docs/outreach.md, Suppressions). */
 export const suppressionSources = ['manual', 'hard_bounce', 'complaint', 'unsubscribe'] as const;
 export type SuppressionSource = (typeof suppressionSources)[number];
 
@@ -20,7 +20,7 @@ export const suppressions = pgTable(
       .notNull()
       .references(() => users.id, { onDelete: 'cascade' }),
     type: text('type', { enum: suppressionTypes }).notNull(),
-    /** Normalized: trimmed, lower-cased, the domain in punycode (README, Suppressions). */
+    /** Normalized: trimmed, lower-cased, the domain in punycode (docs/outreach.md, Suppressions). */
     value: text('value').notNull(),
     reason: text('reason'),
     source: text('source', { enum: suppressionSources }).notNull().default('manual'),

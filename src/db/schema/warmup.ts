@@ -2,7 +2,7 @@ import { doublePrecision, index, integer, pgTable, text, uniqueIndex, uuid } fro
 import { createdAt, idColumn, tsColumn, updatedAt } from './columns.ts';
 import { users } from './users.ts';
 
-/** README "Warmup domains": the states and the moves between them. */
+/** docs/outreach.md "Warmup domains": the states and the moves between them. */
 export const warmupStatuses = ['DRAFT', 'WARMING', 'PAUSED', 'AUTO_PAUSED', 'COMPLETED'] as const;
 export type WarmupStatus = (typeof warmupStatuses)[number];
 

@@ -3,7 +3,7 @@ import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from
 import { createdAt, idColumn, tsColumn, updatedAt } from './columns.ts';
 import { users } from './users.ts';
 
-/** An outbound webhook endpoint (README, Webhooks): where events of the chosen types are delivered. */
+/** An outbound webhook endpoint (docs/webhooks-and-credits.md, Webhooks): where events of the chosen types are delivered. */
 export const webhookEndpoints = pgTable(
   'webhook_endpoints',
   {

@@ -8,7 +8,7 @@ import { AppError } from '../../shared/errors.ts';
 import { rateLimitError } from '../../shared/rate-limit.ts';
 import { deletionRepository } from './account-deletion.repository.ts';
 
-/** Limits (README, API conventions): 1 accepted request per day per user; token valid 24 h; 30-day grace period. */
+/** Limits (docs/api.md, API conventions): 1 accepted request per day per user; token valid 24 h; 30-day grace period. */
 export const DELETION_WINDOW_MS = DAY_MS;
 export const DELETION_TOKEN_TTL_MS = DAY_MS;
 export const GRACE_PERIOD_DAYS = 30;

@@ -39,7 +39,7 @@ const inAdminEmails = (column: SQL, emails: readonly string[]) =>
 /** `%q%` for ILIKE, with the pattern characters of `q` taken literally (backslash is LIKE's escape). */
 const containing = (q: string) => `%${q.replace(/[\\%_]/g, '\\$&')}%`;
 
-/** The admin module writes only the audit table; the figures are reads (README "Admin"). */
+/** The admin module writes only the audit table; the figures are reads (docs/operations.md "Admin"). */
 export function adminRepository(db: Db | Tx) {
   return {
     async insertAudit(values: typeof adminAuditEvents.$inferInsert): Promise<AdminAuditRow> {
@@ -84,7 +84,7 @@ export function adminRepository(db: Db | Tx) {
       );
     },
 
-    /** Platform figures: users, jobs by state, pg-boss queue depth, credits (README "Admin"). */
+    /** Platform figures: users, jobs by state, pg-boss queue depth, credits (docs/operations.md "Admin"). */
     async stats(adminEmails: readonly string[], dayAgo: Date, weekAgo: Date, monthAgo: Date) {
       const [u] = await queryRows<Record<string, number>>(
         db,

@@ -28,7 +28,7 @@ const auditView = (row: AdminAuditRow) => ({
 export type AdminService = ReturnType<typeof createAdminService>;
 
 /**
- * Platform management for admins (README "Admin"): the users whose email is in ADMIN_EMAILS, and those
+ * Platform management for admins (docs/operations.md "Admin"): the users whose email is in ADMIN_EMAILS, and those
  * with role `admin`. Every change to a user is audited in the transaction that makes it.
  */
 export function createAdminService(deps: Pick<AppDeps, 'db' | 'clock' | 'config' | 'credits' | 'apiKeys' | 'logger'>) {

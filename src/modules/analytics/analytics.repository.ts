@@ -8,7 +8,7 @@ export interface DayWindow {
   to?: string;
 }
 
-/** Funnel stages: a lead counts in every stage up to the one its current status is in (README "Analytics"). */
+/** Funnel stages: a lead counts in every stage up to the one its current status is in (docs/qualification.md "Analytics"). */
 export const FUNNEL = {
   contacted: ['CONTACTED', 'REPLIED', 'QUALIFIED', 'DISQUALIFIED', 'CONVERTED', 'UNSUBSCRIBED'],
   replied: ['REPLIED', 'QUALIFIED', 'DISQUALIFIED', 'CONVERTED'],

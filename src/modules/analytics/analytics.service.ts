@@ -5,7 +5,7 @@ import { analyticsRepository, type DayWindow } from './analytics.repository.ts';
 import { type BurnQuery, MAX_SERIES_DAYS, type SourcesQuery, type WindowQuery } from './analytics.schemas.ts';
 import { leadStatsRepository } from './lead-stats.repository.ts';
 
-/** Days of `recentActivity` (README "Analytics"). */
+/** Days of `recentActivity` (docs/qualification.md "Analytics"). */
 export const ACTIVITY_DAYS = 30;
 /** Default windows: the capacity's recent runs, the burn rate's usage. */
 export const THROUGHPUT_DAYS = 7;
@@ -18,7 +18,7 @@ const daysBetween = (from: string, to: string) => Math.round((Date.parse(to) - D
 
 export type AnalyticsService = ReturnType<typeof createAnalyticsService>;
 
-/** Figures over the caller's own data; every one of them is computed by the database (README "Analytics"). */
+/** Figures over the caller's own data; every one of them is computed by the database (docs/qualification.md "Analytics"). */
 export function createAnalyticsService(deps: Pick<AppDeps, 'db' | 'clock' | 'credits' | 'logger'>) {
   const repo = analyticsRepository(deps.db);
   const stats = leadStatsRepository(deps.db);

@@ -4,7 +4,7 @@ import { leadStatDeltas } from '../../db/schema/index.ts';
 import { int } from './analytics.repository.ts';
 
 /**
- * The upkeep of the lead counts (`lead_stat_deltas`, README "Analytics") and the totals other sections
+ * The upkeep of the lead counts (`lead_stat_deltas`, docs/qualification.md "Analytics") and the totals other sections
  * read from them; the triggers of migration 0005 append, this folds.
  */
 export function leadStatsRepository(db: Db | Tx) {

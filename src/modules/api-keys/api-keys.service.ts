@@ -109,7 +109,7 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
       const { identity } = entry;
       if (identity.revokedAt) return undefined;
       if (identity.expiresAt && identity.expiresAt.getTime() <= now) return undefined;
-      // A live key of a suspended user (README "Admin"): refused, and told why.
+      // A live key of a suspended user (docs/operations.md "Admin"): refused, and told why.
       if (identity.userStatus !== 'active') throw accountSuspended();
       if (now - entry.touchedAt >= 60_000) {
         // lastUsedAt is written at most once a minute per process, off the request's path.

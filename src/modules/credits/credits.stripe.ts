@@ -4,7 +4,7 @@ import { AppError } from '../../shared/errors.ts';
 
 /**
  * The `stripe` package, loaded on first use: its hundreds of modules would add about a second to every
- * start (README "Running"), and most installs never take a payment.
+ * start (docs/configuration.md "Running"), and most installs never take a payment.
  */
 let stripeModule: typeof Stripe | undefined;
 export async function loadStripe(): Promise<typeof Stripe> {

@@ -10,7 +10,7 @@ import { buildExportFile } from './data-export.builder.ts';
 import { dataExportRepository } from './data-export.repository.ts';
 import { type ExportFormat, toExportView } from './data-export.schemas.ts';
 
-/** Limits (README, API conventions): 3 accepted export requests per rolling week per user; files kept 7 days. */
+/** Limits (docs/api.md, API conventions): 3 accepted export requests per rolling week per user; files kept 7 days. */
 export const EXPORT_LIMIT = 3;
 export const EXPORT_WINDOW_MS = 7 * DAY_MS;
 export const EXPORT_DOWNLOAD_MS = 7 * DAY_MS;
@@ -77,7 +77,7 @@ export function createDataExportService(deps: Pick<AppDeps, 'db' | 'clock' | 'bo
         const file = await buildExportFile(deps.db, meta.userId, meta.format, deps.clock.now());
         const completedAt = deps.clock.now();
         const expiry = new Date(completedAt.getTime() + EXPORT_DOWNLOAD_MS);
-        // The file and its `export.completed` event (README, Webhooks) commit together.
+        // The file and its `export.completed` event (docs/webhooks-and-credits.md, Webhooks) commit together.
         await deps.db.transaction(async (tx) => {
           await dataExportRepository(tx).complete(meta.id, file, completedAt, expiry);
           await emitEvent(tx, meta.userId, 'export.completed', {

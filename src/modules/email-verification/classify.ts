@@ -24,7 +24,7 @@ export function parseEnhancedStatus(status: string): [number, number, number] | 
 }
 
 /**
- * Hard, soft or block (README, Email verification):
+ * Hard, soft or block (docs/outreach.md, Email verification):
  * - 4.x.x: soft (the server may take it later);
  * - 5.7.x, or any 5.x.x whose diagnostic names spam/policy/reputation: block (the sender, not the address);
  * - 5.1.7 and 5.1.8 (the sender's address is bad or refused): block;

@@ -50,7 +50,7 @@ const senderDomainOf = (sender: string | null | undefined): string | null => {
 
 /**
  * Which of `emails` hard-bounced for this user before (normalized addresses): for validation to answer
- * `hard_bounced` (README, Email verification). One query for the batch.
+ * `hard_bounced` (docs/outreach.md, Email verification). One query for the batch.
  */
 export async function hardBouncedOf(db: Db | Tx, userId: string, emails: readonly string[]): Promise<Set<string>> {
   const addresses = [...new Set(emails.map((e) => normalizeEmail(e)).filter((e): e is string => !!e))];
@@ -94,7 +94,7 @@ export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock
     );
     const hard = [...new Set(fresh.filter((b) => b.type === 'hard').map((b) => b.email))];
     const marked = await markLeadsHardBounced(tx, userId, hard, now);
-    // A hard-bounced address gets no more outreach mail (README "Outreach": its sequences stop as BOUNCED).
+    // A hard-bounced address gets no more outreach mail (docs/outreach.md "Outreach": its sequences stop as BOUNCED).
     await stopEnrollmentsOf(tx, userId, hard, 'BOUNCED', now);
     if (hard.length) {
       await suppress(
@@ -145,7 +145,7 @@ export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock
 
   return {
     /**
-     * A bounce a connected outreach platform reported (README "Outreach", Platforms), in the caller's transaction.
+     * A bounce a connected outreach platform reported (docs/outreach.md "Outreach", Platforms), in the caller's transaction.
      * The platform gives no RFC 3463 code: a platform stops mailing an address that bounced, so it is recorded as
      * `5.1.0` (other address status: a hard bounce) with the platform named in the diagnostic.
      */
@@ -265,7 +265,7 @@ export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock
 
     /**
      * Bounces newest first, and the breakdowns over every bounce matching the filters. Rates are bounces ÷ the
-     * outreach mails sent in the same window (README, Email verification): to the recipient domain, or in the
+     * outreach mails sent in the same window (docs/outreach.md, Email verification): to the recipient domain, or in the
      * outreach campaign; null where nothing was sent (and for deal campaigns, which send nothing).
      */
     async list(userId: string, query: ListBouncesQuery) {

@@ -10,7 +10,7 @@ import { emailVerificationRepository } from './email-verification.repository.ts'
 import type { TrapCheckBody, TrapReason } from './email-verification.schemas.ts';
 
 /**
- * The spam-trap score (README, Email verification; OpenAPI of the check): each reason adds its weight,
+ * The spam-trap score (docs/outreach.md, Email verification; OpenAPI of the check): each reason adds its weight,
  * the sum is capped at 100, and the risk is `high` from 60, `medium` from 30, `low` above 0, else `none`.
  */
 export const TRAP_WEIGHTS: Record<TrapReason, number> = {

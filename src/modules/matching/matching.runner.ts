@@ -196,7 +196,7 @@ export function createMatchingRunner(
         await repo.deleteStaleResults(rule.id, scope);
         const end = deps.clock.now();
         // Profiles added mid-run were evaluated too: the total is at least what was processed.
-        // The run's end and its `matching.run.completed` event (README, Webhooks) commit together.
+        // The run's end and its `matching.run.completed` event (docs/webhooks-and-credits.md, Webhooks) commit together.
         await deps.db.transaction(async (tx) => {
           const txRepo = matchingRepository(tx);
           const completed = await txRepo.updateLeasedRun(lease, {

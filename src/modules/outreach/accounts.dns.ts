@@ -2,7 +2,7 @@ import { domainOf } from '../suppressions/suppressions.normalize.ts';
 import { checkDkim, checkSpf, dnsResolverOf } from '../warmup/warmup.dns.ts';
 
 /**
- * DNS vitals of a sending mailbox's domain (README "Outreach", Accounts), read through DNS_SERVERS: MX (the
+ * DNS vitals of a sending mailbox's domain (docs/outreach.md "Outreach", Accounts), read through DNS_SERVERS: MX (the
  * domain receives mail, so bounces and replies come back), SPF (authorizes the mailbox's SMTP host), DKIM (a key
  * under the given selector or a common one), DMARC (a policy record).
  */

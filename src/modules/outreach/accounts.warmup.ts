@@ -18,7 +18,7 @@ export interface AccountWarmup {
 }
 
 /**
- * Warmup of an `smtp` mailbox (README "Outreach", Accounts) is the mailbox's domain in Warmup domains, sending
+ * Warmup of an `smtp` mailbox (docs/outreach.md "Outreach", Accounts) is the mailbox's domain in Warmup domains, sending
  * through this mailbox: enabling creates and starts it (SPF and DKIM checked: 400 DNS_NOT_READY), or resumes it;
  * disabling pauses it. The warmup module keeps the schedule and the states.
  */
@@ -35,7 +35,7 @@ export function createAccountWarmupService(deps: Deps) {
   });
   const none: AccountWarmup = { enabled: false, warmupDomain: null, platform: null };
 
-  /** A platform's account: the platform warms it (README "Outreach", Platforms); undefined for `smtp`. */
+  /** A platform's account: the platform warms it (docs/outreach.md "Outreach", Platforms); undefined for `smtp`. */
   async function platformOf(mailbox: MailboxRow) {
     const connection = (await repo.find(mailbox.userId, mailbox.connectionId))!;
     if (!isPlatform(connection.provider)) return undefined;

@@ -12,7 +12,7 @@ interface FigureRow {
 }
 
 /**
- * A campaign's figures in SQL (README "Outreach", Analytics), grouped by `groupBy` (the sequence step, the mailbox,
+ * A campaign's figures in SQL (docs/outreach.md "Outreach", Analytics), grouped by `groupBy` (the sequence step, the mailbox,
  * or nothing): sent (outbound mails the server accepted), unconfirmed (their answer was lost: they may not have
  * arrived), opened (first open seen), replied (leads that
  * answered, auto-replies not counted), bounced (bounces traced to one of its mails), unsubscribed (through its

@@ -6,7 +6,7 @@ import { type EnrollmentStatus, outreachCampaigns, outreachEnrollments } from '.
 export type CampaignRow = typeof outreachCampaigns.$inferSelect;
 export type EnrollmentRow = typeof outreachEnrollments.$inferSelect;
 
-/** Outreach campaigns and the leads enrolled in them (README "Outreach"). */
+/** Outreach campaigns and the leads enrolled in them (docs/outreach.md "Outreach"). */
 export function campaignsRepository(db: Db | Tx) {
   return {
     async insert(values: typeof outreachCampaigns.$inferInsert): Promise<CampaignRow> {

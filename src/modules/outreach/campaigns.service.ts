@@ -27,7 +27,7 @@ type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'boss'>;
 
 const ratio = (part: number, whole: number) => (whole ? part / whole : null);
 
-/** Outreach campaigns (README "Outreach"): sequences, states, enrollment gates and figures. */
+/** Outreach campaigns (docs/outreach.md "Outreach"): sequences, states, enrollment gates and figures. */
 export function createCampaignService(deps: Deps) {
   const repo = campaignsRepository(deps.db);
   const connections = connectionsRepository(deps.db);
@@ -58,7 +58,7 @@ export function createCampaignService(deps: Deps) {
   const owned = (userId: string, id: string) => findOwned(id, 'Campaign', (key) => repo.find(userId, key));
 
   /**
-   * A platform campaign is created on the platform first (README "Outreach", Platforms): its steps read each lead's
+   * A platform campaign is created on the platform first (docs/outreach.md "Outreach", Platforms): its steps read each lead's
    * rendered mails, its schedule, limits and senders are this campaign's. Smartlead's webhooks belong to campaigns,
    * so they are registered here (with PUBLIC_URL set).
    */
@@ -133,7 +133,7 @@ export function createCampaignService(deps: Deps) {
   const connectionOf = async (campaign: CampaignRow) =>
     (await connections.find(campaign.userId, campaign.connectionId))!;
 
-  /** Wakes the sequencer (README "Outreach": sends start within seconds, not at the next minute). */
+  /** Wakes the sequencer (docs/outreach.md "Outreach": sends start within seconds, not at the next minute). */
   const wake = () => deps.boss.send(QUEUES.outreachSend, {}, { singletonKey: 'wake', singletonSeconds: 1 });
 
   return {
@@ -225,7 +225,7 @@ export function createCampaignService(deps: Deps) {
     },
 
     /**
-     * Enrolls up to 1000 leads behind the gates (README "Outreach", Enrollment), each lead left out counted by
+     * Enrolls up to 1000 leads behind the gates (docs/outreach.md "Outreach", Enrollment), each lead left out counted by
      * reason: not the caller's, listed twice or already enrolled, suppressed (address or domain), no usable
      * email (none, invalid, or validated invalid), never validated, unsubscribed, or empty where a template needs
      * a value without a fallback. The rest are enrolled in one statement, their first step due at once.

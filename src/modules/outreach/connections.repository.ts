@@ -6,7 +6,7 @@ import { outreachConnections, outreachMailboxes } from '../../db/schema/index.ts
 export type ConnectionRow = typeof outreachConnections.$inferSelect;
 export type MailboxRow = typeof outreachMailboxes.$inferSelect;
 
-/** Connections and their mailboxes (README "Outreach"). */
+/** Connections and their mailboxes (docs/outreach.md "Outreach"). */
 export function connectionsRepository(db: Db | Tx) {
   return {
     async insert(

@@ -86,7 +86,7 @@ export function toMailboxView(row: MailboxRow, provider: ConnectionRow['provider
   };
 }
 
-/** Outreach connections and their mailboxes (README "Outreach"): verified on create, credentials sealed. */
+/** Outreach connections and their mailboxes (docs/outreach.md "Outreach"): verified on create, credentials sealed. */
 export function createConnectionService(deps: Deps) {
   const repo = connectionsRepository(deps.db);
   const box = createSecretBox(secretKeyMaterial(deps.config));
@@ -115,7 +115,7 @@ export function createConnectionService(deps: Deps) {
   const owned = (userId: string, id: string) => findOwned(id, 'Connection', (key) => repo.find(userId, key));
 
   /**
-   * A platform (README "Outreach", Platforms): its auth check and its sending accounts are read before anything is
+   * A platform (docs/outreach.md "Outreach", Platforms): its auth check and its sending accounts are read before anything is
    * stored; with PUBLIC_URL set, its webhooks are pointed at this connection's inbound address (Smartlead's belong to
    * campaigns: registered as each campaign is created). The address, which carries a secret, is shown once.
    */

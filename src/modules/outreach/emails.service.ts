@@ -51,14 +51,14 @@ const mailServerRefused = (err: unknown) => {
   });
 };
 
-/** One-off mails and the inbox (README "Outreach", Emails). */
+/** One-off mails and the inbox (docs/outreach.md "Outreach", Emails). */
 export function createEmailService(deps: Deps) {
   const box = createSecretBox(secretKeyMaterial(deps.config));
   const connections = connectionsRepository(deps.db);
   const campaigns = campaignsRepository(deps.db);
 
   /**
-   * A platform sends only within its own threads (README "Outreach", Platforms): a mail there is a reply to a mail
+   * A platform sends only within its own threads (docs/outreach.md "Outreach", Platforms): a mail there is a reply to a mail
    * the platform reported, through its API; it is recorded once the platform took it, and metered.
    */
   async function replyThroughPlatform(

@@ -4,7 +4,7 @@ import { type EnrollmentStatus, outreachEnrollments } from '../../db/schema/inde
 
 /**
  * Stops every active sequence of these addresses (normalized) in the caller's transaction: what a hard bounce
- * (BOUNCED) asks of outreach, wherever the bounce was reported (README "Outreach"). Answers the leads concerned.
+ * (BOUNCED) asks of outreach, wherever the bounce was reported (docs/outreach.md "Outreach"). Answers the leads concerned.
  */
 export async function stopEnrollmentsOf(
   tx: Db | Tx,

@@ -1,5 +1,5 @@
 /**
- * What a mail in an outreach mailbox's inbox is (README "Outreach", Replies and bounces): a delivery status
+ * What a mail in an outreach mailbox's inbox is (docs/outreach.md "Outreach", Replies and bounces): a delivery status
  * notification (RFC 3464), an automatic reply (RFC 3834 and the common out-of-office markers), or a reply.
  */
 export type InboundKind = 'bounce' | 'auto_reply' | 'reply';

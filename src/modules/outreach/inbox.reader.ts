@@ -31,7 +31,7 @@ const emptyRun = (): InboxRun => ({
 });
 
 /**
- * Reads each outreach mailbox's INBOX over IMAP (README "Outreach", Replies and bounces): the messages after the
+ * Reads each outreach mailbox's INBOX over IMAP (docs/outreach.md "Outreach", Replies and bounces): the messages after the
  * last UID processed, in batches, the position saved after each batch (a new UIDVALIDITY starts over; what was
  * stored before is recognised by its Message-ID). A mailbox is read by one process at a time and at most every
  * OUTREACH_IMAP_INTERVAL_SECONDS: the read is claimed by moving its `imap_checked_at` first.

@@ -20,7 +20,7 @@ const MAX_BODY = 100_000;
 export type InboundOutcome = 'reply' | 'auto_reply' | 'bounce' | 'duplicate' | 'unmatched' | 'unreadable';
 
 /**
- * What a mail read from an outreach mailbox does (README "Outreach", Replies and bounces): a DSN goes to the bounce
+ * What a mail read from an outreach mailbox does (docs/outreach.md "Outreach", Replies and bounces): a DSN goes to the bounce
  * classifier (a hard bounce marks the lead INVALID, suppresses the address and stops its sequences); a reply to one
  * of our mails is stored in its thread, stops the lead's sequence (campaigns with stop-on-reply), makes the lead
  * REPLIED and emits `email.replied`; an automatic reply is stored and stops nothing. Anything else is left alone.

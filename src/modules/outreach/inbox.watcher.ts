@@ -23,7 +23,7 @@ interface Watch {
 }
 
 /**
- * IMAP IDLE for outreach mailboxes (README "Outreach", Replies and bounces): each worker process keeps one
+ * IMAP IDLE for outreach mailboxes (docs/outreach.md "Outreach", Replies and bounces): each worker process keeps one
  * connection per mailbox with INBOX selected, and imapflow keeps IDLE running on it (RFC 2177), or polls with NOOP
  * where the server does not offer IDLE. When the server reports new messages, `onNewMail` asks for that mailbox to be
  * read at once; the scheduled reads (OUTREACH_IMAP_INTERVAL_SECONDS) stay as the safety net for anything missed while

@@ -6,7 +6,7 @@ import { AppError } from '../../shared/errors.ts';
 import { mailboxAddress } from '../warmup/warmup.dns.ts';
 
 /**
- * Connections to a mailbox of the built-in `smtp` provider (README "Outreach"). The URLs are sealed at rest; each
+ * Connections to a mailbox of the built-in `smtp` provider (docs/outreach.md "Outreach"). The URLs are sealed at rest; each
  * connection goes to the address the SSRF guard checked (resolved through DNS_SERVERS), never to a name resolved
  * again later, and is built from explicit fields only (a URL's query would become nodemailer transport options).
  */
@@ -72,7 +72,7 @@ export interface SmtpTransportOptions {
   timeoutMs?: number;
 }
 
-/** A nodemailer transport to the mailbox's SMTP server (loaded on first use, README "Start-up"). */
+/** A nodemailer transport to the mailbox's SMTP server (loaded on first use, docs/scaling-out.md "Start-up"). */
 export async function openSmtpTransport(
   deps: Deps,
   endpoint: MailboxEndpoint,

@@ -44,7 +44,7 @@ const SYSTEM =
   'Plain text, no placeholders, no greeting.';
 
 /**
- * AI personalization (README "Outreach", Personalization): per lead, the model writes a subject and a first line
+ * AI personalization (docs/outreach.md "Outreach", Personalization): per lead, the model writes a subject and a first line
  * from the lead (name, title, company, email domain, custom fields) and its profiles. Stored (unless `dryRun`) as the lead's custom fields
  * `personalizedSubject` and `personalizedFirstLine`, so templates use `{{custom.personalizedFirstLine}}`. The AI
  * layer meters the tokens in credits.

@@ -44,7 +44,7 @@ function timeOf(value: string | null, now: Date): Date {
 }
 
 /**
- * What a platform's webhook event does (README "Outreach", Platforms), in the transaction that stored it: a sent
+ * What a platform's webhook event does (docs/outreach.md "Outreach", Platforms), in the transaction that stored it: a sent
  * mail is recorded and metered in credits (the lead becomes CONTACTED); an open is counted; a reply is stored in the
  * inbox, stops the lead's sequence, makes the lead REPLIED and emits `email.replied`; a bounce goes to the bounce
  * records as a hard bounce (INVALID, suppressed, sequences stopped); an unsubscribe suppresses the address.
@@ -85,7 +85,7 @@ export function createPlatformEventService(deps: Deps) {
   return {
     /**
      * The connection a webhook address names, when its token is this connection's (platforms sign nothing: the
-     * address is the secret, README "Outreach", Platforms); undefined otherwise, alike for an unknown connection.
+     * address is the secret, docs/outreach.md "Outreach", Platforms); undefined otherwise, alike for an unknown connection.
      */
     async connectionFor(provider: string, connectionId: string, token: string): Promise<ConnectionRow | undefined> {
       const id = storedId(connectionId);

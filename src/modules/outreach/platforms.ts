@@ -35,7 +35,7 @@ export function platformFailure(err: unknown, provider: PlatformProvider, field:
 }
 
 /**
- * The inbound webhook address of a platform connection (README "Outreach", Platforms). The platforms sign nothing,
+ * The inbound webhook address of a platform connection (docs/outreach.md "Outreach", Platforms). The platforms sign nothing,
  * so the address carries a token: an HMAC of the connection id under SECRET_KEY, recomputed (never stored) and
  * compared in constant time when an event arrives.
  */

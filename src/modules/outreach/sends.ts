@@ -3,7 +3,7 @@ import { type Db, queryRows, type Tx } from '../../db/client.ts';
 import { outreachCampaigns } from '../../db/schema/index.ts';
 
 /**
- * What outreach tells other modules about the mail it sent (README "Email verification": bounce rates are
+ * What outreach tells other modules about the mail it sent (docs/outreach.md "Email verification": bounce rates are
  * bounces ÷ these sends). A send is an outbound mail the server accepted, or whose answer was lost (UNCONFIRMED).
  */
 interface Window {

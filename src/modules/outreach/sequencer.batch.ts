@@ -7,7 +7,7 @@ import { connectionsRepository, type MailboxRow } from './connections.repository
 import { type DueEnrollment, type MessageRow, sequencerRepository } from './sequencer.repository.ts';
 import { startOfUtcDay } from './sequencer.window.ts';
 
-/** What a sequencer run knows across its batches (README "Outreach", Sequencer). */
+/** What a sequencer run knows across its batches (docs/outreach.md "Outreach", Sequencer). */
 export interface RunState {
   mailboxes: Map<string, MailboxState>;
   /** Mails each user's balance still pays for in the current batch. */

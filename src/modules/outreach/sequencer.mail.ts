@@ -6,7 +6,7 @@ import { isUuid } from '../../shared/ids.ts';
 import { escapeHtml } from '../../shared/text.ts';
 
 /**
- * The mails of outreach (README "Outreach", Mails): a Message-ID recorded for threading, RFC 8058 one-click
+ * The mails of outreach (docs/outreach.md "Outreach", Mails): a Message-ID recorded for threading, RFC 8058 one-click
  * unsubscribe headers and a visible link, optional open tracking. Links are built from PUBLIC_URL.
  */
 export const publicUrlOf = (config: Pick<Config, 'PUBLIC_URL' | 'HOST' | 'PORT'>): string =>
@@ -91,7 +91,7 @@ export function mailOptions(mail: OutgoingMail): SendMailOptions {
   return options;
 }
 
-/** What an SMTP failure means for the mail (README "Outreach", Exactly once). */
+/** What an SMTP failure means for the mail (docs/outreach.md "Outreach", Exactly once). */
 export type SendFailure = 'rejected' | 'retry' | 'unknown';
 
 /** Commands answered before any of the message is handed over: a refusal there is the mailbox's, not the lead's. */

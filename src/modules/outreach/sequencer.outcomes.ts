@@ -12,7 +12,7 @@ import {
 /** Sends whose outcome is written in one transaction. */
 const OUTCOME_CHUNK = 500;
 
-/** What one batch of the sequencer decided (README "Outreach", Sequencer); written after it sends. */
+/** What one batch of the sequencer decided (docs/outreach.md "Outreach", Sequencer); written after it sends. */
 export interface BatchOutcomes {
   /** Mails the server accepted. */
   sent: Array<{ enrollment: DueEnrollment; message: IntentInsert }>;

@@ -12,7 +12,7 @@ function notifier() {
 }
 
 /**
- * A producer and `workers` consumers (README "Outreach", Sequencer: intents are recorded a chunk at a time while the
+ * A producer and `workers` consumers (docs/outreach.md "Outreach", Sequencer: intents are recorded a chunk at a time while the
  * chunk before sends). The producer waits for `room` (fewer than `limit` items handed over and not yet consumed)
  * before it prepares what it then `put`s, so at most `limit` plus one chunk are ever prepared and not done. Resolves
  * when the producer has finished and every item is consumed; the first error of either is thrown then.

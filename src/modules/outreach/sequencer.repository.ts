@@ -42,7 +42,7 @@ export interface EnrollmentMove {
 
 const uuids = (ids: string[]) => `{${ids.join(',')}}`;
 
-/** The sequencer's reads and writes (README "Outreach", Sequencer). */
+/** The sequencer's reads and writes (docs/outreach.md "Outreach", Sequencer). */
 export function sequencerRepository(db: Db | Tx) {
   return {
     /**

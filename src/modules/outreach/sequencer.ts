@@ -64,7 +64,7 @@ interface Planned {
 const randomBetween = (min: number, max: number) => min + Math.floor(Math.random() * (max - min + 1));
 
 /**
- * The built-in sequencer (README "Outreach", Sequencer): sends each enrolled lead's next step when it is due,
+ * The built-in sequencer (docs/outreach.md "Outreach", Sequencer): sends each enrolled lead's next step when it is due,
  * inside the campaign's window, within the mailboxes' daily limits and gaps, rotating mailboxes.
  * Exactly once: the mail is recorded as PENDING (one per enrollment and step, a unique index) and committed
  * before the SMTP transaction; its outcome is written after. A mail whose outcome was lost (the process died, the
@@ -249,7 +249,7 @@ export function createSequencer(deps: Deps) {
     }
 
     /**
-     * Records the intents and charges them in one transaction, before anything is sent (README "Credits"): each
+     * Records the intents and charges them in one transaction, before anything is sent (docs/webhooks-and-credits.md "Credits"): each
      * user's balance row is locked, so one-off mails sent meanwhile and this batch never spend the same credits.
      * What the balance no longer pays for is not recorded (`unpaid`).
      */

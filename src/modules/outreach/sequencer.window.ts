@@ -1,7 +1,7 @@
 import type { SendingWindow } from '../../db/schema/index.ts';
 
 /**
- * Sending windows (README "Outreach", Sequencer): local days (1 = Monday … 7 = Sunday) and hours
+ * Sending windows (docs/outreach.md "Outreach", Sequencer): local days (1 = Monday … 7 = Sunday) and hours
  * [startHour, endHour) in the campaign's time zone.
  */
 const formatters = new Map<string, Intl.DateTimeFormat>();

@@ -1,7 +1,7 @@
 import type { LeadToSend } from '../leads/leads.outreach.ts';
 
 /**
- * Mail templates of outreach sequences (README "Outreach", Templates):
+ * Mail templates of outreach sequences (docs/outreach.md "Outreach", Templates):
  * - `{{firstName}}` a variable; `{{firstName|there}}` with a fallback used when the lead has no value;
  * - `{{custom.key}}` a custom field of the lead (personalization stores `custom.personalizedFirstLine`, …);
  * - `{Hi|Hello|Hey}` spintax: one option at random per mail; options may hold variables and nested spintax;

@@ -20,7 +20,7 @@ const tokenParams = z.object({ token: z.string().max(200) });
 const html = z.string().describe('An HTML page');
 
 /**
- * Public pages behind the links of outreach mail (README "Outreach"): unsubscribe (RFC 8058 one-click POST, and
+ * Public pages behind the links of outreach mail (docs/outreach.md "Outreach"): unsubscribe (RFC 8058 one-click POST, and
  * a page with a button for people: a GET never unsubscribes, since mail scanners follow links) and the
  * open-tracking image.
  */

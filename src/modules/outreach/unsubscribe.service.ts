@@ -33,7 +33,7 @@ export async function unsubscribeAddress(
 }
 
 /**
- * The public links of outreach mail (README "Outreach", Unsubscribe and opens). A token names the sent mail and is
+ * The public links of outreach mail (docs/outreach.md "Outreach", Unsubscribe and opens). A token names the sent mail and is
  * signed, so it cannot be guessed; a token that is not ours is a 404 like any unknown page.
  */
 export function createUnsubscribeService(deps: Deps) {

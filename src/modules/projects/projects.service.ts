@@ -22,7 +22,7 @@ export function createProjectService(deps: Pick<AppDeps, 'db' | 'clock'>) {
   const repo = projectRepository(deps.db);
 
   /**
-   * The caller's project for a write. Another user's project is 403 FORBIDDEN (README, API conventions);
+   * The caller's project for a write. Another user's project is 403 FORBIDDEN (docs/api.md, API conventions);
    * an unknown or malformed id is 404.
    */
   async function ownedForWrite(userId: string, id: string): Promise<ProjectRow> {

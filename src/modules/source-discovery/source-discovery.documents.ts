@@ -3,7 +3,7 @@ import { type OutboundClient, OutboundError, type OutboundResponse } from '../..
 
 /**
  * Text of the documents analyze reads: an uploaded PDF, or a page (HTML, PDF or plain text) fetched by URL. The PDF
- * and HTML parsers are loaded on first use, not at every start (README "Start-up").
+ * and HTML parsers are loaded on first use, not at every start (docs/scaling-out.md "Start-up").
  */
 
 export const MAX_DOCUMENT_BYTES = 10 * 1024 * 1024;

@@ -209,7 +209,7 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       await findOwned(id, 'Source', (key) => repo.deleteWithData(userId, key));
     },
 
-    /** DRAFT or ARCHIVED → ACTIVE; an ACTIVE source is 400 ALREADY_ACTIVE (README, Errors). Starts its schedule. */
+    /** DRAFT or ARCHIVED → ACTIVE; an ACTIVE source is 400 ALREADY_ACTIVE (docs/api.md, Errors). Starts its schedule. */
     async activate(userId: string, id: string): Promise<SourceView> {
       const current = await owned(userId, id);
       if (current.status === 'ACTIVE') throw new AppError('ALREADY_ACTIVE', 'Source is already active');

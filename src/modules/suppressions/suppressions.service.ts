@@ -25,7 +25,7 @@ export const toSuppressionView = (r: SuppressionRow) => ({
 });
 
 /**
- * THE suppression check (README, Suppressions), for validation, exports and sending: which of `emails`
+ * THE suppression check (docs/outreach.md, Suppressions), for validation, exports and sending: which of `emails`
  * are suppressed, and by which entry. An address is matched by its own entry, else by the entry of its
  * domain or the nearest parent domain. One query for the whole batch; addresses are normalized here, and
  * the map is keyed by the normalized address (malformed addresses are never suppressed).

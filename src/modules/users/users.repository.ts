@@ -25,7 +25,7 @@ export function userRepository(db: Db | Tx) {
       const r = rows[0]!;
       return { sources: Number(r.sources), jobs: Number(r.jobs), leads: Number(r.leads) };
     },
-    /** The user, row-locked until the caller's transaction ends (an admin's change, README "Admin"). */
+    /** The user, row-locked until the caller's transaction ends (an admin's change, docs/operations.md "Admin"). */
     async lockById(id: string): Promise<UserRow | undefined> {
       const [row] = await db.select().from(users).where(eq(users.id, id)).for('update');
       return row;

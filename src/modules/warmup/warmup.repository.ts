@@ -40,7 +40,7 @@ export function warmupRepository(db: Db | Tx) {
         .returning({ id: warmupDomains.id });
       return rows.length > 0;
     },
-    /** WARMING domains of users who are not suspended (README "Admin": a suspended user's mail stops). */
+    /** WARMING domains of users who are not suspended (docs/operations.md "Admin": a suspended user's mail stops). */
     warming(): Promise<WarmupDomainRow[]> {
       return db
         .select()

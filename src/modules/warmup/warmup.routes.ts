@@ -14,7 +14,7 @@ import { createWarmupService } from './warmup.service.ts';
 
 const one = envelope(z.object({ warmupDomain: warmupDomainView }));
 
-/** The state table, as the README has it. */
+/** The state table, as docs/outreach.md "Warmup domains" has it. */
 const STATES =
   'States: `DRAFT` → (`start`, SPF and DKIM right) → `WARMING` ⇄ (PATCH `status`) `PAUSED`; `WARMING` or ' +
   '`PAUSED` → `AUTO_PAUSED` when metrics show a bounce rate above 10 % or a spam rate above 0.5 %; ' +

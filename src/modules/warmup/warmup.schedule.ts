@@ -1,7 +1,7 @@
 import { DAY_MS } from '../../shared/clock.ts';
 import type { WarmupDomainRow } from './warmup.repository.ts';
 
-/** Mails a day in weeks 1 to 5 (README "Warmup domains"). */
+/** Mails a day in weeks 1 to 5 (docs/outreach.md "Warmup domains"). */
 export const WEEKLY_VOLUMES = [5, 10, 25, 50, 100] as const;
 export const WARMUP_DAYS = WEEKLY_VOLUMES.length * 7;
 

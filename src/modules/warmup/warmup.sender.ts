@@ -5,7 +5,7 @@ import { type WarmupDomainRow, warmupRepository } from './warmup.repository.ts';
 import { LIMITS, scheduleDay, utcDate, volumeOf, WARMUP_DAYS } from './warmup.schedule.ts';
 import { bounceRateOf, createWarmupService } from './warmup.service.ts';
 
-/** The header that marks warmup mail (README "Warmup domains"); its value is the warmup domain's id. */
+/** The header that marks warmup mail (docs/outreach.md "Warmup domains"); its value is the warmup domain's id. */
 export const WARMUP_HEADER = 'X-Quarry-Warmup';
 
 /** Consecutive failed sends after which the rest of the day is given up (a wrong password fails every one). */
@@ -75,7 +75,7 @@ export function createWarmupSender(deps: Pick<AppDeps, 'db' | 'clock' | 'config'
         await repo.recordSends(claim.id, 0, target, reach.refused, deps.clock.now());
         return { sent: 0, completed: false };
       }
-      // Loaded here, not at start (README "Start-up").
+      // Loaded here, not at start (docs/scaling-out.md "Start-up").
       const { default: nodemailer } = await import('nodemailer');
       // One connection for the whole day's mail, to the checked address, built from explicit fields only (never
       // the URL itself: its query would become transport options).

@@ -29,7 +29,7 @@ type Deps = Pick<AppDeps, 'db' | 'clock' | 'config'>;
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
 /**
- * The bounce rate of a domain's warmup mail computed from recorded bounces (README "Email verification"): hard and
+ * The bounce rate of a domain's warmup mail computed from recorded bounces (docs/outreach.md "Email verification"): hard and
  * block bounces of mail from the domain since its latest metrics (or its start) ÷ what it sent on those days. Each
  * metrics record opens a new window, so rates reported after an auto-pause are not held against it forever. Null
  * while nothing was sent or bounced in the window; then the reported rate stands.
@@ -82,7 +82,7 @@ function toView(row: WarmupDomainRow, days: WarmupDayRow[], metrics: WarmupMetri
 
 const invalidState = (message: string) => new AppError('INVALID_STATE', message);
 
-/** Warmup of sending domains (README "Warmup domains"): settings, DNS checks at start, states and metrics. */
+/** Warmup of sending domains (docs/outreach.md "Warmup domains"): settings, DNS checks at start, states and metrics. */
 export function createWarmupService(deps: Deps) {
   const repo = warmupRepository(deps.db);
   const box = createSecretBox(secretKeyMaterial(deps.config));

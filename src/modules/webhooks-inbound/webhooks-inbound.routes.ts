@@ -33,7 +33,7 @@ export const inboundWebhookRoutes: RouteModule = (app, deps) => {
           '`duplicate: true` and does nothing. `instantly`, `smartlead`: the address given when the outreach ' +
           'connection was created (`?connection=…&token=…`; the platforms sign nothing, so the token is the secret); ' +
           'a wrong token is 400 INVALID_SIGNATURE. Sends, opens, replies, bounces and unsubscribes apply to the ' +
-          'connection’s campaigns and leads (README "Outreach", Platforms). Other providers: 404.',
+          'connection’s campaigns and leads (docs/outreach.md "Outreach", Platforms). Other providers: 404.',
         params: z.object({ provider: z.string() }),
         querystring: z.object({
           connection: z.string().max(100).optional().describe('`instantly`, `smartlead`: the connection id'),

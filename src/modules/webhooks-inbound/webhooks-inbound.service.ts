@@ -65,7 +65,7 @@ export interface VerifiedEvent {
 }
 
 /**
- * Inbound webhooks (README "Inbound webhooks"): each provider's signature is checked on the raw body
+ * Inbound webhooks (docs/webhooks-and-credits.md "Inbound webhooks"): each provider's signature is checked on the raw body
  * before anything is parsed or stored; a verified event is stored once per provider event id and
  * processed in the same transaction, so a re-delivery, even a concurrent one, does nothing.
  */
@@ -124,7 +124,7 @@ export function createInboundWebhookService(
   }
 
   /**
-   * An outreach platform's event (README "Outreach", Platforms): the address's token is checked before the body is
+   * An outreach platform's event (docs/outreach.md "Outreach", Platforms): the address's token is checked before the body is
    * read; the event is stored once per connection and platform event id, and applied in the same transaction.
    * What is stored of it is its kind, not its content (addresses and replies live with the user's outreach data).
    */

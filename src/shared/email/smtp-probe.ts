@@ -3,7 +3,7 @@ import net from 'node:net';
 import { SmtpProbeError, type SmtpReply, SmtpSession } from './smtp-client.ts';
 
 /**
- * SMTP mailbox probing (README "SMTP probing"): asks the domain's best mail exchanger whether it would take
+ * SMTP mailbox probing (docs/outreach.md "SMTP probing"): asks the domain's best mail exchanger whether it would take
  * mail for the address (`RCPT TO`) and for a random address at the same domain (catch-all), then QUITs.
  * Never DATA. At most `perDomain` connections to one domain at once in this process; a domain's catch-all
  * answer is cached, so a known catch-all domain is not asked again.

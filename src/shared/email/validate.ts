@@ -113,7 +113,7 @@ export interface EmailValidatorOptions
   probe?: Partial<SmtpProbeSettings>;
 }
 
-/** The settings the validator reads (src/config.ts; README "SMTP probing"). */
+/** The settings the validator reads (src/config.ts; docs/outreach.md "SMTP probing"). */
 export interface EmailValidatorConfig {
   DNS_SERVERS?: string[];
   ALLOW_PRIVATE_NETWORK?: boolean;
@@ -141,7 +141,7 @@ const RISKY_FLAGS: ValidationFlag[] = ['disposable', 'possible_typo', 'role_acco
 
 /**
  * Validates addresses: syntax, the user's suppression list, DNS (MX, null MX, implicit MX) and the flags
- * above, down to the domain tier; with SMTP_PROBE on, down to the mailbox tier (README "SMTP probing").
+ * above, down to the domain tier; with SMTP_PROBE on, down to the mailbox tier (docs/outreach.md "SMTP probing").
  * A checked domain whose mailbox was not (or could not be) probed adds `smtp_unverified`.
  */
 export function createEmailValidator(
@@ -174,7 +174,7 @@ export function createEmailValidator(
       const syntax = checkEmailSyntax(email);
       if (!syntax.ok) return { status: 'invalid', tier: 'syntax', errors: ['syntax_invalid'], flags: [] };
       const { flags, suggestion } = addressFlags(syntax.local, syntax.asciiDomain);
-      // The one suppression check (README "Suppressions"), and hard bounces recorded before.
+      // The one suppression check (docs/outreach.md "Suppressions"), and hard bounces recorded before.
       const [suppressed, bounced, domainStatus] = await Promise.all([
         suppressionOf(deps.db, userId, [syntax.address]).then((found) => found.size > 0),
         hardBouncedOf(deps.db, userId, [syntax.address]).then((found) => found.size > 0),
