@@ -27,7 +27,9 @@ function errorOf(err: unknown): { message: string; name: string; props: Record<s
 /** The caller's own parsers run on the main thread: here the columns they name come back as text. */
 function pgliteOptions(opts: QueryOptions | undefined) {
   if (!opts) return undefined;
-  const parsers = opts.rawTypes?.length ? Object.fromEntries(opts.rawTypes.map((t) => [t, (v: string) => v])) : undefined;
+  const parsers = opts.rawTypes?.length
+    ? Object.fromEntries(opts.rawTypes.map((t) => [t, (v: string) => v]))
+    : undefined;
   return { rowMode: opts.rowMode, paramTypes: opts.paramTypes, ...(parsers ? { parsers } : {}) };
 }
 

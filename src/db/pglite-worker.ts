@@ -1,5 +1,5 @@
 /**
- * The embedded database in a worker thread (PGLITE_WORKER, on by default): PGlite runs PostgreSQL as
+ * The embedded database in a worker thread (PGLITE_WORKER, experimental, off by default): PGlite runs PostgreSQL as
  * synchronous WASM, so in the service's own thread every statement stalls HTTP and crawls alike. Here
  * a worker thread owns the instance (src/db/pglite-host.ts) and this proxy offers what drizzle-orm's
  * PGlite driver, pg-boss's `fromPglite` and the notifier use: `query`, `exec`, `transaction`,
@@ -8,7 +8,13 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { PGlite, QueryOptions, Results, Transaction } from '@electric-sql/pglite';
-import type { HostError, HostReply, HostRequest, QueryOptions as HostQueryOptions, WorkerOpenOptions } from './pglite-protocol.ts';
+import type {
+  HostError,
+  QueryOptions as HostQueryOptions,
+  HostReply,
+  HostRequest,
+  WorkerOpenOptions,
+} from './pglite-protocol.ts';
 
 type Request = HostRequest extends infer R ? (R extends HostRequest ? Omit<R, 'id'> : never) : never;
 
@@ -99,10 +105,7 @@ export async function openPgliteWorker(options: WorkerOpenOptions): Promise<Embe
   };
 
   const query = async <T>(sql: string, params?: unknown[], opts?: QueryOptions, tx?: number) =>
-    parsed(
-      await call<Results<T>>({ op: 'query', sql, params, options: hostOptions(opts), tx }),
-      opts?.parsers,
-    );
+    parsed(await call<Results<T>>({ op: 'query', sql, params, options: hostOptions(opts), tx }), opts?.parsers);
   const exec = (sql: string, tx?: number) => call<Results[]>({ op: 'exec', sql, tx });
 
   const listen = async (channel: string, callback: (payload: string) => void) => {
@@ -126,8 +129,14 @@ export async function openPgliteWorker(options: WorkerOpenOptions): Promise<Embe
       if (closed) throw new Error('Transaction is closed');
     };
     const tx = {
-      query: async <R>(sql: string, params?: unknown[], opts?: QueryOptions) => (open(), query<R>(sql, params, opts, txId)),
-      exec: async (sql: string) => (open(), exec(sql, txId)),
+      query: async <R>(sql: string, params?: unknown[], opts?: QueryOptions) => {
+        open();
+        return query<R>(sql, params, opts, txId);
+      },
+      exec: async (sql: string) => {
+        open();
+        return exec(sql, txId);
+      },
       sql: async () => {
         throw new Error('tx.sql is not offered by the embedded database worker; use tx.query');
       },
