@@ -65,6 +65,11 @@ const envSchema = z.object({
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
     .optional(),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  /**
+   * Embedded database only, experimental: PGlite runs in a worker thread, off the event loop that serves
+   * HTTP and crawls (bench/NOTES-pglite-worker.md: it frees the event loop but paid nothing on a saturated host).
+   */
+  PGLITE_WORKER: bool.default(false),
   SMTP_URL: z
     .string()
     .regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')

@@ -75,7 +75,12 @@ export async function startRuntime(
         }
       : { start: `opening the database ${where}…`, done: 'database open' },
     () =>
-      openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir, poolSize: config.DATABASE_POOL_SIZE }),
+      openDatabase({
+        databaseUrl: config.DATABASE_URL,
+        dataDir: config.dataDir,
+        poolSize: config.DATABASE_POOL_SIZE,
+        worker: config.PGLITE_WORKER,
+      }),
   );
   await step(logger, { start: 'applying database migrations…', done: 'database migrated' }, () => migrate(database));
   await warnOnAsciiOnlyCaseFolding(database, logger);

@@ -7,6 +7,7 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import pg from 'pg';
 import { acquireDataDirLock } from './lock.ts';
+import { type EmbeddedDatabase, openPgliteWorker } from './pglite-worker.ts';
 import * as schema from './schema/index.ts';
 
 export type Schema = typeof schema;
@@ -17,8 +18,8 @@ export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 export interface Database {
   kind: 'pglite' | 'postgres';
   db: Db;
-  /** Set in embedded mode: the single PGlite instance (pg-boss shares it). */
-  pglite?: PGlite;
+  /** Set in embedded mode: the single PGlite instance, or its worker-thread proxy (pg-boss shares it). */
+  pglite?: EmbeddedDatabase;
   /** Set on PostgreSQL: the shared pool. */
   pool?: pg.Pool;
   /** Raw parameterised query, used where an ORM would only add cost (benchmarks, health). */
@@ -42,6 +43,8 @@ export interface OpenOptions {
   /** In-memory PGlite restored from a dump (tests). */
   loadDataDir?: Blob | File;
   poolSize?: number;
+  /** Embedded with a dataDir: run PGlite in a worker thread (PGLITE_WORKER), off the service's event loop. */
+  worker?: boolean;
 }
 
 export async function openDatabase(options: OpenOptions): Promise<Database> {
@@ -71,7 +74,7 @@ async function openPostgres(connectionString: string, max: number): Promise<Data
 
 async function openPglite(options: OpenOptions): Promise<Database> {
   let release = () => {};
-  let pglite: PGlite;
+  let pglite: EmbeddedDatabase;
   if (options.loadDataDir) {
     pglite = await PGlite.create({ loadDataDir: options.loadDataDir });
   } else if (options.dataDir) {
@@ -79,7 +82,8 @@ async function openPglite(options: OpenOptions): Promise<Database> {
     fs.mkdirSync(options.dataDir, { recursive: true });
     release = acquireDataDirLock(options.dataDir);
     try {
-      pglite = await PGlite.create({ dataDir: dir, postgresqlconf: EMBEDDED_POSTGRESQL_CONF });
+      const open = { dataDir: dir, postgresqlconf: EMBEDDED_POSTGRESQL_CONF };
+      pglite = options.worker ? await openPgliteWorker(open) : await PGlite.create(open);
     } catch (err) {
       release();
       throw err;
@@ -87,7 +91,7 @@ async function openPglite(options: OpenOptions): Promise<Database> {
   } else {
     pglite = await PGlite.create();
   }
-  const db = drizzlePglite(pglite, { schema }) as unknown as Db;
+  const db = drizzlePglite(pglite as PGlite, { schema }) as unknown as Db;
   return {
     kind: 'pglite',
     db,
