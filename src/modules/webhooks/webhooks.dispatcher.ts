@@ -19,13 +19,16 @@ export const SWEEP_MS = 5_000;
 export const WEBHOOK_USER_AGENT = 'Quarry-Webhooks/1.0';
 /** Bytes of an endpoint's answer kept with the attempt. */
 const RESPONSE_EXCERPT_BYTES = 1024;
-const CLAIM_MAX = 200;
+const CLAIM_MAX = 1000;
 /**
- * Rounds of WEBHOOK_CONCURRENCY sends one process holds at most (sending and waiting), and the rounds still waiting
- * when it claims more: a claim is a database round trip, and at loopback speed a round of sends takes less.
+ * Rounds of WEBHOOK_CONCURRENCY sends one process holds (sending and waiting): at least MIN_HELD_ROUNDS, and as many
+ * as it sends in HOLD_MS at its recent pace, up to MAX_HELD_ROUNDS. It claims more once fewer than half of those wait:
+ * a claim is a few database round trips (tens of ms on a busy machine), and at loopback speed the sends waiting must
+ * outlast it. A slow endpoint keeps the hold small, so few deliveries wait for a slot past their lease.
  */
-const HELD_ROUNDS = 8;
-const REFILL_ROUNDS = 3;
+const MIN_HELD_ROUNDS = 8;
+const MAX_HELD_ROUNDS = 32;
+const HOLD_MS = 250;
 const FLUSH_ROWS = 1000;
 const FLUSH_EVERY_MS = 50;
 
@@ -47,8 +50,19 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
   const owner = `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const concurrency = deps.config.WEBHOOK_CONCURRENCY;
   const timeoutMs = deps.config.WEBHOOK_TIMEOUT_MS;
-  const maxHeld = HELD_ROUNDS * concurrency;
-  const refillBelow = REFILL_ROUNDS * concurrency;
+  let maxHeld = MIN_HELD_ROUNDS * concurrency;
+  /** Sends started since `paceAt` (performance.now()), for the pace that sizes the hold. */
+  let startedSince = 0;
+  let paceAt = performance.now();
+  /** Re-sizes the hold from the sends started in the latest window of at least 100 ms. */
+  const sizeHold = (): void => {
+    const now = performance.now();
+    if (now - paceAt < 100) return;
+    const wanted = Math.ceil((startedSince / (now - paceAt)) * HOLD_MS);
+    maxHeld = Math.min(MAX_HELD_ROUNDS * concurrency, Math.max(MIN_HELD_ROUNDS * concurrency, wanted));
+    startedSince = 0;
+    paceAt = now;
+  };
   const leaseMs = 2 * timeoutMs + 5_000;
   /**
    * A delivery that waited here this long is given back unsent: its send (at most one timeout) and the recording
@@ -99,15 +113,16 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
   }
 
   /**
-   * Claims while fewer than REFILL_ROUNDS of sends wait here (and fewer than `maxHeld` are held), so the next ones
-   * are at hand when sends end. A delivery that waits too long for a slot is given back (see startWaiting).
+   * Claims while fewer than half the hold waits here (and fewer than `maxHeld` are held), so the next ones are at
+   * hand when sends end. A delivery that waits too long for a slot is given back (see startWaiting).
    */
   async function drain(): Promise<void> {
     draining = true;
     try {
       while (!stopped) {
+        sizeHold();
         const room = maxHeld - inFlight - waiting.length;
-        if (waiting.length >= refillBelow || room < Math.ceil(concurrency / 2)) {
+        if (waiting.length >= maxHeld / 2 || room < Math.ceil(concurrency / 2)) {
           mayHaveMore = true;
           return;
         }
@@ -138,12 +153,13 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
         continue;
       }
       inFlight++;
+      startedSince++;
       void send(row)
         .catch((err) => log.error({ err, deliveryId: row.id }, 'webhook delivery crashed'))
         .finally(() => {
           inFlight--;
           startWaiting();
-          if (mayHaveMore && waiting.length < refillBelow) wake();
+          if (mayHaveMore && waiting.length < maxHeld / 2) wake();
         });
     }
     // Slow endpoints held the slots: anyone (this process too) claims these again.
