@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { and, eq, sql } from 'drizzle-orm';
 import { queryRows } from '../src/db/client.ts';
@@ -9,68 +8,20 @@ import { ManualClock } from '../src/shared/clock.ts';
 import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { startTestDnsServer, TEST_ZONES, type TestDnsServer } from './helpers/dns.ts';
 import { seedCampaign, seedEnrollments, seedSmtpConnection } from './helpers/outreach-seed.ts';
+import { type ScriptedSmtpServer, startScriptedSmtp } from './helpers/smtp.ts';
 
 // README "Credits" and "Outreach": a mail is paid for when it is recorded, before the SMTP transaction, so concurrent
 // sends (one-off or the sequencer's) never spend the same credits; what certainly did not go out is given back.
 // Campaign analytics count as sent only what the server accepted, and show the mails whose answer was lost.
 let ctx: TestContext;
 let dns: TestDnsServer;
-let smtp: Awaited<ReturnType<typeof startSmtp>>;
+let smtp: ScriptedSmtpServer;
 const clock = new ManualClock(new Date('2026-03-02T10:00:00Z'));
-
-/**
- * A minimal SMTP server on loopback: refuses recipients starting with `refused` (550 at RCPT TO), takes the whole
- * message for recipients starting with `lost` and then drops the connection before answering the final dot (the
- * answer is lost), and accepts everything else. `received` lists the recipient of every message whose data arrived.
- */
-function startSmtp() {
-  const received: string[] = [];
-  const server = net.createServer((s) => {
-    s.write('220 loop.test ESMTP\r\n');
-    let inData = false;
-    let buf = '';
-    let rcpt = '';
-    s.on('data', (d) => {
-      buf += d.toString();
-      let i = buf.indexOf('\r\n');
-      while (i >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        if (inData) {
-          if (line === '.') {
-            inData = false;
-            received.push(rcpt);
-            if (rcpt.startsWith('lost')) return void s.destroy();
-            s.write('250 queued\r\n');
-          }
-        } else if (/^RCPT TO:/i.test(line)) {
-          rcpt = line.replace(/^RCPT TO:\s*<?([^>\s]*)>?.*$/i, '$1').toLowerCase();
-          s.write(rcpt.startsWith('refused') ? '550 5.1.1 no such user\r\n' : '250 ok\r\n');
-        } else if (/^DATA/i.test(line)) {
-          inData = true;
-          s.write('354 go ahead\r\n');
-        } else if (/^QUIT/i.test(line)) {
-          return void s.end('221 bye\r\n');
-        } else s.write('250 ok\r\n');
-        i = buf.indexOf('\r\n');
-      }
-    });
-    s.on('error', () => {});
-  });
-  return new Promise<{ port: number; received: string[]; close(): Promise<void> }>((resolve) =>
-    server.listen(0, '127.0.0.1', () =>
-      resolve({
-        port: (server.address() as net.AddressInfo).port,
-        received,
-        close: () => new Promise<void>((r) => server.close(() => r())),
-      }),
-    ),
-  );
-}
 
 before(async () => {
   dns = await startTestDnsServer({ ...TEST_ZONES });
-  smtp = await startSmtp();
+  // Recipients named refused… are refused at RCPT TO; lost… have their answer lost after the data went out.
+  smtp = await startScriptedSmtp({ refuse: (r) => r.startsWith('refused'), drop: (r) => r.startsWith('lost') });
   ctx = await createTestContext({
     clock,
     workers: false,

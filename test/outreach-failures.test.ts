@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import { outreachCampaigns, outreachEnrollments, outreachMessages } from '../src/db/schema/index.ts';
@@ -9,6 +8,7 @@ import { ManualClock } from '../src/shared/clock.ts';
 import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { startTestDnsServer, TEST_ZONES, type TestDnsServer } from './helpers/dns.ts';
 import { seedCampaign, seedEnrollments, seedSmtpConnection } from './helpers/outreach-seed.ts';
+import { startScriptedSmtp } from './helpers/smtp.ts';
 
 // README "Outreach", The sequencer: what each failure of a mailbox, a connection or a mail does (exactly once,
 // nothing lost, nothing blocked), and one sequencer at a time.
@@ -16,49 +16,6 @@ let ctx: TestContext;
 let alice: TestUser;
 let dns: TestDnsServer;
 const clock = new ManualClock(new Date('2026-03-02T10:00:00Z'));
-
-/** An SMTP server that takes the whole message, then drops the connection before answering the final dot. */
-function startDroppingSmtp() {
-  const received: string[] = [];
-  const server = net.createServer((s) => {
-    s.write('220 drop.test ESMTP\r\n');
-    let inData = false;
-    let buf = '';
-    let body = '';
-    s.on('data', (d) => {
-      buf += d.toString();
-      let i = buf.indexOf('\r\n');
-      while (i >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        if (inData) {
-          if (line === '.') {
-            received.push(body);
-            s.destroy();
-            return;
-          }
-          body += `${line}\n`;
-        } else if (/^DATA/i.test(line)) {
-          inData = true;
-          s.write('354 go ahead\r\n');
-        } else if (/^QUIT/i.test(line)) {
-          s.end('221 bye\r\n');
-        } else s.write('250 ok\r\n');
-        i = buf.indexOf('\r\n');
-      }
-    });
-    s.on('error', () => {});
-  });
-  return new Promise<{ port: number; received: string[]; close(): Promise<void> }>((resolve) =>
-    server.listen(0, '127.0.0.1', () =>
-      resolve({
-        port: (server.address() as net.AddressInfo).port,
-        received,
-        close: () => new Promise<void>((r) => server.close(() => r())),
-      }),
-    ),
-  );
-}
 
 before(async () => {
   dns = await startTestDnsServer({ ...TEST_ZONES });
@@ -80,7 +37,7 @@ const lead = async (email: string) => {
 };
 
 test('a connection dropped after the message data went out: UNCONFIRMED, never sent again', async () => {
-  const srv = await startDroppingSmtp();
+  const srv = await startScriptedSmtp({ drop: () => true });
   try {
     const { connection, mailboxes } = await seedSmtpConnection(ctx, alice, [
       { email: 'drop@sender.test', smtpUrl: `smtp://u:p@127.0.0.1:${srv.port}` },

@@ -118,3 +118,57 @@ export function headerOf(raw: Buffer, name: string): string | undefined {
     ?.slice(name.length + 1)
     .trim();
 }
+
+export interface ScriptedSmtpServer {
+  port: number;
+  /** The recipient of every message whose data arrived (lower case), in order. */
+  received: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * A bare SMTP server on loopback for what a well-behaved server never does: per recipient, `refuse` answers
+ * RCPT TO with `550 5.1.1`, and `drop` takes the whole message, then closes the connection before answering the
+ * final dot (the answer is lost: the mail may have arrived). Everything else is accepted.
+ */
+export async function startScriptedSmtp(
+  script: { refuse?: (rcpt: string) => boolean; drop?: (rcpt: string) => boolean } = {},
+): Promise<ScriptedSmtpServer> {
+  const net = await import('node:net');
+  const received: string[] = [];
+  const server = net.createServer((s) => {
+    s.write('220 scripted.test ESMTP\r\n');
+    let inData = false;
+    let buf = '';
+    let rcpt = '';
+    s.on('data', (d) => {
+      buf += d.toString();
+      for (let i = buf.indexOf('\r\n'); i >= 0; i = buf.indexOf('\r\n')) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        if (inData) {
+          if (line !== '.') continue;
+          inData = false;
+          received.push(rcpt);
+          if (script.drop?.(rcpt)) return void s.destroy();
+          s.write('250 queued\r\n');
+        } else if (/^RCPT TO:/i.test(line)) {
+          rcpt = line.replace(/^RCPT TO:\s*<?([^>\s]*)>?.*$/i, '$1').toLowerCase();
+          s.write(script.refuse?.(rcpt) ? '550 5.1.1 no such user\r\n' : '250 ok\r\n');
+        } else if (/^DATA/i.test(line)) {
+          inData = true;
+          s.write('354 go ahead\r\n');
+        } else if (/^QUIT/i.test(line)) {
+          return void s.end('221 bye\r\n');
+        } else s.write('250 ok\r\n');
+      }
+    });
+    s.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    received,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
