@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { and, eq, sql } from 'drizzle-orm';
 import { queryRows } from '../src/db/client.ts';
-import { creditTransactions, outreachMessages } from '../src/db/schema/index.ts';
+import { creditTransactions, outreachEnrollments, outreachMessages } from '../src/db/schema/index.ts';
 import { createSequencer } from '../src/modules/outreach/sequencer.ts';
 import { ManualClock } from '../src/shared/clock.ts';
 import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
@@ -239,4 +239,107 @@ test('campaign analytics: sent counts what the server accepted; a lost answer is
   clock.advance(20 * 60_000);
   assert.equal((await createSequencer(ctx.deps).runDue()).sent, 0);
   assert.equal(smtp.received.length, before + 7);
+});
+
+/** Leads of `user` with these addresses, enrolled in a one-step campaign of `mailbox`. */
+async function enrolled(user: TestUser, mailbox: { id: string; connectionId: string }, emails: string[]) {
+  const campaign = await seedCampaign(ctx, user, {
+    connectionId: mailbox.connectionId,
+    mailboxIds: [mailbox.id],
+    steps: [{ subject: 'Hi', body: 'one', delayDays: 0 }],
+  });
+  const leads = [];
+  for (const email of emails) {
+    const res = await ctx.call(user, 'POST', '/api/leads', { sourceUrl: 'https://example.com/r', email });
+    assert.equal(res.statusCode, 201, res.body);
+    leads.push({ id: res.json().data.lead.id as string, email });
+  }
+  await seedEnrollments(ctx, user, campaign.id, leads);
+  return campaign;
+}
+
+const ledgerRows = async (userId: string) =>
+  (
+    await ctx.deps.db
+      .select()
+      .from(creditTransactions)
+      .where(eq(creditTransactions.userId, userId))
+      .orderBy(creditTransactions.createdAt, creditTransactions.id)
+  ).map((r) => [r.kind, r.amount, r.feature, r.units]);
+
+test('the sequencer gives back a mail the server refused at RCPT TO; the one it took stays paid', async () => {
+  const user = await ctx.signup();
+  const { connection, mailbox } = await mailboxOf(user, 'seqrefund');
+  await enrolled(user, { id: mailbox.id, connectionId: connection.id }, [
+    'seqrefund-ok@leads.test',
+    'refused-seq@leads.test',
+  ]);
+  const run = await createSequencer(ctx.deps).runDue();
+  assert.deepEqual({ sent: run.sent, failed: run.failed }, { sent: 1, failed: 1 });
+  assert.equal(await ctx.deps.credits.balance(ctx.deps.db, user.id), 9, 'the refused one was given back');
+  assert.deepEqual(await ledgerRows(user.id), [
+    ['grant', 10, null, null],
+    ['usage', -2, 'emails_sent', 2],
+    ['refund', 1, 'emails_sent', -1],
+  ]);
+  const refund = await ctx.deps.db
+    .select()
+    .from(creditTransactions)
+    .where(and(eq(creditTransactions.userId, user.id), eq(creditTransactions.kind, 'refund')));
+  assert.match(refund[0]!.reason ?? '', /refused/);
+  assert.deepEqual((await mailsOf(user.id)).map((m) => m.status).sort(), ['FAILED', 'SENT']);
+});
+
+test('a mailbox whose SMTP login is refused: the sequencer records and charges nothing, run after run', async () => {
+  const { startSmtpServer } = await import('./helpers/smtp.ts');
+  const srv = await startSmtpServer({ auth: { user: 'locked@sender.test', pass: 'right' } });
+  try {
+    const user = await ctx.signup();
+    const { connection, mailboxes } = await seedSmtpConnection(ctx, user, [
+      {
+        email: 'locked@sender.test',
+        smtpUrl: `smtp://${encodeURIComponent('locked@sender.test')}:wrong@127.0.0.1:${srv.port}`,
+      },
+    ]);
+    await enrolled(user, { id: mailboxes[0]!.id, connectionId: connection.id }, [
+      'locked1@leads.test',
+      'locked2@leads.test',
+      'locked3@leads.test',
+    ]);
+    for (let i = 0; i < 2; i++) {
+      const run = await createSequencer(ctx.deps).runDue();
+      assert.deepEqual({ sent: run.sent, failed: run.failed }, { sent: 0, failed: 0 });
+      clock.advance(20 * 60_000);
+    }
+    assert.deepEqual(await mailsOf(user.id), [], 'nothing recorded');
+    assert.deepEqual(await ledgerRows(user.id), [['grant', 10, null, null]], 'nothing charged or given back');
+    assert.equal(srv.messages.length, 0);
+    const states = await ctx.deps.db
+      .select()
+      .from(outreachEnrollments)
+      .where(eq(outreachEnrollments.userId, user.id));
+    assert.deepEqual(
+      states.map((e) => [e.status, e.nextStep]),
+      states.map(() => ['ACTIVE', 0]),
+      'the leads wait for the mailbox',
+    );
+  } finally {
+    await srv.close();
+  }
+});
+
+test('the mailbox is checked once per run, not per mail: its pooled connections carry the mails', async () => {
+  const user = await ctx.signup();
+  const { connection, mailbox } = await mailboxOf(user, 'pooled');
+  await enrolled(
+    user,
+    { id: mailbox.id, connectionId: connection.id },
+    Array.from({ length: 6 }, (_, i) => `pooled${i}@leads.test`),
+  );
+  const before = smtp.connections;
+  const run = await createSequencer(ctx.deps).runDue();
+  assert.equal(run.sent, 6);
+  // One connection for the check, at most OUTREACH_SEND_CONCURRENCY (2) pooled ones for the mails.
+  const opened = smtp.connections - before;
+  assert.ok(opened <= 3, `${opened} connections for 6 mails`);
 });

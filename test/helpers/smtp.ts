@@ -123,6 +123,8 @@ export interface ScriptedSmtpServer {
   port: number;
   /** The recipient of every message whose data arrived (lower case), in order. */
   received: string[];
+  /** Connections accepted so far. */
+  readonly connections: number;
   close(): Promise<void>;
 }
 
@@ -136,7 +138,9 @@ export async function startScriptedSmtp(
 ): Promise<ScriptedSmtpServer> {
   const net = await import('node:net');
   const received: string[] = [];
+  let connections = 0;
   const server = net.createServer((s) => {
+    connections++;
     s.write('220 scripted.test ESMTP\r\n');
     let inData = false;
     let buf = '';
@@ -169,6 +173,9 @@ export async function startScriptedSmtp(
   return {
     port: (server.address() as AddressInfo).port,
     received,
+    get connections() {
+      return connections;
+    },
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }

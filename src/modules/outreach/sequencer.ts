@@ -77,12 +77,24 @@ export function createSequencer(deps: Deps) {
   // How long a claim or an unanswered mail is held before another process may take the enrollment over.
   const SEND_LEASE_MS = deps.config.OUTREACH_SEND_LEASE_SECONDS * 1000;
 
-  /** The mailbox's pooled transport, opened once per run (a failed opening rests the mailbox for the run). */
+  /**
+   * The mailbox's pooled transport, opened once per run and checked once (a connection and AUTH, nodemailer
+   * `verify`) before anything is recorded for the mailbox: a wrong password or a server that is down records and
+   * charges nothing, and rests the mailbox for the run (a failed opening or check).
+   */
   function transportOf(mailbox: MailboxState): Promise<Transporter> {
     if (!mailbox.transport) {
       const { smtp } = mailboxEndpoints(box, mailbox.row);
       mailbox.transport = smtp
-        ? openSmtpTransport(deps, smtp, { pool: true, maxConnections: Math.min(concurrency, 5) })
+        ? openSmtpTransport(deps, smtp, { pool: true, maxConnections: Math.min(concurrency, 5) }).then(async (t) => {
+            try {
+              await t.verify();
+              return t;
+            } catch (err) {
+              t.close();
+              throw err;
+            }
+          })
         : Promise.reject(new Error('The mailbox has no SMTP URL'));
       mailbox.transport.catch(() => {});
     }
@@ -215,7 +227,7 @@ export function createSequencer(deps: Deps) {
           p.transport = await transportOf(p.mailbox);
           reachable.push(p);
         } catch (err) {
-          // DNS, a private address, a refused login: the lead waits, the mailbox rests for the rest of this run.
+          // DNS, a private address, a server down, a refused login: the lead waits, the mailbox rests for this run.
           p.release();
           mailboxUnavailable(p.mailbox, err);
           postpone(p.e, retryAt);
