@@ -1,3 +1,5 @@
+// First, before anything can load Crawlee's browser pool: it would open an unauthenticated proxy on every interface.
+import './modules/scraping/browser-pool-no-open-proxy.ts';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
