@@ -304,6 +304,30 @@ describe('the ledger', () => {
     );
     assert.equal(await balanceOf(user), 6);
   });
+
+  test('credits.low does not flap when charged work is given back: only money re-arms it', async () => {
+    const emitted: Array<Record<string, unknown>> = [];
+    const credits = createCredits(ctx.deps.config, systemClock, async (_tx, _userId, type, data) => {
+      emitted.push({ type, ...data });
+    });
+    const user = await ctx.signup();
+    // 50 (the grant) down to 11: one above the threshold of 10.
+    await credits.adjust(ctx.deps.db, user.id, -39, 'to the edge', 'test');
+    assert.equal(await balanceOf(user), 11);
+    // Mails charged when recorded, refused by their server and given back: the balance hovers at the threshold.
+    for (let i = 0; i < 3; i++) {
+      await credits.spend(ctx.deps.db, user.id, 'emails_sent', 2);
+      await credits.giveBack(ctx.deps.db, user.id, 'emails_sent', 2, 'the mail server refused it');
+    }
+    await credits.spend(ctx.deps.db, user.id, 'emails_sent', 2);
+    assert.equal(await balanceOf(user), 9);
+    assert.deepEqual(emitted, [{ type: 'credits.low', balance: 9, threshold: 10 }], 'one event, not one per cycle');
+    // Money lifts it back: the next crossing is a new one.
+    await credits.adjust(ctx.deps.db, user.id, 5, 'top-up', 'test');
+    await credits.spend(ctx.deps.db, user.id, 'emails_sent', 5);
+    assert.equal(emitted.length, 2, JSON.stringify(emitted));
+    assert.deepEqual(emitted[1], { type: 'credits.low', balance: 9, threshold: 10 });
+  });
 });
 
 describe('402 INSUFFICIENT_CREDITS before any work', () => {

@@ -1,5 +1,6 @@
 import type { Config, CreditPrices } from '../config.ts';
-import type { Db, Tx } from '../db/client.ts';
+import { sql } from 'drizzle-orm';
+import { type Db, queryRows, type Tx } from '../db/client.ts';
 import type { CreditTransactionKind } from '../db/schema/index.ts';
 import { creditsRepository } from '../modules/credits/credits.repository.ts';
 import type { Clock } from './clock.ts';
@@ -174,13 +175,33 @@ export function createCredits(config: Config, clock: Clock, emit: typeof emitEve
     const after = before + row.amount;
     const now = clock.now();
     const repo = creditsRepository(tx);
+    // Read before this change's row exists: was the balance lifted back above the threshold by money?
+    const crossing = threshold > 0 && before >= threshold && after < threshold;
+    const alert = crossing && (await lowAlertArmed(tx, userId));
     await repo.setBalance(userId, after, now);
     await repo.append({ userId, ...row, balanceAfter: after, createdAt: now });
-    // Once per crossing: only the change that takes the balance from at/above the threshold to below it.
-    if (threshold > 0 && before >= threshold && after < threshold) {
-      await emit(tx, userId, 'credits.low', { balance: after, threshold });
-    }
+    if (alert) await emit(tx, userId, 'credits.low', { balance: after, threshold });
     return after;
+  }
+
+  /**
+   * `credits.low` goes once per crossing: when a change takes the balance from at/above the threshold to below it,
+   * and only if money (a grant, a purchase, an admin's credit) lifted it there since it was last below. A giveBack
+   * (metered work charged, then not done: a `refund` row naming a feature) never re-arms the alert, so a balance
+   * hovering at the threshold while refused mails are charged and given back does not fire it on every cycle.
+   */
+  async function lowAlertArmed(tx: Conn, userId: string): Promise<boolean> {
+    const [row] = await queryRows<{ armed: boolean }>(
+      tx,
+      sql`WITH last_low AS (
+            SELECT id FROM credit_transactions WHERE user_id = ${userId} AND balance_after < ${threshold}
+            ORDER BY id DESC LIMIT 1)
+          SELECT NOT EXISTS (SELECT 1 FROM last_low) OR EXISTS (
+            SELECT 1 FROM credit_transactions t, last_low
+            WHERE t.user_id = ${userId} AND t.id > last_low.id AND t.amount > 0
+              AND NOT (t.kind = 'refund' AND t.feature IS NOT NULL)) AS armed`,
+    );
+    return row?.armed === true;
   }
 
   return {
