@@ -20,6 +20,7 @@ import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type Dispatcher, ProxyAgent, request as undiciRequest } from 'undici';
+import { safeEqual } from '../../shared/crypto.ts';
 import {
   assertPublicHost,
   createGuardedDispatcher,
@@ -110,11 +111,8 @@ const PROXY_CHALLENGE = { 'proxy-authenticate': 'Basic realm="quarry-guard"' };
 
 /** A check of `Proxy-Authorization: Basic …` against one pair, in constant time. */
 function proxyAuthCheck(username: string, password: string): (header: string | undefined) => boolean {
-  const expected = Buffer.from(`Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`);
-  return (header) => {
-    const given = Buffer.from(header ?? '');
-    return given.length === expected.length && crypto.timingSafeEqual(given, expected);
-  };
+  const expected = `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
+  return (header) => safeEqual(header ?? '', expected);
 }
 
 export async function startGuardProxy(options: GuardProxyOptions): Promise<GuardProxy> {
