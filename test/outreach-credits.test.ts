@@ -314,10 +314,7 @@ test('a mailbox whose SMTP login is refused: the sequencer records and charges n
     assert.deepEqual(await mailsOf(user.id), [], 'nothing recorded');
     assert.deepEqual(await ledgerRows(user.id), [['grant', 10, null, null]], 'nothing charged or given back');
     assert.equal(srv.messages.length, 0);
-    const states = await ctx.deps.db
-      .select()
-      .from(outreachEnrollments)
-      .where(eq(outreachEnrollments.userId, user.id));
+    const states = await ctx.deps.db.select().from(outreachEnrollments).where(eq(outreachEnrollments.userId, user.id));
     assert.deepEqual(
       states.map((e) => [e.status, e.nextStep]),
       states.map(() => ['ACTIVE', 0]),

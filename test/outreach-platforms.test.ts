@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { eq } from 'drizzle-orm';
-import { inboundWebhookEvents, outreachEnrollments, webhookEvents } from '../src/db/schema/index.ts';
+import { and, eq, sql } from 'drizzle-orm';
+import { inboundWebhookEvents, outreachEnrollments, outreachMessages, webhookEvents } from '../src/db/schema/index.ts';
 import { createTwoUserContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError } from './helpers/assertions.ts';
 import { startTestDnsServer, TEST_ZONES, type TestDnsServer } from './helpers/dns.ts';
@@ -393,6 +393,82 @@ describe('Instantly', () => {
     });
     assertError(fresh, 400, 'VALIDATION_ERROR');
     assert.equal(fresh.json().error.details[0].field, 'inReplyTo');
+  });
+
+  test('a reply through Instantly is charged once, whether the API or the platform’s `sent` event records it', async () => {
+    const remote = [...instantly.state.campaigns.values()][0]!;
+    const inbox = (await ctx.call(alice, 'GET', `/api/outreach/emails?leadId=${leads.ada}`)).json().data;
+    const theirs = inbox.threads[0].messages.find((m: { direction: string }) => m.direction === 'inbound');
+    const accounts = (await ctx.call(alice, 'GET', '/api/outreach/accounts')).json().data.accounts;
+    const ann = accounts.find((a: { email: string }) => a.email === 'ann@acme-send.test');
+    const reply = (subject: string) =>
+      ctx.call(alice, 'POST', '/api/outreach/emails', {
+        mailboxId: ann.id,
+        inReplyTo: theirs.messageId,
+        subject,
+        body: 'x',
+      });
+    const sentEvent = (emailId: string) =>
+      instantly.deliverWebhook(connection.webhook.url, {
+        event_type: 'email_sent',
+        campaign_id: remote.id,
+        email_account: 'ann@acme-send.test',
+        lead_email: 'ada@prospects.test',
+        email_id: emailId,
+      });
+    const mailsTitled = (subject: string) =>
+      ctx.deps.db
+        .select()
+        .from(outreachMessages)
+        .where(and(eq(outreachMessages.userId, alice.id), eq(outreachMessages.subject, subject)));
+
+    // Recorded by the API, then reported by the platform.
+    let before = await balance();
+    assert.equal((await reply('Re: recorded first')).statusCode, 201);
+    const firstId = instantly.state.replies.at(-1).id as string;
+    assert.equal((await sentEvent(firstId)).status, 200);
+    assert.equal(await balance(), before - 1);
+    assert.equal((await mailsTitled('Re: recorded first')).length, 1);
+
+    // Instantly took the reply, then the process failed before marking it sent (here: the database refused the write).
+    await ctx.deps.db.execute(
+      sql.raw(`CREATE FUNCTION test_refuse_sent() RETURNS trigger LANGUAGE plpgsql AS $$
+               BEGIN RAISE EXCEPTION 'the process died here'; END $$`),
+    );
+    await ctx.deps.db.execute(
+      sql.raw(`CREATE TRIGGER test_refuse_sent BEFORE INSERT OR UPDATE ON outreach_messages FOR EACH ROW
+               WHEN (NEW.status = 'SENT' AND NEW.subject = 'Re: lost') EXECUTE FUNCTION test_refuse_sent()`),
+    );
+    before = await balance();
+    try {
+      assert.equal((await reply('Re: lost')).statusCode, 500);
+    } finally {
+      await ctx.deps.db.execute(sql.raw('DROP TRIGGER test_refuse_sent ON outreach_messages'));
+      await ctx.deps.db.execute(sql.raw('DROP FUNCTION test_refuse_sent()'));
+    }
+    const lost = instantly.state.replies.at(-1);
+    assert.equal(lost.subject, 'Re: lost', 'the platform took it');
+    assert.equal(await balance(), before - 1, 'charged when recorded');
+    // The platform's event finds the mail recorded before it was asked: SENT under the platform's id, charged once.
+    assert.equal((await sentEvent(lost.id)).status, 200);
+    assert.equal(await balance(), before - 1, 'not charged again');
+    const rows = await mailsTitled('Re: lost');
+    assert.deepEqual(
+      rows.map((r) => [r.status, r.messageId, r.externalId]),
+      [['SENT', `${lost.id}@instantly`, lost.id]],
+    );
+
+    // Refused by the platform: the recorded mail goes and its charge is given back.
+    const account = instantly.state.accounts.get('Ann@Acme-Send.test')!;
+    instantly.state.accounts.delete('Ann@Acme-Send.test');
+    before = await balance();
+    try {
+      assertError(await reply('Re: refused'), 502, 'PLATFORM_ERROR');
+    } finally {
+      instantly.state.accounts.set('Ann@Acme-Send.test', account);
+    }
+    assert.equal(await balance(), before);
+    assert.deepEqual(await mailsTitled('Re: refused'), []);
   });
 
   test('warmup of an Instantly account is Instantly’s: enabled there, its analytics answered', async () => {

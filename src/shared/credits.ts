@@ -1,5 +1,5 @@
-import type { Config, CreditPrices } from '../config.ts';
 import { sql } from 'drizzle-orm';
+import type { Config, CreditPrices } from '../config.ts';
 import { type Db, queryRows, type Tx } from '../db/client.ts';
 import type { CreditTransactionKind } from '../db/schema/index.ts';
 import { creditsRepository } from '../modules/credits/credits.repository.ts';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
-import { type Db, queryRows, type Tx } from '../../db/client.ts';
+import { queryRows, type Tx } from '../../db/client.ts';
 import { outreachMessages } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
@@ -16,6 +16,7 @@ import type { EmailView, SendEmailInput } from './emails.schemas.ts';
 import { mailboxEndpoints, openSmtpTransport } from './mailbox.transport.ts';
 import { platformMessageId } from './platform.events.ts';
 import { accountRef, clientOf, isPlatform, type PlatformProvider, platformFailure } from './platforms.ts';
+import { platformRefused } from './providers/platform.ts';
 import { classifySendError, linkToken, mailOptions, publicUrlOf } from './sequencer.mail.ts';
 import { refundMails } from './sequencer.outcomes.ts';
 import type { MessageRow } from './sequencer.repository.ts';
@@ -59,7 +60,7 @@ export function createEmailService(deps: Deps) {
 
   /**
    * A platform sends only within its own threads (docs/outreach.md "Outreach", Platforms): a mail there is a reply to a mail
-   * the platform reported, through its API; it is recorded once the platform took it, and metered.
+   * the platform reported, through its API; recorded and metered before the platform is asked, as SMTP mail is.
    */
   async function replyThroughPlatform(
     userId: string,
@@ -78,27 +79,11 @@ export function createEmailService(deps: Deps) {
         'inReplyTo',
         `${provider} sends new mail through campaigns only: name a mail this account sent or received`,
       );
-    // Paid before the platform is asked (concurrent sends never spend the same credits); given back if it refuses.
-    const { charged } = await deps.credits.spend(deps.db, userId, 'emails_sent', 1, {
-      reason: `outreach mail (${provider})`,
-    });
-    const giveBack = (tx: Db | Tx, why: string) =>
-      charged > 0 ? refundMails(deps.credits, tx, userId, 1, why) : Promise.resolve();
-    const { externalId } = await clientOf(deps, box, connection)
-      .replyToEmail({
-        from: accountRef(mailbox),
-        replyToExternalId: parentMail,
-        campaignExternalId: campaign?.externalId ?? null,
-        subject: mail.subject,
-        bodyText: mail.body,
-      })
-      .catch(async (err) => {
-        await giveBack(deps.db, `${provider} refused it`);
-        return platformFailure(err, provider, 'mailboxId');
-      });
+    // Recorded (PENDING) and paid in one transaction before the platform is asked: concurrent sends never spend
+    // the same credits, and a process that dies after the platform took it leaves a charged record that the
+    // platform's `sent` event claims instead of charging again (docs/outreach.md, Exactly once).
     const now = deps.clock.now();
-    const messageId = platformMessageId(provider, externalId ?? randomUUID());
-    const sent = await deps.db.transaction(async (tx) => {
+    const { intent, charged } = await deps.db.transaction(async (tx) => {
       const [row] = await tx
         .insert(outreachMessages)
         .values({
@@ -107,32 +92,78 @@ export function createEmailService(deps: Deps) {
           campaignId: mail.parent!.campaignId,
           leadId: mail.leadId ?? mail.parent!.leadId,
           direction: 'outbound',
-          status: 'SENT',
-          messageId,
-          // Smartlead answers a reply with no id: the thread's mail id still names it for the next reply.
-          externalId: externalId ?? parentMail,
+          status: 'PENDING',
+          // The platform's id is known once it took the mail; until then one of ours.
+          messageId: platformMessageId(provider, randomUUID()),
           inReplyTo: mail.parent!.messageId,
           threadId: mail.parent!.threadId,
           fromEmail: mailbox.email,
           toEmail: mail.to,
           subject: mail.subject,
           bodyText: mail.body,
-          sentAt: now,
           createdAt: now,
           updatedAt: now,
         })
-        .onConflictDoNothing()
         .returning();
-      if (!row) {
-        // The platform's own `sent` event recorded (and charged) it first.
-        await giveBack(tx, `charged when ${provider} reported it`);
-        const [known] = await tx
-          .select()
-          .from(outreachMessages)
-          .where(and(eq(outreachMessages.userId, userId), eq(outreachMessages.messageId, messageId)));
-        return known!;
+      const { charged } = await deps.credits.spend(tx, userId, 'emails_sent', 1, {
+        reason: `outreach mail (${provider})`,
+      });
+      return { intent: row!, charged };
+    });
+    let externalId: string | null;
+    try {
+      ({ externalId } = await clientOf(deps, box, connection).replyToEmail({
+        from: accountRef(mailbox),
+        replyToExternalId: parentMail,
+        campaignExternalId: campaign?.externalId ?? null,
+        subject: mail.subject,
+        bodyText: mail.body,
+      }));
+    } catch (err) {
+      if (platformRefused(err))
+        // Certainly not sent: no record, and the charge is given back.
+        await deps.db.transaction(async (tx) => {
+          await tx.delete(outreachMessages).where(eq(outreachMessages.id, intent.id));
+          if (charged > 0) await refundMails(deps.credits, tx, userId, 1, `${provider} refused it`);
+        });
+      // Its answer was lost: it may have gone out, so it stays charged, UNCONFIRMED (as an SMTP mail's).
+      else
+        await deps.db
+          .update(outreachMessages)
+          .set({ status: 'UNCONFIRMED', error: String((err as Error).message ?? err).slice(0, 500) })
+          .where(eq(outreachMessages.id, intent.id));
+      return platformFailure(err, provider, 'mailboxId');
+    }
+    const sent = await deps.db.transaction(async (tx) => {
+      // Locked: the platform's `sent` event may be claiming it right now.
+      const [mine] = await tx.select().from(outreachMessages).where(eq(outreachMessages.id, intent.id)).for('update');
+      // The platform's `sent` event claimed it first (it holds the platform's id now).
+      if (mine?.status === 'SENT') return mine;
+      const messageId = externalId ? platformMessageId(provider, externalId) : intent.messageId;
+      const [known] = await tx
+        .select()
+        .from(outreachMessages)
+        .where(and(eq(outreachMessages.userId, userId), eq(outreachMessages.messageId, messageId)));
+      if (known && known.id !== intent.id) {
+        // The platform's `sent` event recorded (and charged) it first: ours goes, with its charge.
+        await tx.delete(outreachMessages).where(eq(outreachMessages.id, intent.id));
+        if (charged > 0) await refundMails(deps.credits, tx, userId, 1, `charged when ${provider} reported it`);
+        return known;
       }
-      return row;
+      const [row] = await tx
+        .update(outreachMessages)
+        .set({
+          status: 'SENT',
+          messageId,
+          // Smartlead answers a reply with no id: the thread's mail id still names it for the next reply.
+          externalId: externalId ?? parentMail,
+          error: null,
+          sentAt: now,
+          updatedAt: deps.clock.now(),
+        })
+        .where(eq(outreachMessages.id, intent.id))
+        .returning();
+      return row!;
     });
     return toEmailView(sent);
   }

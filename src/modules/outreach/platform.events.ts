@@ -1,4 +1,4 @@
-import { and, desc, eq, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import type { Db, Tx } from '../../db/client.ts';
 import {
   outreachCampaigns,
@@ -82,6 +82,60 @@ export function createPlatformEventService(deps: Deps) {
     return { campaign, email, enrollment, mailbox };
   }
 
+  /**
+   * A reply Quarry sent through the platform's API (POST /api/outreach/emails) is recorded, and charged, before the
+   * platform is asked; its `sent` event then finds it: true when the mail is known already by the platform's id, or
+   * when a reply still waiting for that id (PENDING, or UNCONFIRMED when its answer was lost or the process died)
+   * from this account to this lead in this campaign takes it and becomes SENT, charged once.
+   */
+  async function claimReply(
+    tx: Db | Tx,
+    mail: { userId: string; messageId: string; externalId: string | null; mailboxId: string | null } & {
+      email: string;
+      at: Date;
+      campaignId: string;
+    },
+  ): Promise<boolean> {
+    const [known] = await tx
+      .select({ id: outreachMessages.id })
+      .from(outreachMessages)
+      .where(and(eq(outreachMessages.userId, mail.userId), eq(outreachMessages.messageId, mail.messageId)));
+    if (known) return true;
+    if (!mail.externalId) return false;
+    const [waiting] = await tx
+      .select({ id: outreachMessages.id })
+      .from(outreachMessages)
+      .where(
+        and(
+          eq(outreachMessages.userId, mail.userId),
+          eq(outreachMessages.campaignId, mail.campaignId),
+          eq(outreachMessages.direction, 'outbound'),
+          inArray(outreachMessages.status, ['PENDING', 'UNCONFIRMED']),
+          isNull(outreachMessages.externalId),
+          isNull(outreachMessages.enrollmentId),
+          eq(outreachMessages.toEmail, mail.email),
+          mail.mailboxId ? eq(outreachMessages.mailboxId, mail.mailboxId) : undefined,
+        ),
+      )
+      .orderBy(asc(outreachMessages.id))
+      .limit(1)
+      // Waits for a reply being marked SENT right now: it then no longer matches, and the insert finds its id taken.
+      .for('update');
+    if (!waiting) return false;
+    await tx
+      .update(outreachMessages)
+      .set({
+        status: 'SENT',
+        messageId: mail.messageId,
+        externalId: mail.externalId,
+        error: null,
+        sentAt: mail.at,
+        updatedAt: deps.clock.now(),
+      })
+      .where(eq(outreachMessages.id, waiting.id));
+    return true;
+  }
+
   return {
     /**
      * The connection a webhook address names, when its token is this connection's (platforms sign nothing: the
@@ -126,6 +180,8 @@ export function createPlatformEventService(deps: Deps) {
       switch (event.kind) {
         case 'sent': {
           if (!email) return;
+          // A reply sent through the API was recorded and charged before the platform took it: the event names it.
+          if (await claimReply(tx, { ...base, email, at, campaignId: campaign!.id })) return;
           const [sent] = await tx
             .insert(outreachMessages)
             .values({

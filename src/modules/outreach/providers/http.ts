@@ -9,6 +9,20 @@ import { PlatformError } from './platform.ts';
 
 const TIMEOUT_MS = 15_000;
 
+/** Failures before any connection was made: the request never left (anything later may have reached the platform). */
+const CONNECT_FAILURES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+const unsent = (err: unknown) => {
+  const e = err as { code?: string; cause?: { code?: string } };
+  return CONNECT_FAILURES.has(e.code ?? e.cause?.code ?? '');
+};
+
 export interface JsonHttpOptions {
   baseUrl: string;
   /** Headers sent on every call (Instantly's `Authorization`). */
@@ -85,7 +99,7 @@ export function createJsonHttp(options: JsonHttpOptions): JsonHttp {
         });
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
-        throw new PlatformError(scrub(`${options.platform} could not be reached: ${message}`));
+        throw new PlatformError(scrub(`${options.platform} could not be reached: ${message}`), undefined, unsent(err));
       }
       let text: string;
       try {

@@ -10,12 +10,19 @@
 export class PlatformError extends Error {
   /** The platform's HTTP status, when it answered. */
   readonly status: number | undefined;
-  constructor(message: string, status?: number) {
+  /** The request certainly never reached the platform (no connection was made). */
+  readonly unsent: boolean;
+  constructor(message: string, status?: number, unsent = false) {
     super(message);
     this.name = 'PlatformError';
     this.status = status;
+    this.unsent = unsent;
   }
 }
+
+/** The platform certainly did not act on the call: it refused it (a non-2xx answer), or was never reached. */
+export const platformRefused = (err: unknown): boolean =>
+  err instanceof PlatformError && (err.unsent || (err.status !== undefined && (err.status < 200 || err.status >= 300)));
 
 export interface PlatformAccount {
   externalId: string;
