@@ -447,4 +447,19 @@ describe('write tools wait for approval', () => {
     assert.equal(res.json().data.message.toolCalls[0].status, 'FAILED');
     assert.equal(stub.requests.length, 2);
   });
+
+  test('updateLeads refuses VALID, INVALID and RISKY as the API does: email validation sets those', async () => {
+    const [leadId] = await seedLeads(ctx.deps.db, alice.id, [{ firstName: 'V', email: 'v@v.example' }]);
+    const id = await newConversation(alice);
+    stub.enqueue(
+      { toolCalls: [{ name: 'updateLeads', arguments: { leadIds: [leadId], updates: { status: 'VALID' } } }] },
+      { content: 'Only validation can mark it VALID.' },
+    );
+    const res = await send(alice, id, 'Mark V as valid');
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(res.json().data.pendingApprovals, []);
+    assert.equal(res.json().data.message.toolCalls[0].status, 'FAILED');
+    assert.match(toolMessages(stub.requests[1]!)[0]!.content, /set by email validation only/);
+    assert.equal((await ctx.call(alice, 'GET', `/api/leads/${leadId}`)).json().data.lead.status, 'NEW');
+  });
 });

@@ -143,6 +143,13 @@ describe('PATCH /api/leads/bulk', () => {
     assertValidation(await bulkPatch(alice, { leadIds: [id], updates: { addTags: [], removeTags: [] } }), 'updates');
     assertValidation(await bulkPatch(alice, { leadIds: [id] }), 'updates');
     assertValidation(await bulkPatch(alice, { leadIds: [id], updates: { status: 'LOST' } }), 'updates.status');
+    for (const status of ['VALID', 'INVALID', 'RISKY']) {
+      const res = await bulkPatch(alice, { leadIds: [id], updates: { status, addTags: ['not-written'] } });
+      assertValidation(res, 'updates.status');
+      assert.match(JSON.stringify(res.json().error.details), /set by email validation only/);
+    }
+    const row = (await rowsOf([id!])).get(id!)!;
+    assert.deepEqual([row.status, row.tags], ['NEW', []], 'a refused status writes nothing');
     assertValidation(await bulkPatch(alice, { leadIds: [id], updates: { addTags: [''] } }), 'updates.addTags.0');
     assertValidation(await bulkPatch(alice, { leadIds: [], updates: { status: 'NEW' } }), 'leadIds');
     assertValidation(
@@ -158,7 +165,7 @@ describe('PATCH /api/leads/bulk', () => {
       const started = performance.now();
       const res = await bulkPatch(alice, {
         leadIds: ids,
-        updates: { status: i % 2 ? 'VALID' : 'RISKY', addTags: [`round${i}`], removeTags: ['seed'] },
+        updates: { status: i % 2 ? 'CONTACTED' : 'QUALIFIED', addTags: [`round${i}`], removeTags: ['seed'] },
       });
       timings.push(performance.now() - started);
       assert.equal(res.json().data.updated, 1000);

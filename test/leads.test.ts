@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { eq } from 'drizzle-orm';
+import { eq, inArray } from 'drizzle-orm';
 import { jobs, leads, sources } from '../src/db/schema/index.ts';
 import { createTwoUserContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertValidation } from './helpers/assertions.ts';
@@ -210,13 +210,8 @@ describe('GET /api/leads', () => {
   test('status, jobId, sourceId and tag filters', async () => {
     assert.deepEqual((await get(user, '/api/leads?status=VALID')).json().data.leads, [], 'every lead starts NEW');
     const valid = ids.filter((_, i) => i % 2);
-    const marked = await ctx.inject({
-      method: 'PATCH',
-      url: '/api/leads/bulk',
-      headers: user.headers,
-      payload: { leadIds: valid, updates: { status: 'VALID' } },
-    });
-    assert.equal(marked.statusCode, 200);
+    // VALID comes from email validation only (the API refuses it), so it is set here as validation would.
+    await ctx.deps.db.update(leads).set({ status: 'VALID' }).where(inArray(leads.id, valid));
     const byStatus = (await get(user, '/api/leads?status=VALID')).json().data.leads;
     assert.deepEqual(
       byStatus.map((l: { id: string }) => l.id),
@@ -295,6 +290,25 @@ describe('PATCH /api/leads/{id}', () => {
     const [row] = await ctx.deps.db.select().from(leads).where(eq(leads.id, lead.id));
     assert.deepEqual(row!.tags, ['hot', 'q3']);
     assert.equal(row!.status, 'CONTACTED');
+  });
+
+  test('400 naming status for VALID, INVALID and RISKY: email validation sets those; the others are settable', async () => {
+    const lead = await createLead(alice, { email: 'set@by.example' });
+    for (const status of ['VALID', 'INVALID', 'RISKY']) {
+      const res = await patch(alice, lead.id, { status, notes: 'not written' });
+      assertValidation(res, 'status');
+      assert.match(
+        JSON.stringify(res.json().error.details),
+        /set by email validation only: POST \/api\/leads\/\{id\}\/validate-email/,
+      );
+    }
+    const [row] = await ctx.deps.db.select().from(leads).where(eq(leads.id, lead.id));
+    assert.deepEqual([row!.status, row!.notes], ['NEW', null], 'nothing of a refused update is written');
+    for (const status of ['CONTACTED', 'REPLIED', 'QUALIFIED', 'DISQUALIFIED', 'CONVERTED', 'UNSUBSCRIBED', 'NEW']) {
+      const res = await patch(alice, lead.id, { status });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal(res.json().data.lead.status, status);
+    }
   });
 
   test('a new email drops the stored validation and starts the lead over as NEW', async () => {

@@ -20,6 +20,19 @@ export const LEAD_LIMITS = {
 } as const;
 
 const status = z.enum(leadStatuses);
+
+/** Set by email validation only (decisions.md), so no update body may set them. */
+export const VALIDATION_STATUSES = ['VALID', 'INVALID', 'RISKY'] as const;
+const BY_VALIDATION_ONLY =
+  'VALID, INVALID and RISKY are set by email validation only: POST /api/leads/{id}/validate-email or ' +
+  'POST /api/leads/validate-bulk';
+/** A status an update may set (PATCH /api/leads/{id}, PATCH /api/leads/bulk, the chat's updateLeads). */
+export const settableStatus = status
+  .exclude(VALIDATION_STATUSES, {
+    error: (issue) =>
+      (VALIDATION_STATUSES as readonly unknown[]).includes(issue.input) ? BY_VALIDATION_ONLY : undefined,
+  })
+  .describe('VALID, INVALID and RISKY are not settable: email validation sets them (validate-email, validate-bulk)');
 const uuidString = z.string().refine(isUuid, 'must be a UUID');
 
 /** Optional text: trimmed; an empty string or null clears it. */
@@ -68,7 +81,7 @@ export const createLeadBody = z.object({
 export const updateLeadBody = z
   .object({
     ...leadFields,
-    status: status.optional(),
+    status: settableStatus.optional(),
     tags: tagList(MAX_TAGS).optional().describe(`Replaces the tags: trimmed, de-duplicated, at most ${MAX_TAGS}`),
     notes: text(10_000),
   })
@@ -98,7 +111,7 @@ export const bulkUpdateBody = z.object({
   leadIds,
   updates: z
     .object({
-      status: status.optional(),
+      status: settableStatus.optional(),
       addTags: tagList(MAX_TAGS).optional(),
       removeTags: tagList(MAX_TAGS).optional(),
     })
