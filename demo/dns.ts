@@ -78,7 +78,14 @@ export async function startDemoDns(
       send(response);
     },
   });
-  const listening = await server.listen({ udp: { port: options.port, address: options.host } });
+  // dns2 reports a port that cannot be bound as an 'error' event, never rejecting `listen`: without this the
+  // whole demo would crash on a taken DEMO_DNS_PORT instead of reporting it.
+  const listening = await new Promise<unknown>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ udp: { port: options.port, address: options.host } }).then(resolve, reject);
+  });
+  server.removeAllListeners('error');
+  server.on('error', (err: Error) => console.error(`demo DNS: ${err.message}`));
   const port = (listening as unknown as { udp: AddressInfo }).udp.port;
   return { port, close: () => server.close() };
 }

@@ -1,6 +1,5 @@
 /** The demo site's page frame, shared by the directory (site.ts) and the demo mail pages (mail.ts). */
-const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' };
-export const escapeHtml = (text: string) => text.replace(/[&<>"]/g, (c) => ENTITIES[c] ?? c);
+import { escapeHtml } from '../src/shared/text.ts';
 
 export function layout(title: string, body: string): string {
   return `<!doctype html>

@@ -8,6 +8,7 @@
  *   [UID] SEARCH (ALL, UID set, sequence set), [UID] FETCH (UID FLAGS RFC822.SIZE INTERNALDATE BODY[] BODY.PEEK[])
  */
 import net from 'node:net';
+import { safeEqual } from '../src/shared/crypto.ts';
 
 export interface StoredMessage {
   uid: number;
@@ -108,6 +109,11 @@ const imapDate = (d: Date) => {
 };
 
 const CAPABILITIES = 'IMAP4rev1 IDLE';
+/**
+ * The most one command may carry (its lines and literals): before LOGIN only enough for a user name and a
+ * password, so an unauthenticated client cannot make the server hold much.
+ */
+const MAX_COMMAND = { loggedOut: 2 * 1024, loggedIn: 64 * 1024 } as const;
 
 /** One client connection's state machine. */
 function serve(socket: net.Socket, options: DemoImapOptions) {
@@ -192,9 +198,11 @@ function serve(socket: net.Socket, options: DemoImapOptions) {
         socket.end();
         return;
       case 'LOGIN': {
+        // RFC 3501 §6.2.3: LOGIN is for the not-authenticated state (a second one would also leave a watcher).
+        if (authenticated) return bad('already authenticated');
         const [user, password] = args;
         const account = typeof user === 'string' ? options.accounts.get(user.toLowerCase()) : undefined;
-        if (!account || account.password !== password) {
+        if (!account || typeof password !== 'string' || !safeEqual(password, account.password)) {
           // Slow down guessing, as a real server would.
           if (++failedLogins >= 3) socket.end('* BYE too many failed logins\r\n');
           return send(`${tag} NO [AUTHENTICATIONFAILED] invalid user name or password`);
@@ -276,9 +284,18 @@ function serve(socket: net.Socket, options: DemoImapOptions) {
     }
   }
 
+  /** Stops a client that sends more than a command may carry (see MAX_COMMAND). */
+  let refused = false;
+  const tooLong = () => {
+    refused = true;
+    buffer = Buffer.alloc(0);
+    socket.end('* BYE command too long\r\n', () => socket.destroy());
+  };
   socket.on('data', (chunk: Buffer) => {
+    if (refused || socket.destroyed) return;
     buffer = Buffer.concat([buffer, chunk]);
     for (;;) {
+      const limit = inbox ? MAX_COMMAND.loggedIn : MAX_COMMAND.loggedOut;
       if (pending && pending.need > 0) {
         if (buffer.length < pending.need) return;
         pending.literals.push(buffer.subarray(0, pending.need));
@@ -286,16 +303,20 @@ function serve(socket: net.Socket, options: DemoImapOptions) {
         buffer = buffer.subarray(pending.need);
         pending.need = 0;
       }
+      const held = pending ? pending.text.length + pending.literals.reduce((n, l) => n + l.length, 0) : 0;
       const end = buffer.indexOf('\r\n');
       if (end < 0) {
-        if (buffer.length > 64 * 1024) socket.destroy();
+        if (held + buffer.length > limit) tooLong();
         return;
       }
+      if (held + end > limit) return tooLong();
       const text = buffer.subarray(0, end).toString('utf8');
       buffer = buffer.subarray(end + 2);
       const current = pending ?? { text: '', literals: [], need: 0 };
       const literal = /\{(\d+)(\+?)\}$/.exec(text);
-      if (literal && Number(literal[1]) <= 64 * 1024) {
+      if (literal) {
+        // Refused before it is asked for (no `+ go ahead`), as RFC 3501 §7.5 allows.
+        if (held + end + Number(literal[1]) > limit) return tooLong();
         current.text += text.slice(0, literal.index);
         current.need = Number(literal[1]);
         pending = current;

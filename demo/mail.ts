@@ -5,12 +5,14 @@
  * server serves, so Quarry's inbox reader sees it as a real reply. Everything is kept in memory; the SMTP and IMAP
  * servers and the `/mail` pages take the mailbox's login (HTTP Basic on the pages).
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type http from 'node:http';
 import type net from 'node:net';
 import PostalMime from 'postal-mime';
 import { SMTPServer } from 'smtp-server';
-import { escapeHtml, layout } from './html.ts';
+import { safeEqual } from '../src/shared/crypto.ts';
+import { escapeHtml } from '../src/shared/text.ts';
+import { layout } from './html.ts';
 import { createDemoImapServer, DemoInbox } from './imap.ts';
 
 /** A message the demo SMTP server took for a demo member. */
@@ -39,9 +41,6 @@ export interface DemoMailOptions {
 const MAX_DELIVERED = 1000;
 const MAX_MESSAGE = 1024 * 1024;
 
-const digest = (s: string) => createHash('sha256').update(s).digest();
-const sameSecret = (a: string, b: string) => timingSafeEqual(digest(a), digest(b));
-
 export function createDemoMail(options: DemoMailOptions) {
   const user = options.user.toLowerCase();
   const inbox = new DemoInbox();
@@ -49,7 +48,7 @@ export function createDemoMail(options: DemoMailOptions) {
   let nextId = 1;
   const members = new Map(options.recipients.map((r) => [r.email.toLowerCase(), r.name]));
   const loginOk = (name: string | undefined, password: string | undefined) =>
-    name?.toLowerCase() === user && password !== undefined && sameSecret(password, options.password);
+    name?.toLowerCase() === user && password !== undefined && safeEqual(password, options.password);
 
   async function deliver(raw: Buffer, recipients: string[]): Promise<void> {
     const email = await PostalMime.parse(raw);

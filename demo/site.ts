@@ -16,8 +16,9 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type net from 'node:net';
+import { escapeHtml } from '../src/shared/text.ts';
 import { startDemoDns } from './dns.ts';
-import { escapeHtml, layout } from './html.ts';
+import { layout } from './html.ts';
 import { createDemoMail, type DemoMail } from './mail.ts';
 
 export interface Member {
@@ -145,9 +146,13 @@ async function main(env: NodeJS.ProcessEnv) {
   const site = `http://${host}:${port}`;
   await listen(createDemoSite(mail), port, host);
   console.log(`demo site: ${site}/members (${members.length} members, ${MEMBERS.length} pages); Ctrl-C stops`);
+  // Started in turn; if one cannot start, those that did are closed, so no half of the mail side holds a port.
+  const started: Array<() => Promise<unknown>> = [];
   try {
     await listen(mail.smtp.server, ports.smtp, '127.0.0.1');
+    started.push(() => new Promise((resolve) => mail.smtp.close(() => resolve(undefined))));
     await listen(mail.imap, ports.imap, '127.0.0.1');
+    started.push(() => new Promise((resolve) => mail.imap.close(resolve)));
     await startDemoDns({
       host: '127.0.0.1',
       port: ports.dns,
@@ -156,6 +161,7 @@ async function main(env: NodeJS.ProcessEnv) {
       mailHost: DEMO_MAIL_HOST,
     });
   } catch (err) {
+    await Promise.all(started.map((close) => close().catch(() => {})));
     console.error(
       `demo mail is off: ${(err as Error).message}. Choose other ports with DEMO_SMTP_PORT, DEMO_IMAP_PORT, ` +
         'DEMO_DNS_PORT to try outreach offline.',

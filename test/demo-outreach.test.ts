@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
+import dgram from 'node:dgram';
 import { Resolver } from 'node:dns/promises';
+import net from 'node:net';
 import { test } from 'node:test';
 import { ImapFlow } from 'imapflow';
 import nodemailer from 'nodemailer';
 import { DEMO_MAILBOX, MEMBERS } from '../demo/site.ts';
 import type { GroupProcess } from './helpers/process.ts';
-import { freePort, pollUntil, shellEnv, startGroup } from './helpers/process.ts';
+import { freePort, freeUdpPort, pollUntil, shellEnv, startGroup } from './helpers/process.ts';
 
 // `npm run demo-site`'s mail side as a newcomer meets it: the lines it prints, and what it refuses. The offline
 // outreach walk-through itself (docs/walkthroughs/outreach.sh, with outreach.env) runs in test/walkthroughs.test.ts.
@@ -26,7 +28,8 @@ async function printed(demo: GroupProcess, label: string): Promise<string> {
 test('npm run demo-site prints how to start Quarry and the walk-through, and its mail side takes only its own login and domains', {
   timeout: 60_000,
 }, async () => {
-  const [sitePort, smtpPort, imapPort, dnsPort] = await Promise.all([1, 2, 3, 4].map(() => freePort()));
+  const [sitePort, smtpPort, imapPort] = await Promise.all([1, 2, 3].map(() => freePort()));
+  const dnsPort = await freeUdpPort();
   const demo = startGroup('npm', ['run', 'demo-site'], {
     env: shellEnv({
       DEMO_SITE_PORT: String(sitePort),
@@ -92,6 +95,45 @@ test('npm run demo-site prints how to start Quarry and the walk-through, and its
     await assert.rejects(resolver.resolveMx('nope.holt-castings.example'), { code: 'ENOTFOUND' });
     await assert.rejects(resolver.resolveMx('example.com'), { code: 'EREFUSED' });
   } finally {
+    demo.signalGroup('SIGKILL');
+    await demo.exited;
+  }
+});
+
+test('a mail port that is taken turns demo mail off, and what did start is closed again', {
+  timeout: 60_000,
+}, async () => {
+  const [sitePort, smtpPort, imapPort] = await Promise.all([1, 2, 3].map(() => freePort()));
+  // The DNS port taken: SMTP and IMAP start first, then the DNS server cannot.
+  const taken = dgram.createSocket('udp4');
+  await new Promise<void>((resolve) => taken.bind(0, '127.0.0.1', resolve));
+  const demo = startGroup('npm', ['run', 'demo-site'], {
+    env: shellEnv({
+      DEMO_SITE_PORT: String(sitePort),
+      DEMO_SMTP_PORT: String(smtpPort),
+      DEMO_IMAP_PORT: String(imapPort),
+      DEMO_DNS_PORT: String(taken.address().port),
+    }),
+  });
+  try {
+    await pollUntil(
+      async () => demo.output(),
+      (out) => out.includes('demo mail is off'),
+      30_000,
+    );
+    assert.equal((await fetch(`http://127.0.0.1:${sitePort}/members`)).status, 200, 'the directory keeps running');
+    for (const port of [smtpPort, imapPort]) {
+      const server = net.createServer();
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, '127.0.0.1', resolve);
+      }).then(
+        () => new Promise((resolve) => server.close(resolve)),
+        (err: Error) => assert.fail(`port ${port} is still held by the demo: ${err.message}`),
+      );
+    }
+  } finally {
+    taken.close();
     demo.signalGroup('SIGKILL');
     await demo.exited;
   }

@@ -55,6 +55,16 @@ export const freePort = async (): Promise<number> => {
   });
 };
 
+/** A UDP port free on 127.0.0.1 now (freePort checks TCP; a DNS server listens on UDP). */
+export const freeUdpPort = async (): Promise<number> => {
+  const dgram = await import('node:dgram');
+  const s = dgram.createSocket('udp4');
+  await new Promise<void>((resolve) => s.bind(0, '127.0.0.1', resolve));
+  const { port } = s.address();
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return port;
+};
+
 /** Polls `read` until `done` holds for its value, or rejects after `timeoutMs`. */
 export async function pollUntil<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 60_000) {
   const started = Date.now();
