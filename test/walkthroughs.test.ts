@@ -5,6 +5,7 @@
  * servers are started with the README's own start commands, and the README shows the script as it is. A script's
  * `<name>.env` reaches the demo site, the service and the script: outreach.sh's sets up the demo mail side (SMTP,
  * IMAP, DNS) and its password; what `npm run demo-site` prints for it is checked in test/demo-outreach.test.ts.
+ * Every run's demo gets free mail ports (the defaults, 2525/2143/2053, may be taken by another run or a person).
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -15,7 +16,7 @@ import { test } from 'node:test';
 import { DEMO_MAILBOX, MEMBERS } from '../demo/site.ts';
 import { createTestDatabase } from './helpers/db.ts';
 import type { GroupProcess } from './helpers/process.ts';
-import { freePort, pollUntil, repoRoot, shellEnv, startGroup, waitHealthy } from './helpers/process.ts';
+import { freePort, freeUdpPort, pollUntil, repoRoot, shellEnv, startGroup, waitHealthy } from './helpers/process.ts';
 
 const dir = path.join(repoRoot, 'docs/walkthroughs');
 const scripts = fs
@@ -40,14 +41,24 @@ function startCommands(): string[] {
   return lines;
 }
 
+/** Free ports for the demo's mail side, which `npm run demo-site` starts for every script; DNS is UDP. */
+async function demoMailPorts(): Promise<Record<string, string>> {
+  return {
+    DEMO_SMTP_PORT: String(await freePort()),
+    DEMO_IMAP_PORT: String(await freePort()),
+    DEMO_DNS_PORT: String(await freeUdpPort()),
+  };
+}
+
 /**
- * A script's own settings (`<name>.env`, shell syntax): every `*_PORT` in it gets a free port, the rest is
- * evaluated by bash with those ports set (e.g. `DNS_SERVERS=127.0.0.1:${DEMO_DNS_PORT}`).
+ * A script's own settings (`<name>.env`, shell syntax): every `*_PORT` in it gets a free port (those of `given`
+ * when it names them), the rest is evaluated by bash with those ports set (e.g.
+ * `DNS_SERVERS=127.0.0.1:${DEMO_DNS_PORT}`).
  */
-async function scriptEnv(script: string): Promise<Record<string, string>> {
+async function scriptEnv(script: string, given: Record<string, string>): Promise<Record<string, string>> {
   const file = path.join(dir, script.replace(/\.sh$/, '.env'));
   if (!fs.existsSync(file)) return {};
-  const ports = new Map<string, string>();
+  const ports = new Map<string, string>(Object.entries(given));
   const names: string[] = [];
   const lines: string[] = [];
   for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
@@ -80,11 +91,13 @@ for (const script of scripts) {
     // A fresh database: an empty DATA_DIR (PGlite), or a new PostgreSQL database on the PostgreSQL pass.
     const testDb = process.env.TEST_DATABASE_URL ? await createTestDatabase() : undefined;
     await testDb?.database.close();
-    const own = await scriptEnv(script);
+    const mailPorts = await demoMailPorts();
+    const own = await scriptEnv(script, mailPorts);
     const env = shellEnv({
       DATA_DIR: dataDir,
       PORT: String(port),
       DEMO_SITE_PORT: String(demoPort),
+      ...mailPorts,
       ...(testDb?.url ? { DATABASE_URL: testDb.url } : {}),
       ...own,
     });
@@ -102,6 +115,12 @@ for (const script of scripts) {
           () => 0,
         );
       await pollUntil(demoUp, (status) => status === 200);
+      // Its mail side started on the free ports given, not on ports another run holds.
+      const demoSays = await pollUntil(
+        async () => demo.output(),
+        (out) => /demo mail: mailbox|demo mail is off/.test(out),
+      );
+      assert.match(demoSays, /demo mail: mailbox/, demoSays);
 
       for (let run = 1; run <= runs; run++) {
         // Run 2 starts without the kept key: the account exists, so it must log in.

@@ -52,15 +52,23 @@ api() {
   esac
 }
 
-# `wait_for WHAT SECONDS COMMAND…`: runs COMMAND every second until it succeeds; after SECONDS it runs it once
-# more showing what it says (the last answer), and fails naming WHAT.
+# `wait_for WHAT SECONDS COMMAND…`: runs COMMAND every second until it succeeds (exit 0). A COMMAND that can tell
+# the wait is hopeless prints why and returns 2: the walk-through then fails at once, naming WHAT and that reason.
+# Anything else (1, or a `fail` inside COMMAND) means "not yet"; after SECONDS the walk-through fails naming WHAT
+# and showing what COMMAND said last. COMMAND runs in a subshell: it cannot end the walk-through, nor set variables.
 wait_for() {
-  local what=$1 seconds=$2
+  local what=$1 seconds=$2 out status
   shift 2
   local deadline=$((SECONDS + seconds))
-  until "$@" >/dev/null 2>&1; do
+  while :; do
+    status=0
+    out=$("$@" 2>&1) || status=$?
+    case $status in
+      0) return 0 ;;
+      2) fail "$what: ${out:-(the check gave no reason)}" ;;
+    esac
     if [ "$SECONDS" -ge "$deadline" ]; then
-      ("$@") >&2 || true
+      [ -n "$out" ] && printf '%s\n' "$out" >&2
       fail "$what: still not so after ${seconds} s"
     fi
     sleep 1

@@ -48,7 +48,8 @@ job_over() { api GET "/api/jobs/$JOB" | query '["COMPLETED","FAILED","CANCELLED"
 wait_for "the crawl (job $JOB)" "$WAIT_SECONDS" job_over
 api GET "/api/jobs/$JOB" | query 'd.data.job.status === "COMPLETED"' >/dev/null
 LEADS=$(api GET "/api/leads?sourceId=$SRC&limit=100" | query 'd.data.leads.filter((l) => l.email).map((l) => l.id)')
-COUNT=$(($(echo "$LEADS" | wc -l)))
+[ -n "$LEADS" ] || fail "the crawl found no lead with an email"
+COUNT=$(printf '%s\n' "$LEADS" | grep -c .)
 echo "crawled $COUNT leads with an email"
 IDS=$(echo "$LEADS" | node -e 'console.log(JSON.stringify(require("fs").readFileSync(0, "utf8").trim().split("\n")))')
 

@@ -21,10 +21,11 @@ READ_KEY=$(api POST /api/api-keys '{"name": "read-only", "scopes": ["leads:read"
 # a copy of all your data, made in the background (3 a week: later runs download the newest one)
 curl -sS --max-time 60 -X POST "$QUARRY_URL/api/users/export" -H "authorization: Bearer $KEY" \
   -H 'content-type: application/json' -d '{"format": "CSV"}' -w '\n'
-export_done() {
+export_done() { # a check for wait_for: 0 done, 1 not yet, 2 (with the reason) hopeless
   local status
-  status=$(api GET /api/users/export/status | pick data.exports.0.status)
-  [ "$status" = COMPLETED ] || { [ "$status" = FAILED ] && fail "the export FAILED"; }
+  status=$(api GET /api/users/export/status | pick data.exports.0.status) || return 1
+  if [ "$status" = FAILED ]; then echo "the export FAILED"; return 2; fi
+  [ "$status" = COMPLETED ]
 }
 wait_for "the export to complete" 120 export_done
 REQUEST=$(api GET /api/users/export/status | pick data.exports.0.requestId)
