@@ -91,7 +91,7 @@ test('?tag= finds tagged leads through the partial GIN index among many untagged
   const rows = Array.from({ length: 300 }, (_, i) => lead(`t${i}@tagged.example`, null));
   const ids = await testDb.database.db.transaction((tx) => leadRepository(tx).insertScraped(owner, rows));
   const tagged = ids.slice(0, 3);
-  await leadRepository(testDb.database.db).updateMany(owner.userId, tagged, { addTags: ['vip'] }, 10);
+  await leadRepository(testDb.database.db).updateMany(owner.userId, tagged, { addTags: ['vip'] }, 10, new Date());
   await testDb.database.query('ANALYZE leads');
   const { found, scans } = await testDb.database.db.transaction(async (tx) => {
     // A table this small would be read whole; with plain scans off the planner picks the smallest bitmap,
