@@ -3,7 +3,7 @@
  * PASS/FAIL against the figures the issues ask for; exits 1 when any figure is below its target.
  * PostgreSQL: BENCH_DATABASE_URL, else TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test
  * (a scratch database is made).
- * Sections: `npm run bench -- foundation`, `scraping`, `matching`, `accounts`, `events`, `analytics`,
+ * Sections: `npm run bench -- foundation`, `scraping`, `lead-insert`, `matching`, `accounts`, `events`, `analytics`,
  * `deliverability`, `outreach` (default: all).
  */
 import { benchAccounts } from './accounts.ts';
@@ -11,6 +11,7 @@ import { benchAnalytics } from './analytics.ts';
 import { benchDeliverability } from './deliverability.ts';
 import { benchEvents } from './events.ts';
 import { benchFoundation } from './foundation.ts';
+import { benchLeadInsert } from './lead-insert.ts';
 import { printTable, type Row } from './lib.ts';
 import { benchMatching } from './matching.ts';
 import { benchOutreach } from './outreach.ts';
@@ -19,6 +20,7 @@ import { benchScraping } from './scraping.ts';
 const sections: Record<string, () => Promise<Row[]>> = {
   foundation: benchFoundation,
   scraping: benchScraping,
+  'lead-insert': benchLeadInsert,
   matching: benchMatching,
   accounts: benchAccounts,
   events: benchEvents,

@@ -71,14 +71,17 @@ export const leads = pgTable(
     index('leads_user_id_idx').on(t.userId, t.id),
     index('leads_user_company_idx').on(t.userId, sql`lower(${t.company})`, t.id),
     index('leads_user_status_idx').on(t.userId, t.status, t.id),
-    index('leads_job_idx').on(t.jobId),
+    // A job's leads, newest first: the `?jobId=` list filter (a job's leads are all its owner's, so the
+    // user_id condition filters nothing), the job's lead count, and the FK's SET NULL when a job is deleted.
+    index('leads_job_idx').on(t.jobId, t.id),
     // An account's leads, most recently updated first; the account rollups are recomputed through it.
     index('leads_user_account_idx').on(t.userId, t.accountKey, t.updatedAt, t.id),
-    // List filters by job / source, newest first, without sorting a whole job's or source's leads.
-    index('leads_user_job_idx').on(t.userId, t.jobId, t.id),
+    // List filter by source, newest first, without sorting a whole source's leads.
     index('leads_user_source_idx').on(t.userId, t.sourceId, t.id),
     // `?tag=` filter (`tags @> ARRAY[tag]`): finds rare tags without walking every lead of the user.
-    index('leads_tags_idx').using('gin', t.tags),
+    // Partial: scraped leads have no tags, and an empty array still costs a GIN entry per insert; the
+    // tag queries repeat the predicate so the planner can use the index (it cannot infer it from `@>`).
+    index('leads_tags_idx').using('gin', t.tags).where(sql`${t.tags} <> '{}'::text[]`),
     // De-duplication per source (scraping): by email, else by name + company.
     uniqueIndex('leads_source_email_key')
       .on(t.sourceId, sql`lower(${t.email})`)

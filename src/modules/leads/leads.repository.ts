@@ -88,7 +88,7 @@ export function leadRepository(db: Db) {
   return {
     /**
      * One page, newest first: `id < cursor ORDER BY id DESC LIMIT n`. Every filter is an equality
-     * on a column of one of the (user_id, …, id) indexes, so the scan stops after `limit` rows; the
+     * on a column of one of the (user_id, …, id) indexes (or (job_id, id)), so the scan stops after `limit` rows; the
      * company filter compares `lower(company)` to match `leads_user_company_idx`.
      */
     async list(
@@ -102,7 +102,9 @@ export function leadRepository(db: Db) {
       if (filters.status) where.push(eq(leads.status, filters.status));
       if (filters.jobId) where.push(eq(leads.jobId, filters.jobId));
       if (filters.sourceId) where.push(eq(leads.sourceId, filters.sourceId));
-      if (filters.tag !== undefined) where.push(sql`${leads.tags} @> ARRAY[${filters.tag}::text]`);
+      // `<> '{}'` implies nothing new (a lead with the tag has tags) but lets the planner use the partial GIN index.
+      if (filters.tag !== undefined)
+        where.push(sql`${leads.tags} @> ARRAY[${filters.tag}::text] AND ${leads.tags} <> '{}'::text[]`);
       if (cursor) where.push(lt(leads.id, cursor));
       return db
         .select(listColumns)
@@ -139,7 +141,10 @@ export function leadRepository(db: Db) {
      * Scraped leads in one statement, however many: the rows travel as one JSON parameter (no
      * 65,535-parameter limit; read as jsonb, a third faster than json). A row that meets a per-source
      * de-duplication index (email, else name + company), an earlier row of the same batch included,
-     * is skipped. The account key is computed here (a row trigger would cost more). Answers the ids inserted.
+     * is skipped (rows are inserted in the batch's order: the first one wins). The account key is computed
+     * here (a row trigger would cost more) by `account_key_from`, which PostgreSQL inlines, with the free-mail
+     * check as a sub-select (account_key_of's own sub-select keeps it from being inlined: a function call per
+     * row). Answers the ids inserted.
      */
     async insertScraped(owner: ScrapedLeadOwner, rows: readonly ScrapedLead[]): Promise<string[]> {
       if (!rows.length) return [];
@@ -150,7 +155,9 @@ export function leadRepository(db: Db) {
           source_url, status, custom_fields, provenance, created_at, updated_at, account_key)
         SELECT r.id, ${owner.userId}::uuid, ${owner.sourceId}::uuid, ${owner.jobId}::uuid, r."firstName", r."lastName",
           r.email, r.phone, r.company, r."jobTitle", r."sourceUrl", r.status, r."customFields", r.provenance,
-          r."createdAt", r."createdAt", account_key_of(r.email, r.company)
+          r."createdAt", r."createdAt",
+          account_key_from(r.email, r.company,
+            EXISTS (SELECT 1 FROM free_email_domains f WHERE f.domain = lower(split_part(r.email, '@', 2))))
         FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(id uuid, "firstName" text, "lastName" text,
           email text, phone text, company text, "jobTitle" text, "sourceUrl" text, status text, "customFields" jsonb,
           provenance jsonb, "createdAt" timestamptz)

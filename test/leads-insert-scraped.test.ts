@@ -1,0 +1,110 @@
+/**
+ * The scraped-lead INSERT (leadRepository.insertScraped, migration 0013): the account key it computes with the
+ * inlined `account_key_from` is the one `account_key_of` (every other write) gives, it calls no SQL function
+ * per row, and the `?tag=` filter still finds tagged leads through the partial GIN index.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { queryRows } from '../src/db/client.ts';
+import { leadRepository, type ScrapedLead } from '../src/modules/leads/leads.repository.ts';
+import { newId } from '../src/shared/ids.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+
+let testDb: TestDatabase;
+let owner: { userId: string; sourceId: string; jobId: string };
+
+before(async () => {
+  testDb = await createTestDatabase();
+  const q = testDb.database.query.bind(testDb.database);
+  owner = { userId: newId(), sourceId: newId(), jobId: newId() };
+  await q(`INSERT INTO users (id, email, password_hash) VALUES ($1, 'owner@example.com', 'x')`, [owner.userId]);
+  await q(`INSERT INTO sources (id, user_id, name, url, scrape_type) VALUES ($1, $2, 's', 'http://x', 'STATIC')`, [
+    owner.sourceId,
+    owner.userId,
+  ]);
+  await q(`INSERT INTO jobs (id, user_id, source_id, name) VALUES ($1, $2, $3, 'j')`, [
+    owner.jobId,
+    owner.userId,
+    owner.sourceId,
+  ]);
+});
+after(async () => {
+  await testDb.database.close();
+  await testDb.drop();
+});
+
+const lead = (email: string | null, company: string | null, firstName: string | null = null): ScrapedLead => ({
+  id: newId(),
+  firstName,
+  lastName: null,
+  email,
+  phone: null,
+  company,
+  jobTitle: null,
+  sourceUrl: 'http://x/page',
+  status: 'NEW',
+  customFields: {},
+  provenance: { pageUrl: 'http://x/page' },
+  createdAt: new Date(),
+});
+
+test('scraped leads get the account key account_key_of gives: business domain, free mail, company only, none', async () => {
+  const rows = [
+    lead('ann@acme.com', 'Acme Inc'), // business domain
+    lead('bob@gmail.com', 'Globex GmbH'), // free mail: the company decides
+    lead('cid@gmail.com', null), // free mail, no company: no account
+    lead(null, 'Initech, L.L.C.', 'Dee'), // no email: the normalized company
+    lead('not-an-email', 'Umbrella', 'Eve'), // no domain: the company
+    lead(null, null, 'Fay'), // nothing to group by
+  ];
+  const ids = await testDb.database.db.transaction((tx) => leadRepository(tx).insertScraped(owner, rows));
+  assert.equal(ids.length, rows.length);
+  const stored = await testDb.database.query<{ email: string | null; account_key: string | null; expected: string }>(
+    `SELECT email, account_key, account_key_of(email, company) AS expected FROM leads WHERE id = ANY($1::uuid[])
+     ORDER BY id`,
+    [`{${ids.join(',')}}`],
+  );
+  for (const row of stored) assert.equal(row.account_key, row.expected, `account key of ${row.email}`);
+  assert.deepEqual(
+    stored.map((r) => r.account_key),
+    ['domain:acme.com', 'company:globex', null, 'company:initech', 'company:umbrella', null],
+  );
+});
+
+test('the scraped-lead INSERT runs no SQL function call per row (account_key_of was one per lead)', async () => {
+  const rows = Array.from({ length: 200 }, (_, i) => lead(`p${i}@example.org`, `Company ${i % 7} Inc`));
+  const calls = await testDb.database.db.transaction(async (tx) => {
+    // Counted for this transaction only (pg_stat_xact_user_functions); inlined SQL functions are not calls.
+    await tx.execute(sql`SET LOCAL track_functions = 'all'`);
+    await leadRepository(tx).insertScraped(owner, rows);
+    return queryRows<{ funcname: string; calls: number }>(
+      tx,
+      sql`SELECT funcname, calls::int FROM pg_stat_xact_user_functions ORDER BY calls DESC`,
+    );
+  });
+  const perRow = calls.filter((c) => c.calls >= rows.length);
+  assert.deepEqual(perRow, [], `functions called once per row: ${JSON.stringify(perRow)}`);
+});
+
+test('?tag= finds tagged leads through the partial GIN index among many untagged ones', async () => {
+  const rows = Array.from({ length: 300 }, (_, i) => lead(`t${i}@tagged.example`, null));
+  const ids = await testDb.database.db.transaction((tx) => leadRepository(tx).insertScraped(owner, rows));
+  const tagged = ids.slice(0, 3);
+  await leadRepository(testDb.database.db).updateMany(owner.userId, tagged, { addTags: ['vip'] }, 10, new Date());
+  await testDb.database.query('ANALYZE leads');
+  const { found, scans } = await testDb.database.db.transaction(async (tx) => {
+    // A table this small would be read whole; with plain scans off the planner picks the smallest bitmap,
+    // and the partial index is a candidate only when the query implies its predicate (`tags <> '{}'`).
+    await tx.execute(sql`SET LOCAL enable_seqscan = off`);
+    await tx.execute(sql`SET LOCAL enable_indexscan = off`);
+    const found = await leadRepository(tx).list(owner.userId, { tag: 'vip' }, undefined, 50);
+    const [row] = await queryRows<{ scans: number }>(
+      tx,
+      sql`SELECT pg_stat_get_xact_numscans('leads_tags_idx'::regclass)::int AS scans`,
+    );
+    return { found, scans: row!.scans };
+  });
+  assert.deepEqual(found.map((r) => r.id).sort(), [...tagged].sort());
+  assert.ok(scans > 0, 'the ?tag= query read leads_tags_idx');
+});
