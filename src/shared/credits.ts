@@ -178,8 +178,7 @@ export function createCredits(config: Config, clock: Clock, emit: typeof emitEve
     // Read before this change's row exists: was the balance lifted back above the threshold by money?
     const crossing = threshold > 0 && before >= threshold && after < threshold;
     const alert = crossing && (await lowAlertArmed(tx, userId));
-    await repo.setBalance(userId, after, now);
-    await repo.append({ userId, ...row, balanceAfter: after, createdAt: now });
+    await repo.setBalanceAndAppend({ userId, ...row, balanceAfter: after, createdAt: now });
     if (alert) await emit(tx, userId, 'credits.low', { balance: after, threshold });
     return after;
   }

@@ -1,6 +1,7 @@
 import { and, desc, eq, gte, isNotNull, lt, or, sql } from 'drizzle-orm';
 import { type Db, queryRows, type Tx } from '../../db/client.ts';
 import { creditBalances, creditCheckouts, creditTransactions } from '../../db/schema/index.ts';
+import { newId } from '../../shared/ids.ts';
 
 export type CreditTransactionRow = typeof creditTransactions.$inferSelect;
 export type CreditCheckoutRow = typeof creditCheckouts.$inferSelect;
@@ -37,8 +38,22 @@ export function creditsRepository(db: Db | Tx) {
         .returning({ userId: creditBalances.userId });
       return rows.length > 0;
     },
-    async setBalance(userId: string, balance: number, now: Date): Promise<void> {
-      await db.update(creditBalances).set({ balance, updatedAt: now }).where(eq(creditBalances.userId, userId));
+    /**
+     * Sets the (locked) balance and appends its ledger row in one statement: metered work charges on hot paths
+     * (a chunk of outreach mail), where each round trip counts.
+     */
+    async setBalanceAndAppend(
+      values: typeof creditTransactions.$inferInsert & { balanceAfter: number },
+    ): Promise<void> {
+      const now = values.createdAt ?? new Date();
+      await db.execute(sql`WITH b AS (
+          UPDATE credit_balances SET balance = ${values.balanceAfter}, updated_at = ${now}
+          WHERE user_id = ${values.userId})
+        INSERT INTO credit_transactions
+          (id, user_id, kind, amount, balance_after, feature, units, reason, actor, reference, created_at)
+        VALUES (${values.id ?? newId()}, ${values.userId}, ${values.kind}, ${values.amount}, ${values.balanceAfter},
+          ${values.feature ?? null}, ${values.units ?? null}, ${values.reason ?? null}, ${values.actor ?? null},
+          ${values.reference ?? null}, ${now})`);
     },
     async append(values: typeof creditTransactions.$inferInsert): Promise<CreditTransactionRow> {
       const [row] = await db.insert(creditTransactions).values(values).returning();
