@@ -293,9 +293,10 @@ describe('deliveries', () => {
   });
 
   test('a refused connection and a timeout are failures retried like an error answer', async () => {
-    const closed = await createEndpoint(alice, `http://127.0.0.1:${await freePort()}/gone`);
+    // The hanging receiver listens first: a port picked free before it could be handed to it by the kernel.
     const slow = await receiver('hang');
     const hanging = await createEndpoint(alice, slow.url);
+    const closed = await createEndpoint(alice, `http://127.0.0.1:${await freePort()}/gone`);
     const a = await sendTest(alice, closed.id);
     const b = await sendTest(alice, hanging.id);
     const refused = await deliveryWhen(alice, closed.id, a.deliveryId, (x) => x.attemptCount === 1);
