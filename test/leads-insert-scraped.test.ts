@@ -72,6 +72,33 @@ test('scraped leads get the account key account_key_of gives: business domain, f
   );
 });
 
+test('free mail decided beside the row agrees with the table: case, reserved names, odd and non-ASCII domains', async () => {
+  const emails = [
+    'ann@GMail.com', // upper case in the domain (the writer lower-cases, insertScraped must not rely on it)
+    'bob@example.com', // reserved for documentation: no provider's, so the domain groups the leads
+    'cid@yahoo.co.uk',
+    'dee@mail.acme.io',
+    'eve@a@gmail.com', // split_part takes the text between the first and second @
+    'fay@müller.de', // not ASCII: SQL decides
+    'gus@GMAİL.com', // not ASCII either (dotted capital I)
+    'hal@localhost', // no dot after @: the company decides
+    '@gmail.com',
+    'ivy@',
+  ];
+  const rows = emails.map((email, i) => lead(email, `Company ${i} GmbH`));
+  const ids = await testDb.database.db.transaction((tx) => leadRepository(tx).insertScraped(owner, rows));
+  assert.equal(ids.length, rows.length);
+  const stored = await testDb.database.query<{ email: string; account_key: string | null; expected: string }>(
+    `SELECT email, account_key, account_key_of(email, company) AS expected FROM leads WHERE id = ANY($1::uuid[])`,
+    [`{${ids.join(',')}}`],
+  );
+  for (const row of stored) assert.equal(row.account_key, row.expected, `account key of ${row.email}`);
+  const byEmail = new Map(stored.map((r) => [r.email, r.account_key]));
+  assert.equal(byEmail.get('ann@GMail.com'), 'company:company 0');
+  assert.equal(byEmail.get('bob@example.com'), 'domain:example.com');
+  assert.equal(byEmail.get('dee@mail.acme.io'), 'domain:mail.acme.io');
+});
+
 test('the scraped-lead INSERT runs no SQL function call per row (account_key_of was one per lead)', async () => {
   const rows = Array.from({ length: 200 }, (_, i) => lead(`p${i}@example.org`, `Company ${i % 7} Inc`));
   const calls = await testDb.database.db.transaction(async (tx) => {

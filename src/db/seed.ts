@@ -1,16 +1,14 @@
 import { createHash } from 'node:crypto';
-import { createRequire } from 'node:module';
 import { sql } from 'drizzle-orm';
 import { type Db, queryRows } from './client.ts';
-
-const require = createRequire(import.meta.url);
+import { freeMailDomains } from './free-mail-domains.ts';
 
 /**
- * Keeps `free_email_domains` equal to the `email-providers` list this install ships, so SQL can tell
- * a company domain from a free-mail one with a join. Idempotent, and one read when already in sync.
+ * Keeps `free_email_domains` equal to `freeMailDomains()` (the `email-providers` list this install ships), so
+ * SQL can tell a company domain from a free-mail one with a join. Idempotent, and one read when already in sync.
  */
 export async function syncFreeEmailDomains(db: Db): Promise<void> {
-  const domains = [...new Set((require('email-providers/all.json') as string[]).map((d) => d.toLowerCase()))];
+  const domains = [...freeMailDomains()];
   // The table's digest against the list's (both in byte order), so an update that swaps domains
   // without changing their number is picked up too.
   const sorted = [...domains].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));

@@ -19,6 +19,9 @@ function schemaHash(): string {
     if (fs.statSync(full).isFile()) h.update(f).update(fs.readFileSync(full));
   }
   h.update(fs.readFileSync(path.join(root, 'src/queue/queues.ts')));
+  // What migrate() seeds: the free-mail table follows this code and the installed list.
+  for (const f of ['src/db/seed.ts', 'src/db/free-mail-domains.ts', 'node_modules/email-providers/all.json'])
+    h.update(fs.readFileSync(path.join(root, f)));
   h.update(JSON.parse(fs.readFileSync(path.join(root, 'node_modules/pg-boss/package.json'), 'utf8')).version);
   return h.digest('hex').slice(0, 12);
 }

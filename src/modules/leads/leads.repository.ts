@@ -1,6 +1,7 @@
 import { and, desc, eq, lt, type SQL, sql } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import { type Db, queryRows } from '../../db/client.ts';
+import { freeMailDomains } from '../../db/free-mail-domains.ts';
 import {
   type EmailValidationResult,
   jobs,
@@ -17,6 +18,16 @@ export interface LeadWithRelations {
   lead: LeadRow;
   job: { id: string; name: string; status: string } | null;
   source: { id: string; name: string; url: string } | null;
+}
+
+/**
+ * Whether an email's domain (SQL: `split_part(email, '@', 2)`) is free mail, or null when only SQL may say: no
+ * email, or a domain that is not plain ASCII (JavaScript's and PostgreSQL's lower-casing may differ there).
+ */
+function freeMailOf(email: string | null, free: ReadonlySet<string>): boolean | null {
+  if (email === null) return false;
+  const domain = email.split('@')[1] ?? '';
+  return /^[\x20-\x7e]*$/.test(domain) ? free.has(domain.toLowerCase()) : null;
 }
 
 /** A lead found by a scrape job; `ScrapedLeadOwner` holds what all leads of one job share. */
@@ -142,12 +153,16 @@ export function leadRepository(db: Db) {
      * 65,535-parameter limit; read as jsonb, a third faster than json). A row that meets a per-source
      * de-duplication index (email, else name + company), an earlier row of the same batch included,
      * is skipped (rows are inserted in the batch's order: the first one wins). The account key is computed
-     * here (a row trigger would cost more) by `account_key_from`, which PostgreSQL inlines, with the free-mail
-     * check as a sub-select (account_key_of's own sub-select keeps it from being inlined: a function call per
-     * row). Answers the ids inserted.
+     * here (a row trigger would cost more) by `account_key_from`, which PostgreSQL inlines (account_key_of's
+     * sub-select keeps it from being inlined: a function call per row). Whether the email's domain is free
+     * mail comes with the row (`freeMail`, from the set the `free_email_domains` table is seeded with) when the
+     * domain is ASCII, so lower-casing cannot differ between JavaScript and SQL; otherwise the table is asked.
+     * Answers the ids inserted.
      */
     async insertScraped(owner: ScrapedLeadOwner, rows: readonly ScrapedLead[]): Promise<string[]> {
       if (!rows.length) return [];
+      const free = freeMailDomains();
+      const param = rows.map((row) => ({ ...row, freeMail: freeMailOf(row.email, free) }));
       const inserted = await queryRows<{ id: string }>(
         db,
         sql`
@@ -156,11 +171,11 @@ export function leadRepository(db: Db) {
         SELECT r.id, ${owner.userId}::uuid, ${owner.sourceId}::uuid, ${owner.jobId}::uuid, r."firstName", r."lastName",
           r.email, r.phone, r.company, r."jobTitle", r."sourceUrl", r.status, r."customFields", r.provenance,
           r."createdAt", r."createdAt",
-          account_key_from(r.email, r.company,
-            EXISTS (SELECT 1 FROM free_email_domains f WHERE f.domain = lower(split_part(r.email, '@', 2))))
-        FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(id uuid, "firstName" text, "lastName" text,
+          account_key_from(r.email, r.company, coalesce(r."freeMail",
+            EXISTS (SELECT 1 FROM free_email_domains f WHERE f.domain = lower(split_part(r.email, '@', 2)))))
+        FROM jsonb_to_recordset(${JSON.stringify(param)}::jsonb) AS r(id uuid, "firstName" text, "lastName" text,
           email text, phone text, company text, "jobTitle" text, "sourceUrl" text, status text, "customFields" jsonb,
-          provenance jsonb, "createdAt" timestamptz)
+          provenance jsonb, "createdAt" timestamptz, "freeMail" boolean)
         ON CONFLICT DO NOTHING
         RETURNING id`,
       );

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { disposableEmailBlocklistSet } from 'disposable-email-domains-js';
 import emailMisspelled, { top100 } from 'email-misspelled';
 import type { Db } from '../../db/client.ts';
+import { domainAndParents, freeMailDomains } from '../../db/free-mail-domains.ts';
 import { hardBouncedOf } from '../../modules/email-verification/email-verification.service.ts';
 import { suppressionOf } from '../../modules/suppressions/suppressions.service.ts';
 import { createMailDomainResolver, type MailDomainResolver, type MailDomainResolverOptions } from './dns.ts';
@@ -46,7 +47,6 @@ const require = createRequire(import.meta.url);
 /** The domain lists, loaded on first use (a process that never validates does not hold them). */
 let lists:
   | {
-      free: Set<string>;
       common: Set<string>;
       disposable: Set<string>;
       roles: Set<string>;
@@ -55,7 +55,6 @@ let lists:
   | undefined;
 function domainLists() {
   return (lists ??= {
-    free: new Set<string>(require('email-providers/all.json') as string[]),
     common: new Set<string>(require('email-providers/common.json') as string[]),
     disposable: disposableEmailBlocklistSet(),
     roles: new Set<string>((require('role-based-email-addresses') as string[]).map((r) => r.toLowerCase())),
@@ -71,31 +70,14 @@ const isTransposition = (a: string, b: string): boolean => {
   return diff.length === 2 && diff[1] === diff[0]! + 1 && a[diff[0]!] === b[diff[1]!] && a[diff[1]!] === b[diff[0]!];
 };
 
-/** The domain and each parent domain with at least two labels (`a.b.example.com` → …, `example.com`). */
-function domainAndParents(domain: string): string[] {
-  const labels = domain.split('.');
-  return labels.slice(0, -1).map((_, i) => labels.slice(i).join('.'));
-}
-
-/**
- * Names reserved for documentation and testing (RFC 2606, RFC 6761): no provider hands out mailboxes there,
- * so they are never `free_provider`, although the `email-providers` list carries `example.com`.
- */
-const RESERVED_SLDS = new Set(['example.com', 'example.net', 'example.org']);
-const RESERVED_TLDS = new Set(['example', 'test', 'invalid', 'localhost']);
-export const isReservedDomain = (domain: string): boolean => {
-  const d = domain.toLowerCase().replace(/\.$/, '');
-  return domainAndParents(d).some((p) => RESERVED_SLDS.has(p)) || RESERVED_TLDS.has(d.split('.').pop() ?? '');
-};
-
 /** Flags that need no network: disposable, role_account, free_provider, possible_typo. */
 export function addressFlags(local: string, domain: string): { flags: ValidationFlag[]; suggestion?: string } {
   const flags: ValidationFlag[] = [];
   let suggestion: string | undefined;
-  const { free, common, disposable, roles, typo } = domainLists();
+  const { common, disposable, roles, typo } = domainLists();
   if (domainAndParents(domain).some((d) => disposable.has(d))) flags.push('disposable');
   if (roles.has(local.toLowerCase().split('+')[0]!)) flags.push('role_account');
-  if (free.has(domain) && !isReservedDomain(domain)) flags.push('free_provider');
+  if (freeMailDomains().has(domain)) flags.push('free_provider');
   if (!common.has(domain) && domain.length >= 8) {
     const best = typo(`x@${domain}`).find((r) => r.misspelledCount === 1 || isTransposition(domain, r.suggest));
     if (best) {
