@@ -8,8 +8,12 @@ import { storedId } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { campaignRepository } from '../campaigns/campaigns.repository.ts';
 import { markLeadsHardBounced } from '../leads/leads.bounces.ts';
-import { stopEnrollmentsOf } from '../outreach/enrollments.ts';
-import { ownedOutreachCampaign, sendsByCampaign, sendsByRecipientDomain } from '../outreach/sends.ts';
+import {
+  ownedOutreachCampaign,
+  sendsByCampaign,
+  sendsByRecipientDomain,
+  stopEnrollmentsOf,
+} from '../outreach/index.ts';
 import { domainOf, normalizeDomain, normalizeEmail } from '../suppressions/suppressions.normalize.ts';
 import { suppress } from '../suppressions/suppressions.service.ts';
 import { classifyBounce, statusOfReply } from './classify.ts';

@@ -1,0 +1,482 @@
+import { randomUUID } from 'node:crypto';
+import type { Transporter } from 'nodemailer';
+import type { Tx } from '../../../db/client.ts';
+import type { AppDeps } from '../../../deps.ts';
+import { createSecretBox, secretKeyMaterial } from '../../../shared/crypto.ts';
+import { newId } from '../../../shared/ids.ts';
+import { domainOf, normalizeEmail } from '../../suppressions/suppressions.normalize.ts';
+import type { OutreachCampaignRow } from '../campaigns/outreach-campaigns.repository.ts';
+import { leadTemplateVars, renderTemplate } from '../campaigns/templates.ts';
+import { mailboxEndpoints, openSmtpTransport } from '../connections/mailbox.transport.ts';
+import {
+  countBooked,
+  countCharged,
+  type MailboxState,
+  newRunState,
+  type PreparedBatch,
+  prepareBatch,
+  type RunState,
+  startAllowance,
+  suppressedOf,
+} from './sequencer.batch.ts';
+import { classifySendError, linkToken, mailOptions, publicUrlOf, sessionFailure } from './sequencer.mail.ts';
+import { emptyOutcomes, writeOutcomes } from './sequencer.outcomes.ts';
+import { boundedPipeline } from './sequencer.pipeline.ts';
+import {
+  type DueEnrollment,
+  type EnrollmentMove,
+  type IntentInsert,
+  sequencerRepository,
+} from './sequencer.repository.ts';
+import { nextWindowOpening, startOfNextUtcDay } from './sequencer.window.ts';
+
+type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'logger' | 'credits'>;
+
+/** Enrollments claimed at once (a batch). */
+const CLAIM_BATCH = 1000;
+/**
+ * Mails recorded in one statement, per mail being sent at once (a chunk of the pipeline). A chunk is recorded only
+ * while fewer than a chunk's worth wait to be sent, so at most 4 × OUTREACH_SEND_CONCURRENCY are ever recorded and
+ * not sent: what a crash can leave UNCONFIRMED.
+ */
+const CHUNK_PER_CONNECTION = 2;
+/** A mail the server answered with a 4xx (or could not be reached for) is tried again this much later. */
+const RETRY_AFTER_MS = 15 * 60_000;
+
+export interface SequencerRun {
+  sent: number;
+  failed: number;
+  postponed: number;
+  stopped: number;
+}
+
+/** A mail chosen and its slot booked, not recorded yet. */
+interface Planned {
+  e: DueEnrollment;
+  campaign: OutreachCampaignRow;
+  mailbox: MailboxState;
+  intent: IntentInsert;
+  /** Gives the booked slot (daily counts, gap, allowance) back. */
+  release(): void;
+  transport?: Transporter;
+}
+
+const randomBetween = (min: number, max: number) => min + Math.floor(Math.random() * (max - min + 1));
+
+/**
+ * The built-in sequencer (docs/outreach.md "Outreach", Sequencer): sends each enrolled lead's next step when it is due,
+ * inside the campaign's window, within the mailboxes' daily limits and gaps, rotating mailboxes.
+ * Exactly once: the mail is recorded as PENDING (one per enrollment and step, a unique index) and committed
+ * before the SMTP transaction; its outcome is written after. A mail whose outcome was lost (the process died, the
+ * connection broke after the data went out) becomes UNCONFIRMED and is never sent again.
+ */
+export function createSequencer(deps: Deps) {
+  const box = createSecretBox(secretKeyMaterial(deps.config));
+  const baseUrl = publicUrlOf(deps.config);
+  const concurrency = deps.config.OUTREACH_SEND_CONCURRENCY;
+  // How long a claim or an unanswered mail is held before another process may take the enrollment over.
+  const SEND_LEASE_MS = deps.config.OUTREACH_SEND_LEASE_SECONDS * 1000;
+
+  /**
+   * The mailbox's pooled transport, opened once per run and checked once (a connection and AUTH, nodemailer
+   * `verify`) before anything is recorded for the mailbox: a wrong password or a server that is down records and
+   * charges nothing, and rests the mailbox for the run (a failed opening or check).
+   */
+  function transportOf(mailbox: MailboxState): Promise<Transporter> {
+    if (!mailbox.transport) {
+      const { smtp } = mailboxEndpoints(box, mailbox.row);
+      mailbox.transport = smtp
+        ? openSmtpTransport(deps, smtp, { pool: true, maxConnections: Math.min(concurrency, 5) }).then(async (t) => {
+            try {
+              await t.verify();
+              return t;
+            } catch (err) {
+              t.close();
+              throw err;
+            }
+          })
+        : Promise.reject(new Error('The mailbox has no SMTP URL'));
+      mailbox.transport.catch(() => {});
+    }
+    return mailbox.transport;
+  }
+
+  /** A mailbox whose server refused the session (or could not be reached) sends nothing more in this run. */
+  function mailboxUnavailable(mailbox: MailboxState, err: unknown) {
+    if (mailbox.freeAt !== Number.POSITIVE_INFINITY)
+      deps.logger.warn(
+        { mailboxId: mailbox.row.id, error: String((err as Error).message ?? err).slice(0, 300) },
+        'outreach mailbox unavailable; its leads wait',
+      );
+    mailbox.freeAt = Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * Sends a prepared batch as a pipeline of chunks: each chunk's mails are chosen (mailbox, slot, rendering) at
+   * once, their intents recorded in one statement, then handed to SMTP, OUTREACH_SEND_CONCURRENCY at a time; the
+   * next chunk is recorded while this one sends. At most two chunks are recorded and unsent at any moment, so a
+   * crash leaves at most that many UNCONFIRMED.
+   */
+  async function runBatch(run: RunState, prepared: PreparedBatch, onHalfRecorded: () => void) {
+    const { claimed, now, campaigns, leads, threads } = prepared;
+    const { mailboxes, allowance } = run;
+    startAllowance(run, prepared);
+    // Read as the batch starts, not when it was claimed: an address suppressed meanwhile gets nothing.
+    const suppressed = await suppressedOf(deps, claimed);
+    const out = emptyOutcomes();
+    const retryAt = new Date(now.getTime() + RETRY_AFTER_MS);
+    const postpone = (e: DueEnrollment, at: Date) => void out.postpones.push({ id: e.id, step: e.nextStep, at });
+    // `now` is the batch's: each campaign's window is read once.
+    const windowOpensAt = new Map<string, Date>();
+    for (const c of campaigns.values()) windowOpensAt.set(c.id, nextWindowOpening(now, c.window));
+
+    const advance = (
+      e: DueEnrollment,
+      campaign: OutreachCampaignRow,
+      mailboxId: string | null,
+      at: Date,
+    ): EnrollmentMove => {
+      const next = e.nextStep + 1;
+      if (next >= campaign.steps.length)
+        return { id: e.id, nextStep: next, nextSendAt: null, status: 'COMPLETED', mailboxId };
+      const due = new Date(at.getTime() + campaign.steps[next]!.delayDays * 86_400_000);
+      return { id: e.id, nextStep: next, nextSendAt: due, status: 'ACTIVE', mailboxId };
+    };
+
+    /** The mailbox for this enrollment now, or when to try again. */
+    function pickMailbox(e: DueEnrollment, campaign: OutreachCampaignRow): MailboxState | Date {
+      const candidates = (e.mailboxId ? [e.mailboxId] : campaign.mailboxIds)
+        .map((id) => mailboxes.get(id))
+        .filter((m): m is MailboxState => !!m && m.freeAt !== Number.POSITIVE_INFINITY);
+      if (!candidates.length) return retryAt;
+      const open = candidates.filter(
+        (m) => m.sentToday < m.row.dailyLimit && (m.byCampaign.get(campaign.id) ?? 0) < campaign.dailyLimit,
+      );
+      if (!open.length) return nextWindowOpening(startOfNextUtcDay(now), campaign.window);
+      const ready = open.filter((m) => m.freeAt <= now.getTime());
+      if (!ready.length) return new Date(Math.min(...open.map((m) => m.freeAt)));
+      return ready.reduce((a, b) => (b.sentToday < a.sentToday ? b : a));
+    }
+
+    /**
+     * The mail this enrollment gets now, with its mailbox's slot booked (synchronously, so the next one sees it;
+     * `release` gives it back), or undefined with the outcome noted (postponed, stopped).
+     */
+    function plan(e: DueEnrollment): Planned | undefined {
+      const campaign = campaigns.get(e.campaignId);
+      const lead = leads.get(e.leadId);
+      if (campaign?.status !== 'ACTIVE') return postpone(e, now);
+      const email = lead?.email === e.email ? e.email : lead?.email && normalizeEmail(lead.email);
+      if (email !== e.email || suppressed.has(`${e.userId} ${e.email}`)) return void out.stops.push(e.id);
+      const opensAt = windowOpensAt.get(campaign.id)!;
+      if (opensAt > now) return postpone(e, opensAt);
+      if (!(allowance.get(e.userId)! > 0)) return postpone(e, retryAt);
+      const mailbox = pickMailbox(e, campaign);
+      if (mailbox instanceof Date) return postpone(e, mailbox);
+      const step = campaign.steps[e.nextStep]!;
+      const thread = threads.get(e.id) ?? [];
+      const first = thread[0];
+      const vars = { ...leadTemplateVars(lead!), senderName: mailbox.row.fromName, senderEmail: mailbox.row.email };
+      const rendered = renderTemplate(step.subject, vars).trim();
+      const subject = rendered || (first ? `Re: ${first.subject.replace(/^re:\s*/i, '')}` : '(no subject)');
+      const messageId = `${randomUUID()}@${domainOf(mailbox.row.email)}`;
+      const intent: IntentInsert = {
+        id: newId(),
+        enrollmentId: e.id,
+        mailboxId: mailbox.row.id,
+        step: e.nextStep,
+        messageId,
+        inReplyTo: thread.at(-1)?.messageId ?? null,
+        references: thread.map((m) => m.messageId),
+        threadId: first?.threadId ?? messageId,
+        fromEmail: mailbox.row.email,
+        subject,
+        bodyText: renderTemplate(step.body, vars),
+        createdAt: now,
+      };
+      // Booked only once everything that could throw is done (a throw leaves nothing booked).
+      const freeBefore = mailbox.freeAt;
+      const booked = now.getTime() + randomBetween(campaign.minGapSeconds, campaign.maxGapSeconds) * 1000;
+      mailbox.sentToday++;
+      mailbox.byCampaign.set(campaign.id, (mailbox.byCampaign.get(campaign.id) ?? 0) + 1);
+      mailbox.freeAt = booked;
+      allowance.set(e.userId, allowance.get(e.userId)! - 1);
+      countBooked(run, e.userId, 1);
+      const release = () => {
+        mailbox.sentToday--;
+        mailbox.byCampaign.set(campaign.id, (mailbox.byCampaign.get(campaign.id) ?? 1) - 1);
+        if (mailbox.freeAt === booked) mailbox.freeAt = freeBefore;
+        allowance.set(e.userId, allowance.get(e.userId)! + 1);
+        countBooked(run, e.userId, -1);
+      };
+      return { e, campaign, mailbox, intent, release };
+    }
+
+    /** This step already has a mail: an answered one moves on, a lost one becomes UNCONFIRMED; none is resent. */
+    async function reconcile(e: DueEnrollment, campaign: OutreachCampaignRow) {
+      const existing = await sequencerRepository(deps.db).intentOf(e.id, e.nextStep);
+      if (!existing) return postpone(e, retryAt);
+      if (existing.status === 'FAILED') return void out.stops.push(e.id);
+      if (existing.status === 'PENDING' && now.getTime() - existing.createdAt.getTime() < SEND_LEASE_MS)
+        // Another process may still be sending it: look again when its lease is over.
+        return postpone(e, new Date(existing.createdAt.getTime() + SEND_LEASE_MS));
+      if (existing.status === 'PENDING') out.unconfirmed.push(existing.id);
+      out.moves.push(advance(e, campaign, existing.mailboxId, existing.createdAt));
+    }
+
+    /** Records a chunk's intents (connections first: a mailbox that cannot be reached records nothing). */
+    async function record(chunk: Planned[]): Promise<{ recorded: Planned[]; refused: Planned[] }> {
+      const reachable: Planned[] = [];
+      for (const p of chunk) {
+        try {
+          p.transport = await transportOf(p.mailbox);
+          reachable.push(p);
+        } catch (err) {
+          // DNS, a private address, a server down, a refused login: the lead waits, the mailbox rests for this run.
+          p.release();
+          mailboxUnavailable(p.mailbox, err);
+          postpone(p.e, retryAt);
+        }
+      }
+      let recorded: Set<string>;
+      let unpaid: Set<string>;
+      let paid: Map<string, number>;
+      try {
+        ({ recorded, unpaid, paid } = await deps.db.transaction((tx) => recordPaid(tx, reachable)));
+      } catch (err) {
+        deps.logger.error({ err }, 'outreach intents not recorded');
+        for (const p of reachable) {
+          p.release();
+          postpone(p.e, retryAt);
+        }
+        return { recorded: [], refused: [] };
+      }
+      for (const [userId, mails] of paid) countCharged(run, userId, mails);
+      for (const p of reachable) {
+        if (recorded.has(p.intent.id) && !unpaid.has(p.intent.id)) continue;
+        p.release();
+        // The balance ran out under this batch (a one-off mail took it meanwhile): the lead waits.
+        if (unpaid.has(p.intent.id)) postpone(p.e, retryAt);
+      }
+      return {
+        recorded: reachable.filter((p) => recorded.has(p.intent.id) && !unpaid.has(p.intent.id)),
+        // Not recorded: the step has a mail already, or the enrollment or campaign stopped since the batch was read.
+        refused: reachable.filter((p) => !recorded.has(p.intent.id)),
+      };
+    }
+
+    /**
+     * Records the intents and charges them in one transaction, before anything is sent (docs/webhooks-and-credits.md "Credits"): each
+     * user's balance row is locked, so one-off mails sent meanwhile and this batch never spend the same credits.
+     * What the balance no longer pays for is not recorded (`unpaid`).
+     */
+    async function recordPaid(tx: Tx, planned: Planned[]) {
+      const repo = sequencerRepository(tx);
+      const recorded = await repo.insertIntents(planned.map((p) => p.intent));
+      const unpaid = new Set<string>();
+      const paid = new Map<string, number>();
+      const mine = planned.filter((p) => recorded.has(p.intent.id));
+      // Users in one order in every transaction (two writers never wait on each other's balance rows in a cycle).
+      for (const userId of [...new Set(mine.map((p) => p.e.userId))].sort()) {
+        const theirs = mine.filter((p) => p.e.userId === userId);
+        const { paidUnits } = await deps.credits.spend(tx, userId, 'emails_sent', theirs.length, {
+          partial: true,
+          reason: 'outreach mail',
+        });
+        paid.set(userId, paidUnits);
+        for (const p of theirs.slice(paidUnits)) unpaid.add(p.intent.id);
+      }
+      await repo.deleteMessages([...unpaid]);
+      return { recorded, unpaid, paid };
+    }
+
+    async function deliver({ e, campaign, mailbox, intent, release, transport }: Planned): Promise<void> {
+      try {
+        await transport!.sendMail(
+          mailOptions({
+            from: mailbox.row.email,
+            fromName: mailbox.row.fromName,
+            to: e.email,
+            subject: intent.subject,
+            text: intent.bodyText,
+            messageId: intent.messageId,
+            inReplyTo: intent.inReplyTo,
+            references: intent.references,
+            unsubscribeUrl: `${baseUrl}/api/outreach/unsubscribe/${linkToken(deps.config, 'unsubscribe', intent.id)}`,
+            openPixelUrl: campaign.trackOpens
+              ? `${baseUrl}/api/outreach/o/${linkToken(deps.config, 'open', intent.id)}.gif`
+              : null,
+          }),
+        );
+        out.sent.push({ enrollment: e, message: intent });
+        out.moves.push(advance(e, campaign, mailbox.row.id, now));
+      } catch (err) {
+        const kind = classifySendError(err);
+        const error = String((err as Error).message ?? err).slice(0, 500);
+        deps.logger.warn({ enrollmentId: e.id, mailboxId: mailbox.row.id, kind, error }, 'outreach mail not sent');
+        // A refused or lost mail keeps its slot (it counts toward the limits). Its charge (taken when it was
+        // recorded) is given back when it certainly did not go out (refused, or nothing handed over); a lost
+        // answer (UNCONFIRMED: it may have gone out) stays charged.
+        if (kind === 'rejected') {
+          countBooked(run, e.userId, -1);
+          out.failed.push({ id: intent.id, userId: e.userId, error });
+          out.stops.push(e.id);
+        } else if (kind === 'retry') {
+          out.retried.push({ id: intent.id, userId: e.userId });
+          release();
+          if (sessionFailure(err)) mailboxUnavailable(mailbox, err);
+          postpone(e, retryAt);
+        } else {
+          out.unconfirmed.push(intent.id);
+          out.moves.push(advance(e, campaign, mailbox.row.id, now));
+        }
+      }
+    }
+
+    // The pipeline: a chunk is recorded while the one before it sends; mails are handed to SMTP
+    // OUTREACH_SEND_CONCURRENCY at a time. Whatever happens, the outcomes of what was sent are written.
+    const chunkSize = concurrency * CHUNK_PER_CONNECTION;
+    let failure: { error: unknown } | undefined;
+    try {
+      await boundedPipeline<Planned>({
+        workers: concurrency,
+        limit: chunkSize,
+        consume: deliver,
+        async produce({ room, put }) {
+          for (let i = 0; i < claimed.length; i += chunkSize) {
+            // Half of the batch is recorded: the next batch is claimed and read while the rest sends.
+            if (i >= claimed.length / 2) onHalfRecorded();
+            await room();
+            const chunk: Planned[] = [];
+            for (const e of claimed.slice(i, i + chunkSize)) {
+              try {
+                const p = plan(e);
+                if (p) chunk.push(p);
+              } catch (err) {
+                deps.logger.error({ err, enrollmentId: e.id }, 'outreach mail not planned');
+                postpone(e, retryAt);
+              }
+            }
+            const { recorded, refused } = await record(chunk);
+            put(recorded);
+            for (const p of refused) {
+              try {
+                await reconcile(p.e, p.campaign);
+              } catch (err) {
+                deps.logger.error({ err, enrollmentId: p.e.id }, 'outreach mail not reconciled');
+                postpone(p.e, retryAt);
+              }
+            }
+          }
+        },
+      });
+    } catch (error) {
+      failure = { error };
+    }
+    // The outcomes are written while the next batch sends (its enrollments are leased, so nothing is claimed twice
+    // meanwhile); refunds of the mails that did not go out are counted once they commit. A batch that broke off still writes
+    // what it sent before the error goes on.
+    const written = writeOutcomes(deps, out, now, (userId, refunded) => countCharged(run, userId, -refunded));
+    if (failure) {
+      await written.catch((err) => deps.logger.error({ err }, 'outreach outcomes not written'));
+      throw failure.error;
+    }
+    const result: SequencerRun = {
+      sent: out.sent.length,
+      failed: out.failed.length,
+      postponed: out.postpones.length + out.retried.length,
+      stopped: out.stops.length,
+    };
+    return { result, finalize: written };
+  }
+
+  return {
+    /**
+     * Sends what is due now, batch after batch, until nothing due is left (the worker runs it every minute). One
+     * process runs it at a time (a lease, renewed while it lasts): another process's call answers at once, and the
+     * next minute's run picks up whatever became due meanwhile.
+     */
+    async runDue(options: { maxBatches?: number; claimBatch?: number } = {}): Promise<SequencerRun> {
+      const total: SequencerRun = { sent: 0, failed: 0, postponed: 0, stopped: 0 };
+      const holder = randomUUID();
+      const leaseFrom = (now: Date) => new Date(now.getTime() + SEND_LEASE_MS);
+      const repo = sequencerRepository(deps.db);
+      if (!(await repo.takeRunLease(holder, deps.clock.now(), leaseFrom(deps.clock.now())))) return total;
+      let leaseLost = false;
+      const renewal = setInterval(
+        () =>
+          void repo
+            .takeRunLease(holder, deps.clock.now(), leaseFrom(deps.clock.now()))
+            .then((held) => {
+              if (!held) leaseLost = true;
+            })
+            .catch(() => {}),
+        Math.max(1000, SEND_LEASE_MS / 3),
+      );
+      renewal.unref();
+      const run = newRunState();
+      const writing: Array<Promise<void>> = [];
+      const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
+      const claimBatch = options.claimBatch ?? CLAIM_BATCH;
+
+      /** Claims (leases) the next due enrollments and reads what they need; undefined when nothing is due. */
+      const claimNext = async (): Promise<PreparedBatch | undefined> => {
+        const now = deps.clock.now();
+        const claimed = await deps.db.transaction((tx) =>
+          sequencerRepository(tx).claimDue(now, leaseFrom(now), claimBatch),
+        );
+        return claimed.length ? prepareBatch(deps, claimed, now, run) : undefined;
+      };
+      let upcoming: Promise<PreparedBatch | undefined> | undefined;
+      try {
+        await repo.confirmStaleOneOffs(new Date(deps.clock.now().getTime() - SEND_LEASE_MS));
+        upcoming = claimNext();
+        for (let batch = 0; upcoming; batch++) {
+          let prepared = await upcoming;
+          upcoming = undefined;
+          // Without the run lease, a batch claimed ahead is not sent: its claims wait out their lease.
+          if (!prepared || leaseLost) break;
+          // The batch's time is when it starts sending (windows, gaps, due dates), not when it was claimed.
+          const now = deps.clock.now();
+          // Every batch makes sure the run is still this process's (the renewal timer may have failed quietly).
+          if (batch > 0 && !(await repo.takeRunLease(holder, now, leaseFrom(now)))) break;
+          // Claimed while the batch before finished sending: claims older than half their lease are taken again
+          // (the ones another process took meanwhile are left to it).
+          if (now.getTime() - prepared.now.getTime() > SEND_LEASE_MS / 2) {
+            const held = await repo.renewClaims(
+              prepared.claimed.map((e) => e.id),
+              leaseFrom(prepared.now),
+              leaseFrom(now),
+            );
+            prepared = { ...prepared, claimed: prepared.claimed.filter((e) => held.has(e.id)) };
+          }
+          prepared = { ...prepared, now };
+          const next = () => {
+            if (!upcoming && batch + 1 < maxBatches && !leaseLost) {
+              upcoming = claimNext();
+              upcoming.catch(() => {});
+            }
+          };
+          const { result: sent, finalize } = await runBatch(run, prepared, next);
+          next();
+          // Written while the next batch sends; unhandled until awaited below (the rejection is kept, not thrown twice).
+          finalize.catch(() => {});
+          writing.push(finalize);
+          total.sent += sent.sent;
+          total.failed += sent.failed;
+          total.postponed += sent.postponed;
+          total.stopped += sent.stopped;
+        }
+        for (const w of writing) await w;
+      } finally {
+        clearInterval(renewal);
+        // A batch claimed but not sent (an error ended the run) waits out its lease.
+        await upcoming?.catch(() => {});
+        await Promise.allSettled(writing);
+        for (const m of run.mailboxes.values()) void m.transport?.then((t) => t.close()).catch(() => {});
+        await repo.releaseRunLease(holder).catch(() => {});
+      }
+      return total;
+    },
+  };
+}
