@@ -3,9 +3,9 @@ import { QUEUES } from '../../../queue/queues.ts';
 import { createSecretBox, secretKeyMaterial } from '../../../shared/crypto.ts';
 import { AppError, notFound, validationError } from '../../../shared/errors.ts';
 import { findOwned, storedId } from '../../../shared/ids.ts';
+import { normalizeEmail } from '../../../shared/mail/address.ts';
 import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
 import { leadsForOutreach } from '../../leads/leads.outreach.ts';
-import { normalizeEmail } from '../../suppressions/suppressions.normalize.ts';
 import { suppressionOf } from '../../suppressions/suppressions.service.ts';
 import { type ConnectionRow, connectionsRepository, type MailboxRow } from '../connections/connections.repository.ts';
 import {

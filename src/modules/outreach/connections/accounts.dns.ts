@@ -1,5 +1,7 @@
-import { domainOf } from '../../suppressions/suppressions.normalize.ts';
-import { checkDkim, checkSpf, dnsResolverOf } from '../../warmup/warmup.dns.ts';
+import { domainOf } from '../../../shared/mail/address.ts';
+import type { DnsResolve } from '../../../shared/mail/dns.ts';
+import { dnsResolverOf } from '../../../shared/mail/dns.ts';
+import { checkDkim, checkSpf } from '../../../shared/mail/sender-dns.ts';
 
 /**
  * DNS vitals of a sending mailbox's domain (docs/outreach.md "Outreach", Accounts), read through DNS_SERVERS: MX (the
@@ -96,7 +98,7 @@ export async function dnsVitals(input: {
   return { domain, checks, passed: checks.filter((c) => c.pass).length };
 }
 
-async function txtRecords(resolve: ReturnType<typeof dnsResolverOf>, name: string): Promise<string[]> {
+async function txtRecords(resolve: DnsResolve, name: string): Promise<string[]> {
   try {
     return (await resolve.resolver.resolveTxt(name)).map((chunks) => chunks.join(''));
   } catch {

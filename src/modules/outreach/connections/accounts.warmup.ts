@@ -2,7 +2,7 @@ import type { AppDeps } from '../../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../../shared/crypto.ts';
 import { validationError } from '../../../shared/errors.ts';
 import { findOwned } from '../../../shared/ids.ts';
-import { domainOf } from '../../suppressions/suppressions.normalize.ts';
+import { domainOf } from '../../../shared/mail/address.ts';
 import { createWarmupBody, type WarmupDomainView } from '../../warmup/warmup.schemas.ts';
 import { createWarmupService } from '../../warmup/warmup.service.ts';
 import type { PlatformWarmupAnalytics } from '../providers/platform.ts';

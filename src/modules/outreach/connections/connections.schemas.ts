@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { outreachProviders } from '../../../db/schema/index.ts';
+import { normalizeEmail } from '../../../shared/mail/address.ts';
+import { parseMailboxUrl } from '../../../shared/mail/mailbox.ts';
 import { paginationQuery } from '../../../shared/pagination.ts';
-import { normalizeEmail } from '../../suppressions/suppressions.normalize.ts';
-import { parseMailboxUrl } from './mailbox.transport.ts';
 
 export const MAX_MAILBOXES = 50;
 

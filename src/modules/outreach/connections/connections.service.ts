@@ -2,13 +2,18 @@ import type { AppDeps } from '../../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../../shared/crypto.ts';
 import { AppError, type ErrorDetail, notFound } from '../../../shared/errors.ts';
 import { findOwned, newId } from '../../../shared/ids.ts';
+import {
+  type MailboxEndpoint,
+  openImapClient,
+  openSmtpTransport,
+  parseMailboxUrl,
+} from '../../../shared/mail/mailbox.ts';
 import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
 import { platformClient } from '../providers/index.ts';
 import { type PlatformProvider, platformFailure, platformWebhookAddress } from '../providers/platforms.ts';
 import { dnsVitals } from './accounts.dns.ts';
 import { type ConnectionRow, connectionsRepository, type MailboxRow } from './connections.repository.ts';
 import type { ConnectionView, CreateConnectionInput, MailboxView } from './connections.schemas.ts';
-import { type MailboxEndpoint, openImapClient, openSmtpTransport, parseMailboxUrl } from './mailbox.transport.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'logger'>;
 

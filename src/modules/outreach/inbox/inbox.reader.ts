@@ -4,8 +4,8 @@ import { outreachMailboxes } from '../../../db/schema/index.ts';
 import type { AppDeps } from '../../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../../shared/crypto.ts';
 import { isConnectionError } from '../../../shared/db-errors.ts';
+import { mailboxEndpoints, openImapClient } from '../../../shared/mail/mailbox.ts';
 import { connectionsRepository, type MailboxRow } from '../connections/connections.repository.ts';
-import { mailboxEndpoints, openImapClient } from '../connections/mailbox.transport.ts';
 import { createInboxService, type InboundOutcome } from './inbox.service.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'logger'>;

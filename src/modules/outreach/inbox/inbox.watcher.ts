@@ -1,8 +1,8 @@
 import type { ImapFlow } from 'imapflow';
 import type { AppDeps } from '../../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../../shared/crypto.ts';
+import { mailboxEndpoints, openImapClient } from '../../../shared/mail/mailbox.ts';
 import { connectionsRepository, type MailboxRow } from '../connections/connections.repository.ts';
-import { mailboxEndpoints, openImapClient } from '../connections/mailbox.transport.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'config' | 'logger'>;
 

@@ -4,10 +4,10 @@ import type { Tx } from '../../../db/client.ts';
 import type { AppDeps } from '../../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../../shared/crypto.ts';
 import { newId } from '../../../shared/ids.ts';
-import { domainOf, normalizeEmail } from '../../suppressions/suppressions.normalize.ts';
+import { domainOf, normalizeEmail } from '../../../shared/mail/address.ts';
+import { mailboxEndpoints, openSmtpTransport } from '../../../shared/mail/mailbox.ts';
 import type { OutreachCampaignRow } from '../campaigns/outreach-campaigns.repository.ts';
 import { leadTemplateVars, renderTemplate } from '../campaigns/templates.ts';
-import { mailboxEndpoints, openSmtpTransport } from '../connections/mailbox.transport.ts';
 import {
   countBooked,
   countCharged,

@@ -1,5 +1,7 @@
 import { domainToASCII } from 'node:url';
-import { checkEmailSyntax } from '../../shared/email/syntax.ts';
+import { checkEmailSyntax } from './syntax.ts';
+
+// Address normalization, one place for every module: how addresses and domains are stored and compared.
 
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 const TLD = /^(?:[a-z]{2,63}|xn--[a-z0-9-]{1,59})$/;
@@ -15,6 +17,14 @@ export function normalizeDomain(input: string): string | undefined {
     return undefined;
   }
   return ascii;
+}
+
+const HOST_NAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/;
+
+/** A host name (a sending domain) lower case, no trailing dot, IDN in punycode; '' when it is no host name. */
+export function normalizeHostName(value: string): string {
+  const ascii = domainToASCII(value.trim().replace(/\.$/, '').toLowerCase());
+  return HOST_NAME.test(ascii) ? ascii : '';
 }
 
 /** An address trimmed and lower-cased, its domain in punycode, or undefined when it is no address. */

@@ -1,14 +1,17 @@
 import type { ImapFlow } from 'imapflow';
 import type { Transporter } from 'nodemailer';
-import type { AppDeps } from '../../../deps.ts';
-import type { SecretBox } from '../../../shared/crypto.ts';
-import { AppError } from '../../../shared/errors.ts';
-import { mailboxAddress } from '../../warmup/warmup.dns.ts';
+import type { Config } from '../../config.ts';
+import type { SecretBox } from '../crypto.ts';
+import { AppError } from '../errors.ts';
+import { privateAddressReason } from '../ssrf.ts';
+import { addressesOf, dnsResolverOf } from './dns.ts';
+import { buildTransport } from './transport.ts';
 
 /**
- * Connections to a mailbox of the built-in `smtp` provider (docs/outreach.md "Outreach"). The URLs are sealed at rest; each
- * connection goes to the address the SSRF guard checked (resolved through DNS_SERVERS), never to a name resolved
- * again later, and is built from explicit fields only (a URL's query would become nodemailer transport options).
+ * Connections to a sending mailbox (SMTP and IMAP): outreach's built-in `smtp` provider (docs/outreach.md "Outreach")
+ * and warmup. The URLs are sealed at rest; each connection goes to the address the SSRF guard checked (resolved
+ * through DNS_SERVERS), never to a name resolved again later, and is built from explicit fields only (a URL's query
+ * would become nodemailer transport options).
  */
 export interface MailboxEndpoint {
   host: string;
@@ -51,7 +54,28 @@ export function parseMailboxUrl(url: string, kind: 'smtp' | 'imap'): MailboxEndp
   };
 }
 
-type Deps = Pick<AppDeps, 'config'>;
+type Deps = { config: Pick<Config, 'DNS_SERVERS' | 'ALLOW_PRIVATE_NETWORK'> };
+
+/**
+ * The address the mailbox is reached at: its host resolved through DNS_SERVERS (as the SPF check saw it) and
+ * checked by the SSRF guard unless ALLOW_PRIVATE_NETWORK; the connection goes to that address, so DNS cannot
+ * change between the check and the connection. A string says why there is none.
+ */
+export async function mailboxAddress(
+  host: string,
+  settings: { servers: string[] | undefined; allowPrivate: boolean },
+): Promise<{ address: string } | { refused: string }> {
+  const addresses = await addressesOf(host, dnsResolverOf(settings.servers));
+  if (!addresses.length) return { refused: `the mailbox host ${host} does not resolve` };
+  if (!settings.allowPrivate) {
+    for (const address of addresses) {
+      const reason = privateAddressReason(address);
+      if (reason)
+        return { refused: `the mailbox host ${host} is ${reason} (${address}); set ALLOW_PRIVATE_NETWORK to allow it` };
+    }
+  }
+  return { address: addresses[0]! };
+}
 
 /** The checked address of the mailbox host, or 400 CONNECTION_FAILED saying why it is refused. */
 export async function reachableAddress(deps: Deps, host: string, field: string): Promise<string> {
@@ -68,8 +92,8 @@ export interface SmtpTransportOptions {
   /** Pooled connections (the sequencer); default one connection per message. */
   pool?: boolean;
   maxConnections?: number;
-  /** Milliseconds for the connection, the greeting and each reply. */
-  timeoutMs?: number;
+  /** Milliseconds for the connection, the greeting and each reply; null: nodemailer's own (warmup). */
+  timeoutMs?: number | null;
 }
 
 /** A nodemailer transport to the mailbox's SMTP server (loaded on first use, docs/scaling-out.md "Start-up"). */
@@ -79,9 +103,8 @@ export async function openSmtpTransport(
   options: SmtpTransportOptions = {},
 ): Promise<Transporter> {
   const address = await reachableAddress(deps, endpoint.host, 'smtpUrl');
-  const { default: nodemailer } = await import('nodemailer');
-  const timeout = options.timeoutMs ?? 30_000;
-  return nodemailer.createTransport({
+  const timeout = options.timeoutMs === undefined ? 30_000 : options.timeoutMs;
+  return buildTransport({
     host: address,
     port: endpoint.port,
     secure: endpoint.secure,
@@ -89,9 +112,7 @@ export async function openSmtpTransport(
     tls: { servername: endpoint.host },
     pool: options.pool ?? false,
     maxConnections: options.maxConnections ?? 1,
-    connectionTimeout: timeout,
-    greetingTimeout: timeout,
-    socketTimeout: timeout,
+    ...(timeout === null ? {} : { connectionTimeout: timeout, greetingTimeout: timeout, socketTimeout: timeout }),
   });
 }
 

@@ -1,4 +1,46 @@
 import { Resolver } from 'node:dns/promises';
+import { ipLiteral } from '../ssrf.ts';
+
+/**
+ * The one DNS resolver of mail (docs/configuration.md, DNS_SERVERS): every lookup of outreach, warmup, email
+ * verification and the mailbox connections asks these servers, the system's when none are set.
+ */
+export function createResolver(options: { servers?: string[]; timeoutMs?: number; tries?: number } = {}): Resolver {
+  const servers = options.servers?.filter(Boolean) ?? [];
+  const resolver = new Resolver({ timeout: options.timeoutMs ?? 2000, tries: options.tries ?? 2 });
+  try {
+    if (servers.length) resolver.setServers(servers);
+  } catch (err) {
+    throw new Error(
+      `Invalid configuration: DNS_SERVERS=${JSON.stringify(servers.join(','))}: ${(err as Error).message} ` +
+        '(expected "ip" or "ip:port" entries)',
+    );
+  }
+  return resolver;
+}
+
+/** A lookup in the shape mailauth takes (SPF, DKIM), with its resolver for the other record types. */
+export type DnsResolve = ((name: string, rrtype: string) => Promise<string[][] | string[]>) & { resolver: Resolver };
+
+/** A resolver asking DNS_SERVERS (the system's when unset), in the shape mailauth takes. */
+export function dnsResolverOf(servers: string[] | undefined): DnsResolve {
+  const resolver = createResolver({ servers });
+  const resolve = ((name: string, rrtype: string) =>
+    resolver.resolve(name, rrtype as 'TXT') as Promise<string[][]>) as DnsResolve;
+  resolve.resolver = resolver;
+  return resolve;
+}
+
+/**
+ * A host's addresses: the literal IP in any spelling (an `smtp:` URL leaves `127.1` or `0x7f.1` as it is), or what
+ * its name resolves to (A and AAAA).
+ */
+export async function addressesOf(host: string, resolve: DnsResolve): Promise<string[]> {
+  const literal = ipLiteral(host);
+  if (literal) return [literal];
+  const found = await Promise.allSettled([resolve.resolver.resolve4(host), resolve.resolver.resolve6(host)]);
+  return found.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
+}
 
 /**
  * What DNS says about a mail domain:
@@ -88,15 +130,7 @@ export function createMailDomainResolver(options: MailDomainResolverOptions = {}
   const ttl = options.ttlMs ?? 5 * 60_000;
   const unknownTtl = options.unknownTtlMs ?? 10_000;
   const now = options.now ?? Date.now;
-  const resolver = new Resolver({ timeout, tries });
-  try {
-    if (servers.length) resolver.setServers(servers);
-  } catch (err) {
-    throw new Error(
-      `Invalid configuration: DNS_SERVERS=${JSON.stringify(servers.join(','))}: ${(err as Error).message} ` +
-        '(expected "ip" or "ip:port" entries)',
-    );
-  }
+  const resolver = createResolver({ servers, timeoutMs: timeout, tries });
   const cacheKey = `${servers.join(',')}|${timeout}|${tries}`;
   let cache = caches.get(cacheKey);
   if (!cache) caches.set(cacheKey, (cache = new Map()));
