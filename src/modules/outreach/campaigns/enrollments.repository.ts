@@ -1,4 +1,4 @@
-import { and, eq, inArray } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Db, Tx } from '../../../db/client.ts';
 import { type EnrollmentStatus, outreachEnrollments } from '../../../db/schema/index.ts';
 
@@ -40,4 +40,12 @@ export async function stopEnrollmentsById(
     .update(outreachEnrollments)
     .set({ status, nextSendAt: null, updatedAt: now })
     .where(and(inArray(outreachEnrollments.id, ids), eq(outreachEnrollments.status, 'ACTIVE')));
+}
+
+/** A platform reported the enrollment's mail of `step` sent: its next step is at least the one after. */
+export async function advanceEnrollmentPast(tx: Db | Tx, id: string, step: number, now: Date): Promise<void> {
+  await tx
+    .update(outreachEnrollments)
+    .set({ nextStep: sql`greatest(${outreachEnrollments.nextStep}, ${step + 1})`, updatedAt: now })
+    .where(eq(outreachEnrollments.id, id));
 }

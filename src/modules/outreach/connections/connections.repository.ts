@@ -84,6 +84,24 @@ export function connectionsRepository(db: Db | Tx) {
     imapMailboxes(): Promise<MailboxRow[]> {
       return db.select().from(outreachMailboxes).where(sql`${outreachMailboxes.imapUrlEncrypted} IS NOT NULL`);
     },
+    /**
+     * Takes the mailbox's inbox read: its check time becomes `now`, unless it was checked after `checkedBefore`
+     * (another process reads it); no `checkedBefore` takes it anyway.
+     */
+    async claimImapCheck(id: string, now: Date, checkedBefore?: Date): Promise<MailboxRow | undefined> {
+      const [row] = await db
+        .update(outreachMailboxes)
+        .set({ imapCheckedAt: now })
+        .where(
+          checkedBefore
+            ? sql`${outreachMailboxes.id} = ${id} AND (${outreachMailboxes.imapCheckedAt} IS NULL
+                OR ${outreachMailboxes.imapCheckedAt} <= ${checkedBefore.toISOString()})`
+            : sql`${outreachMailboxes.id} = ${id}`,
+        )
+        .returning();
+      return row;
+    },
+
     async updateMailbox(id: string, values: Partial<typeof outreachMailboxes.$inferInsert>): Promise<void> {
       await db.update(outreachMailboxes).set(values).where(eq(outreachMailboxes.id, id));
     },

@@ -1,24 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
-import { queryRows, type Tx } from '../../../db/client.ts';
+import { queryRows } from '../../../db/client.ts';
 import { outreachMessages } from '../../../db/schema/index.ts';
 import type { AppDeps } from '../../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../../shared/crypto.ts';
 import { AppError, validationError } from '../../../shared/errors.ts';
-import { findOwned, isUuid, storedId } from '../../../shared/ids.ts';
+import { findOwned, isUuid, newId, storedId } from '../../../shared/ids.ts';
 import { domainOf, normalizeEmail } from '../../../shared/mail/address.ts';
 import { mailboxEndpoints, openSmtpTransport } from '../../../shared/mail/mailbox.ts';
 import { decodeCursor, encodeCursor } from '../../../shared/pagination.ts';
-import { leadsForOutreach, moveLeadsForOutreach } from '../../leads/leads.outreach.ts';
+import { leadsForOutreach } from '../../leads/leads.outreach.ts';
 import { suppressionOf } from '../../suppressions/suppressions.service.ts';
 import { outreachCampaignsRepository } from '../campaigns/outreach-campaigns.repository.ts';
 import { type ConnectionRow, connectionsRepository, type MailboxRow } from '../connections/connections.repository.ts';
+import { type MessageRow, messagesRepository } from '../messages/messages.repository.ts';
 import { platformMessageId } from '../providers/platform.events.ts';
 import { platformRefused } from '../providers/platform.ts';
 import { accountRef, clientOf, isPlatform, type PlatformProvider, platformFailure } from '../providers/platforms.ts';
-import { classifySendError, linkToken, mailOptions, publicUrlOf } from '../sequencer/sequencer.mail.ts';
-import { refundMails } from '../sequencer/sequencer.outcomes.ts';
-import type { MessageRow } from '../sequencer/sequencer.repository.ts';
+import { emptyOutcomes, refundMails, writeOutcomes } from '../sequencer/sequencer.outcomes.ts';
+import { deliverMail, recordPaid } from '../sequencer/sequencer.steps.ts';
 import type { EmailView, SendEmailInput } from './emails.schemas.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'credits' | 'logger'>;
@@ -57,6 +57,7 @@ export function createEmailService(deps: Deps) {
   const box = createSecretBox(secretKeyMaterial(deps.config));
   const connections = connectionsRepository(deps.db);
   const campaigns = outreachCampaignsRepository(deps.db);
+  const messages = messagesRepository(deps.db);
 
   /**
    * A platform sends only within its own threads (docs/outreach.md "Outreach", Platforms): a mail there is a reply to a mail
@@ -84,31 +85,26 @@ export function createEmailService(deps: Deps) {
     // platform's `sent` event claims instead of charging again (docs/outreach.md, Exactly once).
     const now = deps.clock.now();
     const { intent, charged } = await deps.db.transaction(async (tx) => {
-      const [row] = await tx
-        .insert(outreachMessages)
-        .values({
-          userId,
-          mailboxId: mailbox.id,
-          campaignId: mail.parent!.campaignId,
-          leadId: mail.leadId ?? mail.parent!.leadId,
-          direction: 'outbound',
-          status: 'PENDING',
-          // The platform's id is known once it took the mail; until then one of ours.
-          messageId: platformMessageId(provider, randomUUID()),
-          inReplyTo: mail.parent!.messageId,
-          threadId: mail.parent!.threadId,
-          fromEmail: mailbox.email,
-          toEmail: mail.to,
-          subject: mail.subject,
-          bodyText: mail.body,
-          createdAt: now,
-          updatedAt: now,
-        })
-        .returning();
+      const row = await messagesRepository(tx).insertOneOff({
+        userId,
+        mailboxId: mailbox.id,
+        campaignId: mail.parent!.campaignId,
+        leadId: mail.leadId ?? mail.parent!.leadId,
+        // The platform's id is known once it took the mail; until then one of ours.
+        messageId: platformMessageId(provider, randomUUID()),
+        inReplyTo: mail.parent!.messageId,
+        threadId: mail.parent!.threadId,
+        fromEmail: mailbox.email,
+        toEmail: mail.to,
+        subject: mail.subject,
+        bodyText: mail.body,
+        createdAt: now,
+        updatedAt: now,
+      });
       const { charged } = await deps.credits.spend(tx, userId, 'emails_sent', 1, {
         reason: `outreach mail (${provider})`,
       });
-      return { intent: row!, charged };
+      return { intent: row, charged };
     });
     let externalId: string | null;
     try {
@@ -123,47 +119,41 @@ export function createEmailService(deps: Deps) {
       if (platformRefused(err))
         // Certainly not sent: no record, and the charge is given back.
         await deps.db.transaction(async (tx) => {
-          await tx.delete(outreachMessages).where(eq(outreachMessages.id, intent.id));
+          await messagesRepository(tx).deleteMessages([intent.id]);
           if (charged > 0) await refundMails(deps.credits, tx, userId, 1, `${provider} refused it`);
         });
       // Its answer was lost: it may have gone out, so it stays charged, UNCONFIRMED (as an SMTP mail's).
       else
-        await deps.db
-          .update(outreachMessages)
-          .set({ status: 'UNCONFIRMED', error: String((err as Error).message ?? err).slice(0, 500) })
-          .where(eq(outreachMessages.id, intent.id));
+        await messages.confirmLost(
+          [{ id: intent.id, error: String((err as Error).message ?? err).slice(0, 500) }],
+          deps.clock.now(),
+        );
       return platformFailure(err, provider, 'mailboxId');
     }
     const sent = await deps.db.transaction(async (tx) => {
+      const repo = messagesRepository(tx);
       // Locked: the platform's `sent` event may be claiming it right now.
-      const [mine] = await tx.select().from(outreachMessages).where(eq(outreachMessages.id, intent.id)).for('update');
+      const mine = await repo.lock(intent.id);
       // The platform's `sent` event claimed it first (it holds the platform's id now).
       if (mine?.status === 'SENT') return mine;
       const messageId = externalId ? platformMessageId(provider, externalId) : intent.messageId;
-      const [known] = await tx
-        .select()
-        .from(outreachMessages)
-        .where(and(eq(outreachMessages.userId, userId), eq(outreachMessages.messageId, messageId)));
+      const known = await repo.byMessageId(userId, messageId);
       if (known && known.id !== intent.id) {
         // The platform's `sent` event recorded (and charged) it first: ours goes, with its charge.
-        await tx.delete(outreachMessages).where(eq(outreachMessages.id, intent.id));
+        await repo.deleteMessages([intent.id]);
         if (charged > 0) await refundMails(deps.credits, tx, userId, 1, `charged when ${provider} reported it`);
         return known;
       }
-      const [row] = await tx
-        .update(outreachMessages)
-        .set({
-          status: 'SENT',
-          messageId,
-          // Smartlead answers a reply with no id: the thread's mail id still names it for the next reply.
-          externalId: externalId ?? parentMail,
-          error: null,
-          sentAt: now,
-          updatedAt: deps.clock.now(),
-        })
-        .where(eq(outreachMessages.id, intent.id))
-        .returning();
-      return row!;
+      await repo.setMessages([intent.id], {
+        status: 'SENT',
+        messageId,
+        // Smartlead answers a reply with no id: the thread's mail id still names it for the next reply.
+        externalId: externalId ?? parentMail,
+        error: null,
+        sentAt: now,
+        updatedAt: deps.clock.now(),
+      });
+      return (await repo.lock(intent.id))!;
     });
     return toEmailView(sent);
   }
@@ -183,10 +173,7 @@ export function createEmailService(deps: Deps) {
       let parent: MessageRow | undefined;
       if (input.inReplyTo) {
         const id = input.inReplyTo.trim().replace(/^<|>$/g, '');
-        [parent] = await deps.db
-          .select()
-          .from(outreachMessages)
-          .where(and(eq(outreachMessages.userId, userId), eq(outreachMessages.messageId, id)));
+        parent = await messages.byMessageId(userId, id);
         if (!parent) throw validationError('inReplyTo', 'no mail of yours has this Message-ID');
       }
       const lead = input.leadId
@@ -236,84 +223,62 @@ export function createEmailService(deps: Deps) {
       }
       const messageId = `${randomUUID()}@${domainOf(mailbox.email)}`;
       const now = deps.clock.now();
-      // Recorded and charged in one transaction before the SMTP transaction: the balance row is locked, so
-      // concurrent sends (and the sequencer) never spend the same credits; a 402 here records and sends nothing.
-      const reserve = async (tx: Tx) => {
-        const [row] = await tx
-          .insert(outreachMessages)
-          .values({
-            userId,
-            mailboxId: mailbox.id,
-            campaignId: parent?.campaignId ?? null,
-            leadId: lead?.id ?? parent?.leadId ?? null,
-            direction: 'outbound',
-            status: 'PENDING',
-            messageId,
-            inReplyTo: parent?.messageId ?? null,
-            references: thread.map((m) => m.messageId),
-            threadId: parent?.threadId ?? messageId,
-            fromEmail: mailbox.email,
-            toEmail: to,
-            subject,
-            bodyText: input.body,
-            createdAt: now,
-            updatedAt: now,
-          })
-          .returning();
-        const { charged } = await deps.credits.spend(tx, userId, 'emails_sent', 1, { reason: 'outreach mail' });
-        return { intent: row!, charged };
+      const intent = {
+        id: newId(),
+        userId,
+        mailboxId: mailbox.id,
+        campaignId: parent?.campaignId ?? null,
+        leadId: lead?.id ?? parent?.leadId ?? null,
+        messageId,
+        inReplyTo: parent?.messageId ?? null,
+        references: thread.map((m) => m.messageId),
+        threadId: parent?.threadId ?? messageId,
+        fromEmail: mailbox.email,
+        toEmail: to,
+        subject,
+        bodyText: input.body,
+        createdAt: now,
+        updatedAt: now,
       };
-      let reserved: Awaited<ReturnType<typeof reserve>>;
+      // The sequencer's steps (docs/outreach.md "Exactly once"). Recorded and charged in one transaction before
+      // the SMTP transaction: the balance row is locked, so concurrent sends (and the sequencer) never spend the same
+      // credits; a 402 here records and sends nothing.
       try {
-        reserved = await deps.db.transaction(reserve);
+        await deps.db.transaction((tx) =>
+          recordPaid(
+            tx,
+            deps.credits,
+            [intent],
+            async (repo) => new Set([(await repo.insertOneOff(intent)).id]),
+            false,
+          ),
+        );
       } catch (err) {
         transport.close();
         throw err;
       }
-      const { intent, charged } = reserved;
+      let delivery: Awaited<ReturnType<typeof deliverMail>>;
       try {
-        await transport.sendMail(
-          mailOptions({
-            from: mailbox.email,
-            fromName: mailbox.fromName,
-            to,
-            subject,
-            text: input.body,
-            messageId,
-            inReplyTo: intent.inReplyTo,
-            references: intent.references,
-            unsubscribeUrl: `${publicUrlOf(deps.config)}/api/outreach/unsubscribe/${linkToken(deps.config, 'unsubscribe', intent.id)}`,
-            openPixelUrl: null,
-          }),
-        );
-      } catch (err) {
-        if (classifySendError(err) === 'unknown') {
-          // It may have gone out: UNCONFIRMED, and it stays charged (as the sequencer's).
-          await deps.db
-            .update(outreachMessages)
-            .set({ status: 'UNCONFIRMED', error: String((err as Error).message ?? err).slice(0, 500) })
-            .where(eq(outreachMessages.id, intent.id));
-        } else {
-          // Certainly not sent: no record, and the charge is given back.
-          await deps.db.transaction(async (tx) => {
-            await tx.delete(outreachMessages).where(eq(outreachMessages.id, intent.id));
-            if (charged > 0) await refundMails(deps.credits, tx, userId, 1, 'the mail server refused it');
-          });
-        }
-        throw mailServerRefused(err);
+        delivery = await deliverMail(deps.config, transport, {
+          ...intent,
+          from: mailbox.email,
+          fromName: mailbox.fromName,
+          to,
+          text: input.body,
+          trackOpens: false,
+        });
       } finally {
         transport.close();
       }
-      const sent = await deps.db.transaction(async (tx) => {
-        const [row] = await tx
-          .update(outreachMessages)
-          .set({ status: 'SENT', sentAt: now, updatedAt: now })
-          .where(eq(outreachMessages.id, intent.id))
-          .returning();
-        if (row!.leadId) await moveLeadsForOutreach(tx, userId, [row!.leadId], 'CONTACTED', now);
-        return row!;
-      });
-      return toEmailView(sent);
+      const out = emptyOutcomes();
+      if (delivery.kind === 'sent') out.sent.push({ id: intent.id, userId, leadId: intent.leadId, enrollmentId: null });
+      // It may have gone out: UNCONFIRMED, and it stays charged (as the sequencer's).
+      else if (delivery.kind === 'unknown') out.unconfirmed.push({ id: intent.id, error: delivery.error });
+      // Certainly not sent: no record, and the charge is given back.
+      else out.retried.push({ id: intent.id, userId });
+      await writeOutcomes(deps, out, now, () => {}, 'the mail server refused it');
+      if (delivery.kind !== 'sent') throw mailServerRefused(delivery.cause);
+      return toEmailView((await messages.byId(intent.id))!);
     },
 
     /**

@@ -1,6 +1,4 @@
 import { createHash } from 'node:crypto';
-import { sql } from 'drizzle-orm';
-import { outreachMailboxes } from '../../../db/schema/index.ts';
 import type { AppDeps } from '../../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../../shared/crypto.ts';
 import { isConnectionError } from '../../../shared/db-errors.ts';
@@ -45,17 +43,7 @@ export function createInboxReader(deps: Deps) {
     const now = deps.clock.now();
     // A few seconds of slack, so a once-a-minute cron with a 60 s interval reads every minute, not every other.
     const since = new Date(now.getTime() - deps.config.OUTREACH_IMAP_INTERVAL_SECONDS * 1000 + CLAIM_SLACK_MS);
-    const [row] = await deps.db
-      .update(outreachMailboxes)
-      .set({ imapCheckedAt: now })
-      .where(
-        force
-          ? sql`${outreachMailboxes.id} = ${mailboxId}`
-          : sql`${outreachMailboxes.id} = ${mailboxId} AND (${outreachMailboxes.imapCheckedAt} IS NULL
-                OR ${outreachMailboxes.imapCheckedAt} <= ${since.toISOString()})`,
-      )
-      .returning();
-    return row;
+    return repo.claimImapCheck(mailboxId, now, force ? undefined : since);
   }
 
   async function read(mailbox: MailboxRow, run: InboxRun): Promise<void> {

@@ -10,6 +10,7 @@ import { createEmailVerificationService } from '../../email-verification/email-v
 import { moveLeadsForOutreach } from '../../leads/leads.outreach.ts';
 import { stopEnrollmentsById } from '../campaigns/enrollments.repository.ts';
 import type { MailboxRow } from '../connections/connections.repository.ts';
+import { messagesRepository } from '../messages/messages.repository.ts';
 import { classifyInbound, type InboundHeaders, messageIdsOf } from './inbox.classify.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock'>;
@@ -90,32 +91,28 @@ export function createInboxService(deps: Deps) {
       const now = deps.clock.now();
       const receivedAt = email.date && !Number.isNaN(Date.parse(email.date)) ? new Date(email.date) : now;
       return deps.db.transaction(async (tx) => {
-        const [stored] = await tx
-          .insert(outreachMessages)
-          .values({
-            userId,
-            mailboxId: mailbox.id,
-            campaignId: matched.campaignId,
-            enrollmentId: matched.enrollmentId,
-            leadId: matched.leadId,
-            step: matched.step,
-            direction: 'inbound',
-            status: 'RECEIVED',
-            kind,
-            messageId,
-            inReplyTo: messageIdsOf(email.inReplyTo)[0] ?? null,
-            references: messageIdsOf(email.references),
-            threadId: matched.threadId,
-            fromEmail: normalizeEmail(headers.from) ?? headers.from.slice(0, 320),
-            toEmail: mailbox.email,
-            subject: headers.subject.slice(0, 998),
-            bodyText: withoutNul(email.text ?? '').slice(0, MAX_BODY),
-            receivedAt,
-            createdAt: now,
-            updatedAt: now,
-          })
-          .onConflictDoNothing()
-          .returning();
+        const stored = await messagesRepository(tx).insertIfNew({
+          userId,
+          mailboxId: mailbox.id,
+          campaignId: matched.campaignId,
+          enrollmentId: matched.enrollmentId,
+          leadId: matched.leadId,
+          step: matched.step,
+          direction: 'inbound',
+          status: 'RECEIVED',
+          kind,
+          messageId,
+          inReplyTo: messageIdsOf(email.inReplyTo)[0] ?? null,
+          references: messageIdsOf(email.references),
+          threadId: matched.threadId,
+          fromEmail: normalizeEmail(headers.from) ?? headers.from.slice(0, 320),
+          toEmail: mailbox.email,
+          subject: headers.subject.slice(0, 998),
+          bodyText: withoutNul(email.text ?? '').slice(0, MAX_BODY),
+          receivedAt,
+          createdAt: now,
+          updatedAt: now,
+        });
         if (!stored) return 'duplicate';
         if (kind === 'auto_reply') return 'auto_reply';
         const [campaign] = matched.campaignId

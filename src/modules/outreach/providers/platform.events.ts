@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, desc, eq } from 'drizzle-orm';
 import type { Db, Tx } from '../../../db/client.ts';
 import {
   outreachCampaigns,
@@ -15,8 +15,9 @@ import { normalizeEmail } from '../../../shared/mail/address.ts';
 import { withoutNul } from '../../../shared/text.ts';
 import { createEmailVerificationService } from '../../email-verification/email-verification.service.ts';
 import { moveLeadsForOutreach } from '../../leads/leads.outreach.ts';
-import { stopEnrollmentsById } from '../campaigns/enrollments.repository.ts';
+import { advanceEnrollmentPast, stopEnrollmentsById } from '../campaigns/enrollments.repository.ts';
 import type { ConnectionRow } from '../connections/connections.repository.ts';
+import { messagesRepository } from '../messages/messages.repository.ts';
 import { unsubscribeAddress } from '../unsubscribe/unsubscribe.service.ts';
 import type { PlatformWebhookEvent } from './platform.ts';
 import { webhookTokenMatches } from './platforms.ts';
@@ -96,44 +97,15 @@ export function createPlatformEventService(deps: Deps) {
       campaignId: string;
     },
   ): Promise<boolean> {
-    const [known] = await tx
-      .select({ id: outreachMessages.id })
-      .from(outreachMessages)
-      .where(and(eq(outreachMessages.userId, mail.userId), eq(outreachMessages.messageId, mail.messageId)));
-    if (known) return true;
+    const messages = messagesRepository(tx);
+    if (await messages.byMessageId(mail.userId, mail.messageId)) return true;
     if (!mail.externalId) return false;
-    const [waiting] = await tx
-      .select({ id: outreachMessages.id })
-      .from(outreachMessages)
-      .where(
-        and(
-          eq(outreachMessages.userId, mail.userId),
-          eq(outreachMessages.campaignId, mail.campaignId),
-          eq(outreachMessages.direction, 'outbound'),
-          inArray(outreachMessages.status, ['PENDING', 'UNCONFIRMED']),
-          isNull(outreachMessages.externalId),
-          isNull(outreachMessages.enrollmentId),
-          eq(outreachMessages.toEmail, mail.email),
-          mail.mailboxId ? eq(outreachMessages.mailboxId, mail.mailboxId) : undefined,
-        ),
-      )
-      .orderBy(asc(outreachMessages.id))
-      .limit(1)
-      // Waits for a reply being marked SENT right now: it then no longer matches, and the insert finds its id taken.
-      .for('update');
-    if (!waiting) return false;
-    await tx
-      .update(outreachMessages)
-      .set({
-        status: 'SENT',
-        messageId: mail.messageId,
-        externalId: mail.externalId,
-        error: null,
-        sentAt: mail.at,
-        updatedAt: deps.clock.now(),
-      })
-      .where(eq(outreachMessages.id, waiting.id));
-    return true;
+    return messages.claimWaitingReply(mail, {
+      messageId: mail.messageId,
+      externalId: mail.externalId,
+      at: mail.at,
+      now: deps.clock.now(),
+    });
   }
 
   return {
@@ -182,24 +154,16 @@ export function createPlatformEventService(deps: Deps) {
           if (!email) return;
           // A reply sent through the API was recorded and charged before the platform took it: the event names it.
           if (await claimReply(tx, { ...base, email, at, campaignId: campaign!.id })) return;
-          const [sent] = await tx
-            .insert(outreachMessages)
-            .values({
-              ...base,
-              direction: 'outbound',
-              status: 'SENT',
-              fromEmail: mailbox?.email ?? normalizeEmail(event.accountEmail ?? '') ?? '',
-              toEmail: email,
-              sentAt: at,
-            })
-            .onConflictDoNothing()
-            .returning({ id: outreachMessages.id });
+          const sent = await messagesRepository(tx).insertIfNew({
+            ...base,
+            direction: 'outbound',
+            status: 'SENT',
+            fromEmail: mailbox?.email ?? normalizeEmail(event.accountEmail ?? '') ?? '',
+            toEmail: email,
+            sentAt: at,
+          });
           if (!sent) return;
-          if (enrollment && event.step !== null)
-            await tx
-              .update(outreachEnrollments)
-              .set({ nextStep: sql`greatest(${outreachEnrollments.nextStep}, ${event.step + 1})`, updatedAt: now })
-              .where(eq(outreachEnrollments.id, enrollment.id));
+          if (enrollment && event.step !== null) await advanceEnrollmentPast(tx, enrollment.id, event.step, now);
           if (leadId) await moveLeadsForOutreach(tx, userId, [leadId], 'CONTACTED', now);
           // The platform already sent it: metered as far as the balance goes, never refused after the fact.
           await deps.credits.spend(tx, userId, 'emails_sent', 1, {
@@ -222,32 +186,21 @@ export function createPlatformEventService(deps: Deps) {
             )
             .orderBy(desc(outreachMessages.id))
             .limit(1);
-          if (mail)
-            await tx
-              .update(outreachMessages)
-              .set({
-                openedAt: sql`coalesce(${outreachMessages.openedAt}, ${at.toISOString()}::timestamptz)`,
-                openCount: sql`${outreachMessages.openCount} + 1`,
-              })
-              .where(eq(outreachMessages.id, mail.id));
+          if (mail) await messagesRepository(tx).countOpen(mail.id, at);
           return;
         }
         case 'replied': {
           if (!email) return;
-          const [stored] = await tx
-            .insert(outreachMessages)
-            .values({
-              ...base,
-              messageId: platformMessageId(provider, digestOf(event)),
-              direction: 'inbound',
-              status: 'RECEIVED',
-              kind: 'reply',
-              fromEmail: email,
-              toEmail: mailbox?.email ?? normalizeEmail(event.accountEmail ?? '') ?? '',
-              receivedAt: at,
-            })
-            .onConflictDoNothing()
-            .returning();
+          const stored = await messagesRepository(tx).insertIfNew({
+            ...base,
+            messageId: platformMessageId(provider, digestOf(event)),
+            direction: 'inbound',
+            status: 'RECEIVED',
+            kind: 'reply',
+            fromEmail: email,
+            toEmail: mailbox?.email ?? normalizeEmail(event.accountEmail ?? '') ?? '',
+            receivedAt: at,
+          });
           if (!stored) return;
           if (enrollment && (campaign?.stopOnReply ?? true))
             await stopEnrollmentsById(tx, [enrollment.id], 'REPLIED', now);

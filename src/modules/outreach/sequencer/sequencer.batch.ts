@@ -4,7 +4,8 @@ import { type LeadToSend, leadsForSending } from '../../leads/leads.outreach.ts'
 import { suppressionOf } from '../../suppressions/suppressions.service.ts';
 import { type OutreachCampaignRow, outreachCampaignsRepository } from '../campaigns/outreach-campaigns.repository.ts';
 import { connectionsRepository, type MailboxRow } from '../connections/connections.repository.ts';
-import { type DueEnrollment, type MessageRow, sequencerRepository } from './sequencer.repository.ts';
+import type { MessageRow } from '../messages/messages.repository.ts';
+import { type DueEnrollment, sequencerRepository } from './sequencer.repository.ts';
 import { startOfUtcDay } from './sequencer.window.ts';
 
 /** What a sequencer run knows across its batches (docs/outreach.md "Outreach", Sequencer). */

@@ -2,20 +2,15 @@ import type { Db, Tx } from '../../../db/client.ts';
 import type { AppDeps } from '../../../deps.ts';
 import type { Credits } from '../../../shared/credits.ts';
 import { moveLeadsForOutreach } from '../../leads/leads.outreach.ts';
-import {
-  type DueEnrollment,
-  type EnrollmentMove,
-  type IntentInsert,
-  sequencerRepository,
-} from './sequencer.repository.ts';
+import { type EnrollmentMove, sequencerRepository } from './sequencer.repository.ts';
 
 /** Sends whose outcome is written in one transaction. */
 const OUTCOME_CHUNK = 500;
 
 /** What one batch of the sequencer decided (docs/outreach.md "Outreach", Sequencer); written after it sends. */
 export interface BatchOutcomes {
-  /** Mails the server accepted. */
-  sent: Array<{ enrollment: DueEnrollment; message: IntentInsert }>;
+  /** Mails the server accepted (a one-off mail has no enrollment). */
+  sent: Array<{ id: string; userId: string; leadId: string | null; enrollmentId: string | null }>;
   /** Enrollments moved to their next step (sent, or answered before) or COMPLETED. */
   moves: EnrollmentMove[];
   /** Due-time changes, each for the step it was claimed at. */
@@ -26,8 +21,8 @@ export interface BatchOutcomes {
   failed: Array<{ id: string; userId: string; error: string }>;
   /** Intents of mails that did not go out and will be tried again (4xx, the server could not be reached). */
   retried: Array<{ id: string; userId: string }>;
-  /** Mails whose answer was lost: never sent again. */
-  unconfirmed: string[];
+  /** Mails whose answer was lost: never sent again (a one-off mail keeps its error). */
+  unconfirmed: Array<{ id: string; error?: string }>;
 }
 
 export const emptyOutcomes = (): BatchOutcomes => ({
@@ -56,24 +51,24 @@ export async function writeOutcomes(
   outcomes: BatchOutcomes,
   now: Date,
   refunded: (userId: string, mails: number) => void,
+  refundReason = 'refused or not handed over',
 ): Promise<void> {
   const { sent, moves } = outcomes;
   const moveOf = new Map(moves.map((m) => [m.id, m]));
-  const sentIds = new Set(sent.map((s) => s.enrollment.id));
+  const sentIds = new Set(sent.flatMap((s) => s.enrollmentId ?? []));
   const notSent = new Map<string, number>();
   for (const m of [...outcomes.failed, ...outcomes.retried]) notSent.set(m.userId, (notSent.get(m.userId) ?? 0) + 1);
   for (let i = 0; i < Math.max(sent.length, 1); i += OUTCOME_CHUNK) {
     const chunk = sent.slice(i, i + OUTCOME_CHUNK);
     const byUser = new Map<string, string[]>();
-    for (const s of chunk)
-      byUser.set(s.enrollment.userId, [...(byUser.get(s.enrollment.userId) ?? []), s.enrollment.leadId]);
+    for (const s of chunk) if (s.leadId) byUser.set(s.userId, [...(byUser.get(s.userId) ?? []), s.leadId]);
     await deps.db.transaction(async (tx) => {
       const repo = sequencerRepository(tx);
       await repo.setMessages(
-        chunk.map((s) => s.message.id),
+        chunk.map((s) => s.id),
         { status: 'SENT', sentAt: now, updatedAt: now },
       );
-      const chunkMoves = chunk.flatMap((s) => moveOf.get(s.enrollment.id) ?? []);
+      const chunkMoves = chunk.flatMap((s) => (s.enrollmentId && moveOf.get(s.enrollmentId)) || []);
       if (i === 0) {
         chunkMoves.push(...moves.filter((m) => !sentIds.has(m.id)));
         await repo.confirmLost(outcomes.unconfirmed, now);
@@ -84,7 +79,7 @@ export async function writeOutcomes(
         await repo.postpone(outcomes.postpones);
         // Users in one order in every transaction (two writers never wait on each other's balance rows in a cycle).
         for (const userId of [...notSent.keys()].sort())
-          await refundMails(deps.credits, tx, userId, notSent.get(userId)!, 'refused or not handed over');
+          await refundMails(deps.credits, tx, userId, notSent.get(userId)!, refundReason);
       }
       await repo.moveEnrollments(chunkMoves, now);
       for (const userId of [...byUser.keys()].sort())

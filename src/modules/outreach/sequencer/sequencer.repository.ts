@@ -1,10 +1,8 @@
 import { and, eq, inArray, sql } from 'drizzle-orm';
-import { arrayLiteral, inUuids } from '../../../db/array-literal.ts';
+import { inUuids } from '../../../db/array-literal.ts';
 import { type Db, queryRows, type Tx } from '../../../db/client.ts';
 import { type EnrollmentStatus, outreachEnrollments, outreachMessages } from '../../../db/schema/index.ts';
-
-export type MessageRow = typeof outreachMessages.$inferSelect;
-export type MessageInsert = typeof outreachMessages.$inferInsert;
+import { type MessageRow, messagesRepository } from '../messages/messages.repository.ts';
 
 export interface DueEnrollment {
   id: string;
@@ -14,22 +12,6 @@ export interface DueEnrollment {
   email: string;
   nextStep: number;
   mailboxId: string | null;
-}
-
-/** A campaign mail's intent; the rest (user, campaign, lead, recipient) comes from its enrollment. */
-export interface IntentInsert {
-  id: string;
-  enrollmentId: string;
-  mailboxId: string;
-  step: number;
-  messageId: string;
-  inReplyTo: string | null;
-  references: string[];
-  threadId: string;
-  fromEmail: string;
-  subject: string;
-  bodyText: string;
-  createdAt: Date;
 }
 
 export interface EnrollmentMove {
@@ -42,9 +24,18 @@ export interface EnrollmentMove {
 
 const uuids = (ids: string[]) => `{${ids.join(',')}}`;
 
-/** The sequencer's reads and writes (docs/outreach.md "Outreach", Sequencer). */
+/**
+ * The sequencer's reads and writes (docs/outreach.md "Outreach", Sequencer): claims, enrollment moves, the run
+ * lease; its mail records through the messages repository, the only writer of `outreach_messages`.
+ */
 export function sequencerRepository(db: Db | Tx) {
+  const messages = messagesRepository(db);
   return {
+    insertIntents: messages.insertIntents,
+    setMessages: messages.setMessages,
+    confirmLost: messages.confirmLost,
+    deleteMessages: messages.deleteMessages,
+    confirmStaleOneOffs: messages.confirmStaleOneOffs,
     /**
      * Takes up to `limit` due enrollments of active campaigns, oldest due first, through the partial due index
      * (its cost follows the due ones, not the enrolled ones), and leases them: their due time moves to
@@ -112,40 +103,6 @@ export function sequencerRepository(db: Db | Tx) {
         .orderBy(outreachMessages.step);
     },
 
-    /**
-     * Intents of campaign mails, recorded before the SMTP transaction, in one statement (columns as arrays: its
-     * cost does not grow with parameters per row). A mail is recorded only while its enrollment is still ACTIVE at
-     * that step and its campaign ACTIVE, so a reply, an unsubscribe, a bounce or a pause that landed after the
-     * batch was read stops it here; a step that already has a mail is left out too. Answers the ids recorded.
-     */
-    async insertIntents(intents: IntentInsert[]): Promise<Set<string>> {
-      if (!intents.length) return new Set();
-      const col = (pick: (i: IntentInsert) => string | number | null) => arrayLiteral(intents.map(pick));
-      const rows = await queryRows<{ id: string }>(
-        db,
-        sql`INSERT INTO outreach_messages (id, user_id, mailbox_id, campaign_id, enrollment_id, lead_id, step, direction,
-              status, message_id, in_reply_to, "references", thread_id, from_email, to_email, subject, body_text,
-              created_at, updated_at)
-            SELECT v.id, e.user_id, v.mailbox_id, e.campaign_id, e.id, e.lead_id, v.step, 'outbound', 'PENDING',
-                   v.message_id, v.in_reply_to, coalesce(string_to_array(v.refs, ' '), '{}'), v.thread_id, v.from_email,
-                   e.email, v.subject, v.body_text, v.at, v.at
-            FROM unnest(${col((i) => i.id)}::uuid[], ${col((i) => i.enrollmentId)}::uuid[],
-                        ${col((i) => i.mailboxId)}::uuid[], ${col((i) => i.step)}::int[],
-                        ${col((i) => i.messageId)}::text[], ${col((i) => i.inReplyTo)}::text[],
-                        ${col((i) => (i.references.length ? i.references.join(' ') : null))}::text[],
-                        ${col((i) => i.threadId)}::text[], ${col((i) => i.fromEmail)}::text[],
-                        ${col((i) => i.subject)}::text[], ${col((i) => i.bodyText)}::text[],
-                        ${col((i) => i.createdAt.toISOString())}::timestamptz[])
-                 AS v(id, enrollment_id, mailbox_id, step, message_id, in_reply_to, refs, thread_id, from_email,
-                      subject, body_text, at)
-            JOIN outreach_enrollments e ON e.id = v.enrollment_id AND e.status = 'ACTIVE' AND e.next_step = v.step
-            JOIN outreach_campaigns c ON c.id = e.campaign_id AND c.status = 'ACTIVE'
-            ON CONFLICT DO NOTHING
-            RETURNING id`,
-      );
-      return new Set(rows.map((r) => r.id));
-    },
-
     async intentOf(enrollmentId: string, step: number): Promise<MessageRow | undefined> {
       const [row] = await db
         .select()
@@ -158,23 +115,6 @@ export function sequencerRepository(db: Db | Tx) {
           ),
         );
       return row;
-    },
-
-    async setMessages(ids: string[], values: Partial<MessageInsert>): Promise<void> {
-      if (ids.length) await db.update(outreachMessages).set(values).where(inUuids(outreachMessages.id, ids));
-    },
-
-    /** Mails whose answer was lost: UNCONFIRMED, never sent again (only from PENDING: a mail marked since stays). */
-    async confirmLost(ids: string[], now: Date): Promise<void> {
-      if (ids.length)
-        await db
-          .update(outreachMessages)
-          .set({ status: 'UNCONFIRMED', updatedAt: now })
-          .where(and(inUuids(outreachMessages.id, ids), eq(outreachMessages.status, 'PENDING')));
-    },
-
-    async deleteMessages(ids: string[]): Promise<void> {
-      if (ids.length) await db.delete(outreachMessages).where(inUuids(outreachMessages.id, ids));
     },
 
     /**
@@ -238,14 +178,6 @@ export function sequencerRepository(db: Db | Tx) {
     async releaseRunLease(holder: string): Promise<void> {
       await db.execute(
         sql`UPDATE outreach_sequencer_lease SET lease_until = '-infinity' WHERE name = 'sequencer' AND holder = ${holder}`,
-      );
-    },
-
-    /** One-off mails (POST /api/outreach/emails) whose answer was lost: never sent again. */
-    async confirmStaleOneOffs(before: Date): Promise<void> {
-      await db.execute(
-        sql`UPDATE outreach_messages SET status = 'UNCONFIRMED'
-            WHERE status = 'PENDING' AND enrollment_id IS NULL AND created_at < ${before.toISOString()}`,
       );
     },
   };

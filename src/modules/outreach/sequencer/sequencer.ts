@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Transporter } from 'nodemailer';
-import type { Tx } from '../../../db/client.ts';
 import type { AppDeps } from '../../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../../shared/crypto.ts';
 import { newId } from '../../../shared/ids.ts';
@@ -8,6 +7,7 @@ import { domainOf, normalizeEmail } from '../../../shared/mail/address.ts';
 import { mailboxEndpoints, openSmtpTransport } from '../../../shared/mail/mailbox.ts';
 import type { OutreachCampaignRow } from '../campaigns/outreach-campaigns.repository.ts';
 import { leadTemplateVars, renderTemplate } from '../campaigns/templates.ts';
+import type { IntentInsert } from '../messages/messages.repository.ts';
 import {
   countBooked,
   countCharged,
@@ -19,15 +19,11 @@ import {
   startAllowance,
   suppressedOf,
 } from './sequencer.batch.ts';
-import { classifySendError, linkToken, mailOptions, publicUrlOf, sessionFailure } from './sequencer.mail.ts';
+import { publicUrlOf, sessionFailure } from './sequencer.mail.ts';
 import { emptyOutcomes, writeOutcomes } from './sequencer.outcomes.ts';
 import { boundedPipeline } from './sequencer.pipeline.ts';
-import {
-  type DueEnrollment,
-  type EnrollmentMove,
-  type IntentInsert,
-  sequencerRepository,
-} from './sequencer.repository.ts';
+import { type DueEnrollment, type EnrollmentMove, sequencerRepository } from './sequencer.repository.ts';
+import { deliverMail, recordPaid } from './sequencer.steps.ts';
 import { nextWindowOpening, startOfNextUtcDay } from './sequencer.window.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'logger' | 'credits'>;
@@ -220,7 +216,7 @@ export function createSequencer(deps: Deps) {
       if (existing.status === 'PENDING' && now.getTime() - existing.createdAt.getTime() < SEND_LEASE_MS)
         // Another process may still be sending it: look again when its lease is over.
         return postpone(e, new Date(existing.createdAt.getTime() + SEND_LEASE_MS));
-      if (existing.status === 'PENDING') out.unconfirmed.push(existing.id);
+      if (existing.status === 'PENDING') out.unconfirmed.push({ id: existing.id });
       out.moves.push(advance(e, campaign, existing.mailboxId, existing.createdAt));
     }
 
@@ -242,7 +238,15 @@ export function createSequencer(deps: Deps) {
       let unpaid: Set<string>;
       let paid: Map<string, number>;
       try {
-        ({ recorded, unpaid, paid } = await deps.db.transaction((tx) => recordPaid(tx, reachable)));
+        ({ recorded, unpaid, paid } = await deps.db.transaction((tx) =>
+          recordPaid(
+            tx,
+            deps.credits,
+            reachable.map((p) => ({ id: p.intent.id, userId: p.e.userId })),
+            (repo) => repo.insertIntents(reachable.map((p) => p.intent)),
+            true,
+          ),
+        ));
       } catch (err) {
         deps.logger.error({ err }, 'outreach intents not recorded');
         for (const p of reachable) {
@@ -265,71 +269,42 @@ export function createSequencer(deps: Deps) {
       };
     }
 
-    /**
-     * Records the intents and charges them in one transaction, before anything is sent (docs/webhooks-and-credits.md "Credits"): each
-     * user's balance row is locked, so one-off mails sent meanwhile and this batch never spend the same credits.
-     * What the balance no longer pays for is not recorded (`unpaid`).
-     */
-    async function recordPaid(tx: Tx, planned: Planned[]) {
-      const repo = sequencerRepository(tx);
-      const recorded = await repo.insertIntents(planned.map((p) => p.intent));
-      const unpaid = new Set<string>();
-      const paid = new Map<string, number>();
-      const mine = planned.filter((p) => recorded.has(p.intent.id));
-      // Users in one order in every transaction (two writers never wait on each other's balance rows in a cycle).
-      for (const userId of [...new Set(mine.map((p) => p.e.userId))].sort()) {
-        const theirs = mine.filter((p) => p.e.userId === userId);
-        const { paidUnits } = await deps.credits.spend(tx, userId, 'emails_sent', theirs.length, {
-          partial: true,
-          reason: 'outreach mail',
-        });
-        paid.set(userId, paidUnits);
-        for (const p of theirs.slice(paidUnits)) unpaid.add(p.intent.id);
-      }
-      await repo.deleteMessages([...unpaid]);
-      return { recorded, unpaid, paid };
-    }
-
     async function deliver({ e, campaign, mailbox, intent, release, transport }: Planned): Promise<void> {
-      try {
-        await transport!.sendMail(
-          mailOptions({
-            from: mailbox.row.email,
-            fromName: mailbox.row.fromName,
-            to: e.email,
-            subject: intent.subject,
-            text: intent.bodyText,
-            messageId: intent.messageId,
-            inReplyTo: intent.inReplyTo,
-            references: intent.references,
-            unsubscribeUrl: `${baseUrl}/api/outreach/unsubscribe/${linkToken(deps.config, 'unsubscribe', intent.id)}`,
-            openPixelUrl: campaign.trackOpens
-              ? `${baseUrl}/api/outreach/o/${linkToken(deps.config, 'open', intent.id)}.gif`
-              : null,
-          }),
-        );
-        out.sent.push({ enrollment: e, message: intent });
+      const delivery = await deliverMail(
+        deps.config,
+        transport!,
+        {
+          ...intent,
+          from: mailbox.row.email,
+          fromName: mailbox.row.fromName,
+          to: e.email,
+          text: intent.bodyText,
+          trackOpens: campaign.trackOpens,
+        },
+        baseUrl,
+      );
+      if (delivery.kind === 'sent') {
+        out.sent.push({ id: intent.id, userId: e.userId, leadId: e.leadId, enrollmentId: e.id });
         out.moves.push(advance(e, campaign, mailbox.row.id, now));
-      } catch (err) {
-        const kind = classifySendError(err);
-        const error = String((err as Error).message ?? err).slice(0, 500);
-        deps.logger.warn({ enrollmentId: e.id, mailboxId: mailbox.row.id, kind, error }, 'outreach mail not sent');
-        // A refused or lost mail keeps its slot (it counts toward the limits). Its charge (taken when it was
-        // recorded) is given back when it certainly did not go out (refused, or nothing handed over); a lost
-        // answer (UNCONFIRMED: it may have gone out) stays charged.
-        if (kind === 'rejected') {
-          countBooked(run, e.userId, -1);
-          out.failed.push({ id: intent.id, userId: e.userId, error });
-          out.stops.push(e.id);
-        } else if (kind === 'retry') {
-          out.retried.push({ id: intent.id, userId: e.userId });
-          release();
-          if (sessionFailure(err)) mailboxUnavailable(mailbox, err);
-          postpone(e, retryAt);
-        } else {
-          out.unconfirmed.push(intent.id);
-          out.moves.push(advance(e, campaign, mailbox.row.id, now));
-        }
+        return;
+      }
+      const { kind, error } = delivery;
+      deps.logger.warn({ enrollmentId: e.id, mailboxId: mailbox.row.id, kind, error }, 'outreach mail not sent');
+      // A refused or lost mail keeps its slot (it counts toward the limits). Its charge (taken when it was
+      // recorded) is given back when it certainly did not go out (refused, or nothing handed over); a lost
+      // answer (UNCONFIRMED: it may have gone out) stays charged.
+      if (kind === 'rejected') {
+        countBooked(run, e.userId, -1);
+        out.failed.push({ id: intent.id, userId: e.userId, error });
+        out.stops.push(e.id);
+      } else if (kind === 'retry') {
+        out.retried.push({ id: intent.id, userId: e.userId });
+        release();
+        if (sessionFailure(delivery.cause)) mailboxUnavailable(mailbox, delivery.cause);
+        postpone(e, retryAt);
+      } else {
+        out.unconfirmed.push({ id: intent.id });
+        out.moves.push(advance(e, campaign, mailbox.row.id, now));
       }
     }
 

@@ -1,11 +1,13 @@
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import type { Db, Tx } from '../../../db/client.ts';
-import { outreachMessages, outreachUnsubscribes } from '../../../db/schema/index.ts';
+import { outreachMessages } from '../../../db/schema/index.ts';
 import type { AppDeps } from '../../../deps.ts';
 import { moveLeadsForOutreach } from '../../leads/leads.outreach.ts';
 import { suppress } from '../../suppressions/suppressions.service.ts';
 import { stopEnrollmentsOf } from '../campaigns/enrollments.repository.ts';
+import { messagesRepository } from '../messages/messages.repository.ts';
 import { tokenMessageId } from '../sequencer/sequencer.mail.ts';
+import { unsubscribesRepository } from './unsubscribe.repository.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'config'>;
 
@@ -63,18 +65,7 @@ export function createUnsubscribeService(deps: Deps) {
       if (!message) return undefined;
       const now = deps.clock.now();
       await deps.db.transaction(async (tx) => {
-        const [recorded] = await tx
-          .insert(outreachUnsubscribes)
-          .values({
-            userId: message.userId,
-            messageId: message.id,
-            campaignId: message.campaignId,
-            email: message.toEmail,
-            createdAt: now,
-          })
-          .onConflictDoNothing()
-          .returning({ id: outreachUnsubscribes.id });
-        if (!recorded) return;
+        if (!(await unsubscribesRepository(tx).recordOnce(message, now))) return;
         await unsubscribeAddress(tx, message.userId, message.toEmail, message.leadId, 'an outreach mail', now);
       });
       return message.toEmail;
@@ -84,16 +75,7 @@ export function createUnsubscribeService(deps: Deps) {
     async opened(token: string): Promise<boolean> {
       const id = tokenMessageId(deps.config, 'open', token);
       if (!id) return false;
-      const now = deps.clock.now();
-      const rows = await deps.db
-        .update(outreachMessages)
-        .set({
-          openedAt: sql`coalesce(${outreachMessages.openedAt}, ${now.toISOString()}::timestamptz)`,
-          openCount: sql`${outreachMessages.openCount} + 1`,
-        })
-        .where(and(eq(outreachMessages.id, id), eq(outreachMessages.direction, 'outbound')))
-        .returning({ id: outreachMessages.id });
-      return rows.length > 0;
+      return messagesRepository(deps.db).countOpen(id, deps.clock.now());
     },
   };
 }
