@@ -11,6 +11,7 @@ import { moveLeadsForOutreach } from '../../leads/leads.outreach.ts';
 import { stopEnrollmentsById } from '../campaigns/enrollments.repository.ts';
 import type { MailboxRow } from '../connections/connections.repository.ts';
 import { messagesRepository } from '../messages/messages.repository.ts';
+import { replyStops } from '../sequencer/sequencer.decisions.ts';
 import { classifyInbound, type InboundHeaders, messageIdsOf } from './inbox.classify.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock'>;
@@ -118,7 +119,7 @@ export function createInboxService(deps: Deps) {
         const [campaign] = matched.campaignId
           ? await tx.select().from(outreachCampaigns).where(eq(outreachCampaigns.id, matched.campaignId))
           : [];
-        if (matched.enrollmentId && (campaign?.stopOnReply ?? true))
+        if (matched.enrollmentId && replyStops('reply', campaign))
           await stopEnrollmentsById(tx, [matched.enrollmentId], 'REPLIED', now);
         if (matched.leadId) await moveLeadsForOutreach(tx, userId, [matched.leadId], 'REPLIED', now);
         await emitEvent(tx, userId, 'email.replied', {

@@ -18,6 +18,7 @@ import { moveLeadsForOutreach } from '../../leads/leads.outreach.ts';
 import { advanceEnrollmentPast, stopEnrollmentsById } from '../campaigns/enrollments.repository.ts';
 import type { ConnectionRow } from '../connections/connections.repository.ts';
 import { messagesRepository } from '../messages/messages.repository.ts';
+import { replyStops } from '../sequencer/sequencer.decisions.ts';
 import { unsubscribeAddress } from '../unsubscribe/unsubscribe.service.ts';
 import type { PlatformWebhookEvent } from './platform.ts';
 import { webhookTokenMatches } from './platforms.ts';
@@ -202,7 +203,7 @@ export function createPlatformEventService(deps: Deps) {
             receivedAt: at,
           });
           if (!stored) return;
-          if (enrollment && (campaign?.stopOnReply ?? true))
+          if (enrollment && replyStops('reply', campaign))
             await stopEnrollmentsById(tx, [enrollment.id], 'REPLIED', now);
           if (leadId) await moveLeadsForOutreach(tx, userId, [leadId], 'REPLIED', now);
           await emitEvent(tx, userId, 'email.replied', {

@@ -1,12 +1,15 @@
+import { randomUUID } from 'node:crypto';
 import type { Transporter } from 'nodemailer';
 import type { AppDeps } from '../../../deps.ts';
+import type { SecretBox } from '../../../shared/crypto.ts';
+import { mailboxEndpoints, openSmtpTransport, type SmtpTransportOptions } from '../../../shared/mail/mailbox.ts';
 import { type LeadToSend, leadsForSending } from '../../leads/leads.outreach.ts';
 import { suppressionOf } from '../../suppressions/suppressions.service.ts';
 import { type OutreachCampaignRow, outreachCampaignsRepository } from '../campaigns/outreach-campaigns.repository.ts';
 import { connectionsRepository, type MailboxRow } from '../connections/connections.repository.ts';
 import type { MessageRow } from '../messages/messages.repository.ts';
+import { allowanceOf, startOfUtcDay } from './sequencer.decisions.ts';
 import { type DueEnrollment, sequencerRepository } from './sequencer.repository.ts';
-import { startOfUtcDay } from './sequencer.window.ts';
 
 /** What a sequencer run knows across its batches (docs/outreach.md "Outreach", Sequencer). */
 export interface RunState {
@@ -54,7 +57,7 @@ export const countCharged = (run: RunState, userId: string, by: number) => add(r
  */
 export function startAllowance(run: RunState, batch: PreparedBatch) {
   for (const [userId, b] of batch.balances)
-    run.allowance.set(userId, b.paysFor - ((run.booked.get(userId) ?? 0) - b.chargedBefore));
+    run.allowance.set(userId, allowanceOf(b.paysFor, run.booked.get(userId) ?? 0, b.chargedBefore));
 }
 
 export type PreparedBatch = Awaited<ReturnType<typeof prepareBatch>>;
@@ -125,4 +128,90 @@ export async function suppressedOf(deps: Pick<AppDeps, 'db'>, claimed: DueEnroll
     for (const email of (await suppressionOf(deps.db, userId, emails)).keys()) suppressed.add(`${userId} ${email}`);
   }
   return suppressed;
+}
+
+/**
+ * Books the mailbox's slot for a mail (today's counts, the gap until `freeAt`, the user's allowance) at once, so the
+ * next mail planned sees it; answers what gives it back (a mail not recorded, not paid, or tried again later).
+ */
+export function bookSlot(
+  run: RunState,
+  mailbox: MailboxState,
+  campaign: { id: string },
+  userId: string,
+  freeAt: number,
+): () => void {
+  const { allowance } = run;
+  const freeBefore = mailbox.freeAt;
+  mailbox.sentToday++;
+  mailbox.byCampaign.set(campaign.id, (mailbox.byCampaign.get(campaign.id) ?? 0) + 1);
+  mailbox.freeAt = freeAt;
+  allowance.set(userId, allowance.get(userId)! - 1);
+  countBooked(run, userId, 1);
+  return () => {
+    mailbox.sentToday--;
+    mailbox.byCampaign.set(campaign.id, (mailbox.byCampaign.get(campaign.id) ?? 1) - 1);
+    if (mailbox.freeAt === freeAt) mailbox.freeAt = freeBefore;
+    allowance.set(userId, allowance.get(userId)! + 1);
+    countBooked(run, userId, -1);
+  };
+}
+
+/**
+ * The mailbox's pooled transport, opened once per run and checked once (a connection and AUTH, nodemailer
+ * `verify`) before anything is recorded for the mailbox: a wrong password or a server that is down records and
+ * charges nothing, and rests the mailbox for the run (a failed opening or check).
+ */
+export function verifiedTransport(
+  deps: Pick<AppDeps, 'config'>,
+  box: SecretBox,
+  mailbox: MailboxState,
+  options: SmtpTransportOptions,
+): Promise<Transporter> {
+  if (!mailbox.transport) {
+    const { smtp } = mailboxEndpoints(box, mailbox.row);
+    mailbox.transport = smtp
+      ? openSmtpTransport(deps, smtp, options).then(async (t) => {
+          try {
+            await t.verify();
+            return t;
+          } catch (err) {
+            t.close();
+            throw err;
+          }
+        })
+      : Promise.reject(new Error('The mailbox has no SMTP URL'));
+    mailbox.transport.catch(() => {});
+  }
+  return mailbox.transport;
+}
+
+/**
+ * The sequencer's run lease: one process sends at a time. Renewed in the background while the run lasts; `lost`
+ * once a renewal found it taken. Undefined when another process holds it.
+ */
+export async function takeRunLease(deps: Pick<AppDeps, 'db' | 'clock'>, leaseMs: number) {
+  const holder = randomUUID();
+  const repo = sequencerRepository(deps.db);
+  const renew = (now: Date) => repo.takeRunLease(holder, now, new Date(now.getTime() + leaseMs));
+  if (!(await renew(deps.clock.now()))) return undefined;
+  let lost = false;
+  const renewal = setInterval(
+    () =>
+      void renew(deps.clock.now())
+        .then((held) => {
+          if (!held) lost = true;
+        })
+        .catch(() => {}),
+    Math.max(1000, leaseMs / 3),
+  );
+  renewal.unref();
+  return {
+    get lost() {
+      return lost;
+    },
+    renew,
+    stopRenewing: () => clearInterval(renewal),
+    release: () => repo.releaseRunLease(holder).catch(() => {}),
+  };
 }

@@ -1,8 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import type { Transporter } from 'nodemailer';
 import type { Config } from '../../../config.ts';
 import type { Tx } from '../../../db/client.ts';
 import type { Credits } from '../../../shared/credits.ts';
-import { messagesRepository } from '../messages/messages.repository.ts';
+import { newId } from '../../../shared/ids.ts';
+import { domainOf } from '../../../shared/mail/address.ts';
+import type { LeadToSend } from '../../leads/leads.outreach.ts';
+import { leadTemplateVars, renderTemplate } from '../campaigns/templates.ts';
+import { type IntentInsert, type MessageRow, messagesRepository } from '../messages/messages.repository.ts';
 import {
   classifySendError,
   linkToken,
@@ -49,6 +54,39 @@ export async function recordPaid(
   }
   await repo.deleteMessages([...unpaid]);
   return { recorded, unpaid, paid };
+}
+
+/**
+ * A campaign mail's intent for this enrollment's step: the templates rendered for the lead and the mailbox, and
+ * threaded after the mails of its earlier steps (In-Reply-To, References, the first mail's subject and thread).
+ */
+export function composeIntent(
+  e: { id: string; nextStep: number },
+  step: { subject: string; body: string },
+  lead: LeadToSend,
+  mailbox: { id: string; email: string; fromName: string | null },
+  thread: MessageRow[],
+  now: Date,
+): IntentInsert {
+  const first = thread[0];
+  const vars = { ...leadTemplateVars(lead), senderName: mailbox.fromName, senderEmail: mailbox.email };
+  const rendered = renderTemplate(step.subject, vars).trim();
+  const subject = rendered || (first ? `Re: ${first.subject.replace(/^re:\s*/i, '')}` : '(no subject)');
+  const messageId = `${randomUUID()}@${domainOf(mailbox.email)}`;
+  return {
+    id: newId(),
+    enrollmentId: e.id,
+    mailboxId: mailbox.id,
+    step: e.nextStep,
+    messageId,
+    inReplyTo: thread.at(-1)?.messageId ?? null,
+    references: thread.map((m) => m.messageId),
+    threadId: first?.threadId ?? messageId,
+    fromEmail: mailbox.email,
+    subject,
+    bodyText: renderTemplate(step.body, vars),
+    createdAt: now,
+  };
 }
 
 /** A recorded mail: its record's id (the links' tokens name it) and whether its campaign tracks opens. */

@@ -1,14 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import type { Transporter } from 'nodemailer';
 import type { AppDeps } from '../../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../../shared/crypto.ts';
-import { newId } from '../../../shared/ids.ts';
-import { domainOf, normalizeEmail } from '../../../shared/mail/address.ts';
-import { mailboxEndpoints, openSmtpTransport } from '../../../shared/mail/mailbox.ts';
+import { normalizeEmail } from '../../../shared/mail/address.ts';
 import type { OutreachCampaignRow } from '../campaigns/outreach-campaigns.repository.ts';
-import { leadTemplateVars, renderTemplate } from '../campaigns/templates.ts';
 import type { IntentInsert } from '../messages/messages.repository.ts';
 import {
+  bookSlot,
   countBooked,
   countCharged,
   type MailboxState,
@@ -18,13 +15,23 @@ import {
   type RunState,
   startAllowance,
   suppressedOf,
+  takeRunLease,
+  verifiedTransport,
 } from './sequencer.batch.ts';
+import {
+  afterExistingMail,
+  afterSendFailure,
+  decideSend,
+  gapUntil,
+  nextStepMove,
+  nextWindowOpening,
+  RETRY_AFTER_MS,
+} from './sequencer.decisions.ts';
 import { publicUrlOf, sessionFailure } from './sequencer.mail.ts';
 import { emptyOutcomes, writeOutcomes } from './sequencer.outcomes.ts';
 import { boundedPipeline } from './sequencer.pipeline.ts';
-import { type DueEnrollment, type EnrollmentMove, sequencerRepository } from './sequencer.repository.ts';
-import { deliverMail, recordPaid } from './sequencer.steps.ts';
-import { nextWindowOpening, startOfNextUtcDay } from './sequencer.window.ts';
+import { type DueEnrollment, sequencerRepository } from './sequencer.repository.ts';
+import { composeIntent, deliverMail, recordPaid } from './sequencer.steps.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'logger' | 'credits'>;
 
@@ -36,8 +43,6 @@ const CLAIM_BATCH = 1000;
  * not sent: what a crash can leave UNCONFIRMED.
  */
 const CHUNK_PER_CONNECTION = 2;
-/** A mail the server answered with a 4xx (or could not be reached for) is tried again this much later. */
-const RETRY_AFTER_MS = 15 * 60_000;
 
 export interface SequencerRun {
   sent: number;
@@ -57,8 +62,6 @@ interface Planned {
   transport?: Transporter;
 }
 
-const randomBetween = (min: number, max: number) => min + Math.floor(Math.random() * (max - min + 1));
-
 /**
  * The built-in sequencer (docs/outreach.md "Outreach", Sequencer): sends each enrolled lead's next step when it is due,
  * inside the campaign's window, within the mailboxes' daily limits and gaps, rotating mailboxes.
@@ -73,29 +76,8 @@ export function createSequencer(deps: Deps) {
   // How long a claim or an unanswered mail is held before another process may take the enrollment over.
   const SEND_LEASE_MS = deps.config.OUTREACH_SEND_LEASE_SECONDS * 1000;
 
-  /**
-   * The mailbox's pooled transport, opened once per run and checked once (a connection and AUTH, nodemailer
-   * `verify`) before anything is recorded for the mailbox: a wrong password or a server that is down records and
-   * charges nothing, and rests the mailbox for the run (a failed opening or check).
-   */
-  function transportOf(mailbox: MailboxState): Promise<Transporter> {
-    if (!mailbox.transport) {
-      const { smtp } = mailboxEndpoints(box, mailbox.row);
-      mailbox.transport = smtp
-        ? openSmtpTransport(deps, smtp, { pool: true, maxConnections: Math.min(concurrency, 5) }).then(async (t) => {
-            try {
-              await t.verify();
-              return t;
-            } catch (err) {
-              t.close();
-              throw err;
-            }
-          })
-        : Promise.reject(new Error('The mailbox has no SMTP URL'));
-      mailbox.transport.catch(() => {});
-    }
-    return mailbox.transport;
-  }
+  const transportOf = (mailbox: MailboxState) =>
+    verifiedTransport(deps, box, mailbox, { pool: true, maxConnections: Math.min(concurrency, 5) });
 
   /** A mailbox whose server refused the session (or could not be reached) sends nothing more in this run. */
   function mailboxUnavailable(mailbox: MailboxState, err: unknown) {
@@ -126,33 +108,8 @@ export function createSequencer(deps: Deps) {
     const windowOpensAt = new Map<string, Date>();
     for (const c of campaigns.values()) windowOpensAt.set(c.id, nextWindowOpening(now, c.window));
 
-    const advance = (
-      e: DueEnrollment,
-      campaign: OutreachCampaignRow,
-      mailboxId: string | null,
-      at: Date,
-    ): EnrollmentMove => {
-      const next = e.nextStep + 1;
-      if (next >= campaign.steps.length)
-        return { id: e.id, nextStep: next, nextSendAt: null, status: 'COMPLETED', mailboxId };
-      const due = new Date(at.getTime() + campaign.steps[next]!.delayDays * 86_400_000);
-      return { id: e.id, nextStep: next, nextSendAt: due, status: 'ACTIVE', mailboxId };
-    };
-
-    /** The mailbox for this enrollment now, or when to try again. */
-    function pickMailbox(e: DueEnrollment, campaign: OutreachCampaignRow): MailboxState | Date {
-      const candidates = (e.mailboxId ? [e.mailboxId] : campaign.mailboxIds)
-        .map((id) => mailboxes.get(id))
-        .filter((m): m is MailboxState => !!m && m.freeAt !== Number.POSITIVE_INFINITY);
-      if (!candidates.length) return retryAt;
-      const open = candidates.filter(
-        (m) => m.sentToday < m.row.dailyLimit && (m.byCampaign.get(campaign.id) ?? 0) < campaign.dailyLimit,
-      );
-      if (!open.length) return nextWindowOpening(startOfNextUtcDay(now), campaign.window);
-      const ready = open.filter((m) => m.freeAt <= now.getTime());
-      if (!ready.length) return new Date(Math.min(...open.map((m) => m.freeAt)));
-      return ready.reduce((a, b) => (b.sentToday < a.sentToday ? b : a));
-    }
+    const advance = (e: DueEnrollment, campaign: OutreachCampaignRow, mailboxId: string | null, at: Date) =>
+      nextStepMove(e, campaign.steps, mailboxId, at);
 
     /**
      * The mail this enrollment gets now, with its mailbox's slot booked (synchronously, so the next one sees it;
@@ -161,63 +118,34 @@ export function createSequencer(deps: Deps) {
     function plan(e: DueEnrollment): Planned | undefined {
       const campaign = campaigns.get(e.campaignId);
       const lead = leads.get(e.leadId);
-      if (campaign?.status !== 'ACTIVE') return postpone(e, now);
-      const email = lead?.email === e.email ? e.email : lead?.email && normalizeEmail(lead.email);
-      if (email !== e.email || suppressed.has(`${e.userId} ${e.email}`)) return void out.stops.push(e.id);
-      const opensAt = windowOpensAt.get(campaign.id)!;
-      if (opensAt > now) return postpone(e, opensAt);
-      if (!(allowance.get(e.userId)! > 0)) return postpone(e, retryAt);
-      const mailbox = pickMailbox(e, campaign);
-      if (mailbox instanceof Date) return postpone(e, mailbox);
-      const step = campaign.steps[e.nextStep]!;
-      const thread = threads.get(e.id) ?? [];
-      const first = thread[0];
-      const vars = { ...leadTemplateVars(lead!), senderName: mailbox.row.fromName, senderEmail: mailbox.row.email };
-      const rendered = renderTemplate(step.subject, vars).trim();
-      const subject = rendered || (first ? `Re: ${first.subject.replace(/^re:\s*/i, '')}` : '(no subject)');
-      const messageId = `${randomUUID()}@${domainOf(mailbox.row.email)}`;
-      const intent: IntentInsert = {
-        id: newId(),
-        enrollmentId: e.id,
-        mailboxId: mailbox.row.id,
-        step: e.nextStep,
-        messageId,
-        inReplyTo: thread.at(-1)?.messageId ?? null,
-        references: thread.map((m) => m.messageId),
-        threadId: first?.threadId ?? messageId,
-        fromEmail: mailbox.row.email,
-        subject,
-        bodyText: renderTemplate(step.body, vars),
-        createdAt: now,
-      };
+      const decision = decideSend({
+        e,
+        campaign,
+        leadEmail: lead?.email === e.email ? e.email : (lead?.email && normalizeEmail(lead.email)) || undefined,
+        suppressed: suppressed.has(`${e.userId} ${e.email}`),
+        windowOpensAt: windowOpensAt.get(e.campaignId) ?? now,
+        allowance: allowance.get(e.userId)!,
+        mailboxes,
+        now,
+        retryAt,
+      });
+      if ('postpone' in decision) return postpone(e, decision.postpone);
+      if ('stop' in decision || !campaign) return void out.stops.push(e.id);
+      const mailbox = decision.send;
+      const intent = composeIntent(e, campaign.steps[e.nextStep]!, lead!, mailbox.row, threads.get(e.id) ?? [], now);
       // Booked only once everything that could throw is done (a throw leaves nothing booked).
-      const freeBefore = mailbox.freeAt;
-      const booked = now.getTime() + randomBetween(campaign.minGapSeconds, campaign.maxGapSeconds) * 1000;
-      mailbox.sentToday++;
-      mailbox.byCampaign.set(campaign.id, (mailbox.byCampaign.get(campaign.id) ?? 0) + 1);
-      mailbox.freeAt = booked;
-      allowance.set(e.userId, allowance.get(e.userId)! - 1);
-      countBooked(run, e.userId, 1);
-      const release = () => {
-        mailbox.sentToday--;
-        mailbox.byCampaign.set(campaign.id, (mailbox.byCampaign.get(campaign.id) ?? 1) - 1);
-        if (mailbox.freeAt === booked) mailbox.freeAt = freeBefore;
-        allowance.set(e.userId, allowance.get(e.userId)! + 1);
-        countBooked(run, e.userId, -1);
-      };
+      const release = bookSlot(run, mailbox, campaign, e.userId, gapUntil(now, campaign));
       return { e, campaign, mailbox, intent, release };
     }
 
     /** This step already has a mail: an answered one moves on, a lost one becomes UNCONFIRMED; none is resent. */
     async function reconcile(e: DueEnrollment, campaign: OutreachCampaignRow) {
       const existing = await sequencerRepository(deps.db).intentOf(e.id, e.nextStep);
-      if (!existing) return postpone(e, retryAt);
-      if (existing.status === 'FAILED') return void out.stops.push(e.id);
-      if (existing.status === 'PENDING' && now.getTime() - existing.createdAt.getTime() < SEND_LEASE_MS)
-        // Another process may still be sending it: look again when its lease is over.
-        return postpone(e, new Date(existing.createdAt.getTime() + SEND_LEASE_MS));
-      if (existing.status === 'PENDING') out.unconfirmed.push({ id: existing.id });
-      out.moves.push(advance(e, campaign, existing.mailboxId, existing.createdAt));
+      const next = afterExistingMail(existing, now, SEND_LEASE_MS, retryAt);
+      if ('postpone' in next) return postpone(e, next.postpone);
+      if ('stop' in next) return void out.stops.push(e.id);
+      if (next.unconfirmed) out.unconfirmed.push({ id: existing!.id });
+      out.moves.push(advance(e, campaign, existing!.mailboxId, existing!.createdAt));
     }
 
     /** Records a chunk's intents (connections first: a mailbox that cannot be reached records nothing). */
@@ -293,11 +221,12 @@ export function createSequencer(deps: Deps) {
       // A refused or lost mail keeps its slot (it counts toward the limits). Its charge (taken when it was
       // recorded) is given back when it certainly did not go out (refused, or nothing handed over); a lost
       // answer (UNCONFIRMED: it may have gone out) stays charged.
-      if (kind === 'rejected') {
+      const then = afterSendFailure(kind);
+      if (then === 'stop') {
         countBooked(run, e.userId, -1);
         out.failed.push({ id: intent.id, userId: e.userId, error });
         out.stops.push(e.id);
-      } else if (kind === 'retry') {
+      } else if (then === 'retry') {
         out.retried.push({ id: intent.id, userId: e.userId });
         release();
         if (sessionFailure(delivery.cause)) mailboxUnavailable(mailbox, delivery.cause);
@@ -373,22 +302,10 @@ export function createSequencer(deps: Deps) {
      */
     async runDue(options: { maxBatches?: number; claimBatch?: number } = {}): Promise<SequencerRun> {
       const total: SequencerRun = { sent: 0, failed: 0, postponed: 0, stopped: 0 };
-      const holder = randomUUID();
       const leaseFrom = (now: Date) => new Date(now.getTime() + SEND_LEASE_MS);
       const repo = sequencerRepository(deps.db);
-      if (!(await repo.takeRunLease(holder, deps.clock.now(), leaseFrom(deps.clock.now())))) return total;
-      let leaseLost = false;
-      const renewal = setInterval(
-        () =>
-          void repo
-            .takeRunLease(holder, deps.clock.now(), leaseFrom(deps.clock.now()))
-            .then((held) => {
-              if (!held) leaseLost = true;
-            })
-            .catch(() => {}),
-        Math.max(1000, SEND_LEASE_MS / 3),
-      );
-      renewal.unref();
+      const lease = await takeRunLease(deps, SEND_LEASE_MS);
+      if (!lease) return total;
       const run = newRunState();
       const writing: Array<Promise<void>> = [];
       const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
@@ -410,11 +327,11 @@ export function createSequencer(deps: Deps) {
           let prepared = await upcoming;
           upcoming = undefined;
           // Without the run lease, a batch claimed ahead is not sent: its claims wait out their lease.
-          if (!prepared || leaseLost) break;
+          if (!prepared || lease.lost) break;
           // The batch's time is when it starts sending (windows, gaps, due dates), not when it was claimed.
           const now = deps.clock.now();
           // Every batch makes sure the run is still this process's (the renewal timer may have failed quietly).
-          if (batch > 0 && !(await repo.takeRunLease(holder, now, leaseFrom(now)))) break;
+          if (batch > 0 && !(await lease.renew(now))) break;
           // Claimed while the batch before finished sending: claims older than half their lease are taken again
           // (the ones another process took meanwhile are left to it).
           if (now.getTime() - prepared.now.getTime() > SEND_LEASE_MS / 2) {
@@ -427,7 +344,7 @@ export function createSequencer(deps: Deps) {
           }
           prepared = { ...prepared, now };
           const next = () => {
-            if (!upcoming && batch + 1 < maxBatches && !leaseLost) {
+            if (!upcoming && batch + 1 < maxBatches && !lease.lost) {
               upcoming = claimNext();
               upcoming.catch(() => {});
             }
@@ -437,19 +354,16 @@ export function createSequencer(deps: Deps) {
           // Written while the next batch sends; unhandled until awaited below (the rejection is kept, not thrown twice).
           finalize.catch(() => {});
           writing.push(finalize);
-          total.sent += sent.sent;
-          total.failed += sent.failed;
-          total.postponed += sent.postponed;
-          total.stopped += sent.stopped;
+          for (const key of Object.keys(total) as Array<keyof SequencerRun>) total[key] += sent[key];
         }
         for (const w of writing) await w;
       } finally {
-        clearInterval(renewal);
+        lease.stopRenewing();
         // A batch claimed but not sent (an error ended the run) waits out its lease.
         await upcoming?.catch(() => {});
         await Promise.allSettled(writing);
         for (const m of run.mailboxes.values()) void m.transport?.then((t) => t.close()).catch(() => {});
-        await repo.releaseRunLease(holder).catch(() => {});
+        await lease.release();
       }
       return total;
     },
