@@ -16,9 +16,9 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { SMTPServer } from 'smtp-server';
-import { createInboxReader } from '../src/modules/outreach/inbox.reader.ts';
-import { mailOptions } from '../src/modules/outreach/sequencer.mail.ts';
-import { createSequencer } from '../src/modules/outreach/sequencer.ts';
+import { createInboxReader } from '../src/modules/outreach/inbox/inbox.reader.ts';
+import { mailOptions } from '../src/modules/outreach/sequencer/sequencer.mail.ts';
+import { createSequencer } from '../src/modules/outreach/sequencer/sequencer.ts';
 import { createSecretBox, secretKeyMaterial } from '../src/shared/crypto.ts';
 import { startImapServer } from '../test/helpers/imap-server.ts';
 import { listenOnLoopback } from '../test/helpers/smtp.ts';

@@ -17,10 +17,12 @@ import { healthRoutes } from './modules/health/health.routes.ts';
 import { jobRoutes } from './modules/jobs/jobs.routes.ts';
 import { leadRoutes } from './modules/leads/leads.routes.ts';
 import { matchingRoutes } from './modules/matching/matching.routes.ts';
-import { outreachCampaignRoutes } from './modules/outreach/campaigns.routes.ts';
-import { outreachConnectionRoutes } from './modules/outreach/connections.routes.ts';
-import { outreachEmailRoutes } from './modules/outreach/emails.routes.ts';
-import { outreachUnsubscribeRoutes } from './modules/outreach/unsubscribe.routes.ts';
+import {
+  outreachCampaignRoutes,
+  outreachConnectionRoutes,
+  outreachEmailRoutes,
+  outreachUnsubscribeRoutes,
+} from './modules/outreach/index.ts';
 import { profileTypeRoutes } from './modules/profile-types/profile-types.routes.ts';
 import { profileRoutes } from './modules/profiles/profiles.routes.ts';
 import { projectRoutes } from './modules/projects/projects.routes.ts';

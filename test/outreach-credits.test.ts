@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { and, eq, sql } from 'drizzle-orm';
 import { queryRows } from '../src/db/client.ts';
 import { creditTransactions, outreachEnrollments, outreachMessages } from '../src/db/schema/index.ts';
-import { createSequencer } from '../src/modules/outreach/sequencer.ts';
+import { createSequencer } from '../src/modules/outreach/sequencer/sequencer.ts';
 import { ManualClock } from '../src/shared/clock.ts';
 import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { startTestDnsServer, TEST_ZONES, type TestDnsServer } from './helpers/dns.ts';

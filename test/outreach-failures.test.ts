@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import { outreachCampaigns, outreachEnrollments, outreachMessages } from '../src/db/schema/index.ts';
-import { createSequencer } from '../src/modules/outreach/sequencer.ts';
+import { createSequencer } from '../src/modules/outreach/sequencer/sequencer.ts';
 import { ManualClock } from '../src/shared/clock.ts';
 import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { startTestDnsServer, TEST_ZONES, type TestDnsServer } from './helpers/dns.ts';
@@ -136,7 +136,7 @@ test('a refused SMTP login is the mailbox’s problem: its leads wait, none is s
 });
 
 test('a claim that outlived its lease cannot pull the next step forward', async () => {
-  const { sequencerRepository } = await import('../src/modules/outreach/sequencer.repository.ts');
+  const { sequencerRepository } = await import('../src/modules/outreach/sequencer/sequencer.repository.ts');
   const { connection, mailboxes } = await seedSmtpConnection(ctx, alice, [
     { email: 'lease@sender.test', smtpUrl: 'smtp://u:p@127.0.0.1:1' },
   ]);
@@ -199,7 +199,7 @@ test('a claim that outlived its lease cannot pull the next step forward', async 
 });
 
 test('a reply with a NUL character is stored (the inbox is never blocked by one mail)', async () => {
-  const { createInboxService } = await import('../src/modules/outreach/inbox.service.ts');
+  const { createInboxService } = await import('../src/modules/outreach/inbox/inbox.service.ts');
   const { connection: _c, mailboxes } = await seedSmtpConnection(ctx, alice, [
     { email: 'nul@sender.test', smtpUrl: 'smtp://u:p@127.0.0.1:1', imapUrl: 'imap://u:p@127.0.0.1:1' },
   ]);
@@ -246,7 +246,7 @@ test('POST /api/outreach/emails to an unreachable server leaves no mail behind',
 });
 
 test('one process runs the sequencer at a time: while another holds the lease nothing is sent; then it passes on', async () => {
-  const { sequencerRepository } = await import('../src/modules/outreach/sequencer.repository.ts');
+  const { sequencerRepository } = await import('../src/modules/outreach/sequencer/sequencer.repository.ts');
   const { startSmtpServer } = await import('./helpers/smtp.ts');
   const srv = await startSmtpServer({ auth: { user: 'one@sender.test', pass: 'pw' } });
   try {
@@ -282,7 +282,7 @@ test('one process runs the sequencer at a time: while another holds the lease no
 });
 
 test('an intent is recorded only while its sequence is still active at that step and its campaign active', async () => {
-  const { sequencerRepository } = await import('../src/modules/outreach/sequencer.repository.ts');
+  const { sequencerRepository } = await import('../src/modules/outreach/sequencer/sequencer.repository.ts');
   const { connection, mailboxes } = await seedSmtpConnection(ctx, alice, [
     { email: 'late@sender.test', smtpUrl: 'smtp://u:p@127.0.0.1:1' },
   ]);

@@ -5,7 +5,7 @@ import {
   renderTemplate,
   requiredVariables,
   templateErrors,
-} from '../src/modules/outreach/templates.ts';
+} from '../src/modules/outreach/campaigns/templates.ts';
 
 const lead = {
   id: 'l1',

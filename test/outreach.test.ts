@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import PostalMime from 'postal-mime';
 import { outreachEnrollments, outreachMessages } from '../src/db/schema/index.ts';
-import { createSequencer } from '../src/modules/outreach/sequencer.ts';
+import { createSequencer } from '../src/modules/outreach/sequencer/sequencer.ts';
 import { DAY_MS, ManualClock } from '../src/shared/clock.ts';
 import { createTwoUserContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError, assertValidation } from './helpers/assertions.ts';

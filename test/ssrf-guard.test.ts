@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { mailboxAddress } from '../src/modules/warmup/warmup.dns.ts';
+import { mailboxAddress } from '../src/shared/mail/mailbox.ts';
 import { assertPublicHost, ipLiteral, privateAddressReason, SsrfBlockedError } from '../src/shared/ssrf.ts';
 import { startTestDnsServer, type TestDnsServer } from './helpers/dns.ts';
 

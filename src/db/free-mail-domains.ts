@@ -2,12 +2,6 @@ import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 
-/** The domain and each parent domain with at least two labels (`a.b.example.com` → …, `example.com`). */
-export function domainAndParents(domain: string): string[] {
-  const labels = domain.split('.');
-  return labels.slice(0, -1).map((_, i) => labels.slice(i).join('.'));
-}
-
 /**
  * Names reserved for documentation and testing (RFC 2606, RFC 6761): no provider hands out mailboxes there,
  * so they are never free mail, although the `email-providers` list carries `example.com`.
@@ -15,8 +9,8 @@ export function domainAndParents(domain: string): string[] {
 const RESERVED_SLDS = new Set(['example.com', 'example.net', 'example.org']);
 const RESERVED_TLDS = new Set(['example', 'test', 'invalid', 'localhost']);
 export const isReservedDomain = (domain: string): boolean => {
-  const d = domain.toLowerCase().replace(/\.$/, '');
-  return domainAndParents(d).some((p) => RESERVED_SLDS.has(p)) || RESERVED_TLDS.has(d.split('.').pop() ?? '');
+  const labels = domain.toLowerCase().replace(/\.$/, '').split('.');
+  return RESERVED_SLDS.has(labels.slice(-2).join('.')) || RESERVED_TLDS.has(labels.at(-1) ?? '');
 };
 
 let free: ReadonlySet<string> | undefined;

@@ -11,9 +11,7 @@ import { createLeadValidationService, type EmailValidationJob } from '../modules
 import { createMatchingRecovery } from '../modules/matching/matching.recovery.ts';
 import { createMatchingRunner } from '../modules/matching/matching.runner.ts';
 import type { MatchingJob } from '../modules/matching/matching.service.ts';
-import { createInboxReader } from '../modules/outreach/inbox.reader.ts';
-import { createInboxWatcher } from '../modules/outreach/inbox.watcher.ts';
-import { createSequencer } from '../modules/outreach/sequencer.ts';
+import { createInboxReader, createInboxWatcher, createSequencer } from '../modules/outreach/index.ts';
 import type { RunCrawl } from '../modules/scraping/scraping.types.ts';
 import { createWarmupSender } from '../modules/warmup/warmup.sender.ts';
 import { createWebhookDispatcher } from '../modules/webhooks/webhooks.dispatcher.ts';

@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Transporter } from 'nodemailer';
 import type { Logger } from 'pino';
+import { buildTransport } from './mail/transport.ts';
 
 export interface MailMessage {
   to: string;
@@ -20,15 +21,13 @@ export interface Mailer {
  * to DATA_DIR/outbox/ (and logged without its body), so a fresh install needs no mail server.
  */
 export function createMailer(options: { smtpUrl?: string; from: string; dataDir: string; logger?: Logger }): Mailer {
-  // nodemailer is loaded with the first message, not at every start (docs/scaling-out.md "Start-up").
+  // Built with the first message, not at every start (docs/scaling-out.md "Start-up").
   let transport: Promise<Transporter> | undefined;
-  const transportOf = (settings: string | object) =>
-    (transport ??= import('nodemailer')
-      .then(({ default: nodemailer }) => nodemailer.createTransport(settings))
-      .catch((error: unknown) => {
-        transport = undefined; // the next message tries again
-        throw error;
-      }));
+  const transportOf = (settings: string | Record<string, unknown>) =>
+    (transport ??= buildTransport(settings).catch((error: unknown) => {
+      transport = undefined; // the next message tries again
+      throw error;
+    }));
   if (options.smtpUrl) {
     const smtpUrl = options.smtpUrl;
     return {

@@ -5,12 +5,16 @@ import type { AppDeps } from '../../deps.ts';
 import { notFound, validationError } from '../../shared/errors.ts';
 import { emitEvent } from '../../shared/events.ts';
 import { storedId } from '../../shared/ids.ts';
+import { domainOf, normalizeDomain, normalizeEmail } from '../../shared/mail/address.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { campaignRepository } from '../campaigns/campaigns.repository.ts';
 import { markLeadsHardBounced } from '../leads/leads.bounces.ts';
-import { stopEnrollmentsOf } from '../outreach/enrollments.ts';
-import { ownedOutreachCampaign, sendsByCampaign, sendsByRecipientDomain } from '../outreach/sends.ts';
-import { domainOf, normalizeDomain, normalizeEmail } from '../suppressions/suppressions.normalize.ts';
+import {
+  ownedOutreachCampaign,
+  sendsByCampaign,
+  sendsByRecipientDomain,
+  stopEnrollmentsOf,
+} from '../outreach/index.ts';
 import { suppress } from '../suppressions/suppressions.service.ts';
 import { classifyBounce, statusOfReply } from './classify.ts';
 import { parseDsn } from './dsn.ts';

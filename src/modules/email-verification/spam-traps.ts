@@ -1,10 +1,10 @@
 import type { AppDeps } from '../../deps.ts';
-import { createMailDomainResolver } from '../../shared/email/dns.ts';
 import { addressFlags } from '../../shared/email/validate.ts';
 import { validationError } from '../../shared/errors.ts';
+import { domainOf, normalizeEmail } from '../../shared/mail/address.ts';
+import { createMailDomainResolver } from '../../shared/mail/dns.ts';
 import { domainsFirstSeen, leadsForTrapCheck, visibilityOfEmails } from '../leads/leads.bounces.ts';
 import { distinctIds } from '../leads/leads.service.ts';
-import { domainOf, normalizeEmail } from '../suppressions/suppressions.normalize.ts';
 import { suppressionOf } from '../suppressions/suppressions.service.ts';
 import { emailVerificationRepository } from './email-verification.repository.ts';
 import type { TrapCheckBody, TrapReason } from './email-verification.schemas.ts';

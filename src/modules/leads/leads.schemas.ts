@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { leadStatuses } from '../../db/schema/index.ts';
-import { isEmailSyntaxValid } from '../../shared/email/syntax.ts';
 import { isUuid } from '../../shared/ids.ts';
+import { isEmailSyntaxValid } from '../../shared/mail/syntax.ts';
 import { paginationQuery } from '../../shared/pagination.ts';
 
 export const MAX_TAGS = 50;
@@ -45,7 +45,7 @@ const text = (max: number) =>
     .nullable()
     .optional();
 
-/** An address that passes the syntax check of the email validator (src/shared/email/syntax.ts). */
+/** An address that passes the syntax check of the email validator (src/shared/mail/syntax.ts). */
 export const leadEmail = z
   .string()
   .trim()

@@ -7,7 +7,7 @@ export type SuppressionRow = typeof suppressions.$inferSelect;
 
 export interface SuppressionEntry {
   type: SuppressionType;
-  /** Already normalized (suppressions.normalize.ts). */
+  /** Already normalized (src/shared/mail/address.ts). */
   value: string;
   reason?: string | null;
   source?: SuppressionSource;

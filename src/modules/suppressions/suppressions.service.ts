@@ -2,8 +2,8 @@ import type { Db, Tx } from '../../db/client.ts';
 import type { AppDeps } from '../../deps.ts';
 import { notFound, validationError } from '../../shared/errors.ts';
 import { findOwned } from '../../shared/ids.ts';
+import { domainAndParents, domainOf, normalizeDomain, normalizeEmail } from '../../shared/mail/address.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
-import { domainAndParents, domainOf, normalizeDomain, normalizeEmail } from './suppressions.normalize.ts';
 import {
   type SuppressionEntry,
   type SuppressionFilters,

@@ -1,21 +1,13 @@
-import { domainToASCII } from 'node:url';
 import { z } from 'zod';
 import { warmupStatuses } from '../../db/schema/index.ts';
+import { normalizeHostName } from '../../shared/mail/address.ts';
 import { paginationQuery } from '../../shared/pagination.ts';
-
-const HOST_NAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/;
-
-/** Lower case, no trailing dot, IDN in punycode; '' when it is no host name. */
-export function normalizeDomain(value: string): string {
-  const ascii = domainToASCII(value.trim().replace(/\.$/, '').toLowerCase());
-  return HOST_NAME.test(ascii) ? ascii : '';
-}
 
 const domain = z
   .string()
   .max(253)
   .transform((value, ctx) => {
-    const normalized = normalizeDomain(value);
+    const normalized = normalizeHostName(value);
     if (!normalized) ctx.addIssue({ code: 'custom', message: 'must be a domain name such as example.com' });
     return normalized;
   })

@@ -1,6 +1,8 @@
+import type { Transporter } from 'nodemailer';
 import type { AppDeps } from '../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
-import { mailboxAddress } from './warmup.dns.ts';
+import { AppError } from '../../shared/errors.ts';
+import { openSmtpTransport, parseMailboxUrl } from '../../shared/mail/mailbox.ts';
 import { type WarmupDomainRow, warmupRepository } from './warmup.repository.ts';
 import { LIMITS, scheduleDay, utcDate, volumeOf, WARMUP_DAYS } from './warmup.schedule.ts';
 import { bounceRateOf, createWarmupService } from './warmup.service.ts';
@@ -66,28 +68,18 @@ export function createWarmupSender(deps: Pick<AppDeps, 'db' | 'clock' | 'config'
     let error: string | null = null;
     if (!pool.length) error = 'No recipients: no other WARMING domain of yours and no WARMUP_SEED_ADDRESSES';
     else {
-      const mailbox = new URL(box.open(row.smtpUrlEncrypted));
-      const reach = await mailboxAddress(mailbox.hostname.replace(/^\[|\]$/g, ''), {
-        servers: deps.config.DNS_SERVERS,
-        allowPrivate: deps.config.ALLOW_PRIVATE_NETWORK,
-      });
-      if ('refused' in reach) {
-        await repo.recordSends(claim.id, 0, target, reach.refused, deps.clock.now());
+      // The URL was checked when it was stored (warmup.schemas.ts), so it parses; the port is the stored one.
+      const endpoint = { ...parseMailboxUrl(box.open(row.smtpUrlEncrypted), 'smtp')!, port: row.smtpPort };
+      let transport: Transporter;
+      try {
+        // One connection for the whole day's mail, to the checked address (nodemailer's own timeouts).
+        transport = await openSmtpTransport(deps, endpoint, { pool: true, maxConnections: 1, timeoutMs: null });
+      } catch (err) {
+        // The host does not resolve, or is a private address (the SSRF guard): the day records why.
+        if (!(err instanceof AppError)) throw err;
+        await repo.recordSends(claim.id, 0, target, err.message, deps.clock.now());
         return { sent: 0, completed: false };
       }
-      // Loaded here, not at start (docs/scaling-out.md "Start-up").
-      const { default: nodemailer } = await import('nodemailer');
-      // One connection for the whole day's mail, to the checked address, built from explicit fields only (never
-      // the URL itself: its query would become transport options).
-      const transport = nodemailer.createTransport({
-        host: reach.address,
-        port: row.smtpPort,
-        secure: mailbox.protocol === 'smtps:',
-        auth: { user: decodeURIComponent(mailbox.username), pass: decodeURIComponent(mailbox.password) },
-        tls: { servername: mailbox.hostname },
-        pool: true,
-        maxConnections: 1,
-      });
       let inARow = 0;
       try {
         for (let i = 0; i < target; i++) {

@@ -5,9 +5,11 @@ import { isUniqueViolation } from '../../shared/db-errors.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
 import { emitEvent } from '../../shared/events.ts';
 import { findOwned } from '../../shared/ids.ts';
+import { normalizeHostName } from '../../shared/mail/address.ts';
+import { mailboxAddress } from '../../shared/mail/mailbox.ts';
+import { checkDomainDns } from '../../shared/mail/sender-dns.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { bouncesFromSender } from '../email-verification/email-verification.service.ts';
-import { checkDomainDns, mailboxAddress } from './warmup.dns.ts';
 import {
   type WarmupDayRow,
   type WarmupDomainRow,
@@ -15,13 +17,12 @@ import {
   warmupRepository,
 } from './warmup.repository.ts';
 import { LIMITS, overLimit, pausedDaysOf, SCHEDULE, scheduleDay, utcDate, volumeOf } from './warmup.schedule.ts';
-import {
-  type CreateWarmupInput,
-  type MailboxUrl,
-  type MetricsInput,
-  normalizeDomain,
-  type UpdateWarmupInput,
-  type WarmupDomainView,
+import type {
+  CreateWarmupInput,
+  MailboxUrl,
+  MetricsInput,
+  UpdateWarmupInput,
+  WarmupDomainView,
 } from './warmup.schemas.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'config'>;
@@ -107,7 +108,7 @@ export function createWarmupService(deps: Deps) {
   function checkFrom(fromAddress: string, domain: string): string {
     const at = fromAddress.lastIndexOf('@');
     const local = fromAddress.slice(0, at);
-    if (normalizeDomain(fromAddress.slice(at + 1)) !== domain)
+    if (normalizeHostName(fromAddress.slice(at + 1)) !== domain)
       throw validationError('fromAddress', `must be an address at ${domain}`);
     return `${local}@${domain}`;
   }

@@ -9,9 +9,12 @@ import {
   STRIPE_SIGNATURE_TOLERANCE_S,
   stripeSignedAt,
 } from '../credits/credits.stripe.ts';
-import { createPlatformEventService } from '../outreach/platform.events.ts';
-import { platformWebhookParser } from '../outreach/providers/index.ts';
-import { PlatformError, type PlatformWebhookEvent } from '../outreach/providers/platform.ts';
+import {
+  createPlatformEventService,
+  PlatformError,
+  type PlatformWebhookEvent,
+  platformWebhookParser,
+} from '../outreach/index.ts';
 import { inboundWebhookRepository } from './webhooks-inbound.repository.ts';
 
 export const INBOUND_PROVIDERS = ['stripe', 'standard', 'instantly', 'smartlead'] as const;
