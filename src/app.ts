@@ -10,7 +10,7 @@ import { authRoutes } from './modules/auth/auth.routes.ts';
 import { campaignRoutes } from './modules/campaigns/campaigns.routes.ts';
 import { chatRoutes } from './modules/chat/chat.routes.ts';
 import { consentRoutes } from './modules/consent/consent.routes.ts';
-import { creditRoutes } from './modules/credits/credits.routes.ts';
+import { creditRoutes } from './modules/credits/index.ts';
 import { dataExportRoutes } from './modules/data-export/data-export.routes.ts';
 import { emailVerificationRoutes } from './modules/email-verification/email-verification.routes.ts';
 import { healthRoutes } from './modules/health/health.routes.ts';

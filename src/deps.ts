@@ -3,10 +3,11 @@ import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { Database, Db } from './db/client.ts';
 import { type ApiKeyService, createApiKeyService } from './modules/api-keys/api-keys.service.ts';
+import { createCredits } from './modules/credits/index.ts';
 import { type AiService, createAiService } from './shared/ai/ai.service.ts';
 import { createSearchProvider, type SearchProvider } from './shared/ai/search.ts';
 import type { Clock } from './shared/clock.ts';
-import { type Credits, createCredits } from './shared/credits.ts';
+import type { Credits } from './shared/credits.ts';
 import type { Mailer } from './shared/mail.ts';
 import type { Notifier } from './shared/notify.ts';
 
