@@ -29,7 +29,7 @@ import { sourceRoutes } from './modules/sources/sources.routes.ts';
 import { suppressionRoutes } from './modules/suppressions/suppressions.routes.ts';
 import { userRoutes } from './modules/users/users.routes.ts';
 import { warmupRoutes } from './modules/warmup/warmup.routes.ts';
-import { webhookRoutes } from './modules/webhooks/webhooks.routes.ts';
+import { webhookRoutes } from './modules/webhooks/index.ts';
 import { inboundWebhookRoutes } from './modules/webhooks-inbound/webhooks-inbound.routes.ts';
 import type { RouteModule, TypedApp } from './route-module.ts';
 import { registerAuth } from './shared/auth.ts';

@@ -4,10 +4,12 @@ import type { Config } from './config.ts';
 import type { Database, Db } from './db/client.ts';
 import { type ApiKeyService, createApiKeyService } from './modules/api-keys/api-keys.service.ts';
 import { createCredits } from './modules/credits/index.ts';
+import { recordEvent } from './modules/webhooks/index.ts';
 import { type AiService, createAiService } from './shared/ai/ai.service.ts';
 import { createSearchProvider, type SearchProvider } from './shared/ai/search.ts';
 import type { Clock } from './shared/clock.ts';
 import type { Credits } from './shared/credits.ts';
+import { installEventOutbox } from './shared/events.ts';
 import type { Mailer } from './shared/mail.ts';
 import type { Notifier } from './shared/notify.ts';
 
@@ -32,6 +34,8 @@ export interface AppDeps {
 
 export function assembleDeps(parts: Omit<AppDeps, 'apiKeys' | 'db' | 'ai' | 'search' | 'credits'>): AppDeps {
   const db = parts.database.db;
+  // emitEvent (shared) writes through the webhooks module's outbox; the writer is stateless, so once per process is enough.
+  installEventOutbox(recordEvent);
   const credits = createCredits(parts.config, parts.clock);
   return {
     ...parts,

@@ -2,7 +2,6 @@ import type { AppDeps } from '../../deps.ts';
 import { DAY_MS } from '../../shared/clock.ts';
 import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
-import { recordEvent } from '../../shared/events.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { assertPublicHost, SsrfBlockedError } from '../../shared/ssrf.ts';
@@ -11,6 +10,7 @@ import {
   DISABLED_BY_USER,
   type EndpointHealth,
   type EndpointRow,
+  recordEvent,
   webhookRepository,
 } from './webhooks.repository.ts';
 import type {
