@@ -4,6 +4,10 @@ import type { Config } from './config.ts';
 import type { Database, Db } from './db/client.ts';
 import { type ApiKeyService, createApiKeyService } from './modules/api-keys/api-keys.service.ts';
 import { createCredits } from './modules/credits/index.ts';
+import { createEmailValidator, type EmailValidator, type SentMail } from './modules/email-verification/index.ts';
+// TEMPORARY (scripts/check-imports.ts): outreach's own index.ts comes with its restructuring.
+import { stopEnrollmentsOf } from './modules/outreach/enrollments.ts';
+import { ownedOutreachCampaign, sendsByCampaign, sendsByRecipientDomain } from './modules/outreach/sends.ts';
 import { recordEvent } from './modules/webhooks/index.ts';
 import { type AiService, createAiService } from './shared/ai/ai.service.ts';
 import { createSearchProvider, type SearchProvider } from './shared/ai/search.ts';
@@ -30,11 +34,17 @@ export interface AppDeps {
   search: SearchProvider;
   /** Metering: assert, spend and adjust credits inside the caller's transaction (docs/webhooks-and-credits.md "Credits"). */
   credits: Credits;
+  /** Email validation (syntax, suppressions, bounces, DNS, SMTP probe), which the leads module stores per lead. */
+  emailValidator: EmailValidator;
+  /** Outreach's sends and sequences as email verification sees them (bounce rates; a hard bounce stops sequences). */
+  sentMail: SentMail;
 }
 
-export function assembleDeps(parts: Omit<AppDeps, 'apiKeys' | 'db' | 'ai' | 'search' | 'credits'>): AppDeps {
+export function assembleDeps(
+  parts: Omit<AppDeps, 'apiKeys' | 'db' | 'ai' | 'search' | 'credits' | 'emailValidator' | 'sentMail'>,
+): AppDeps {
   const db = parts.database.db;
-  // emitEvent (shared) writes through the webhooks module's outbox; the writer is stateless, so once per process is enough.
+  // emitEvent (shared) writes through the webhooks module's outbox; the writer is stateless: once per process will do.
   installEventOutbox(recordEvent);
   const credits = createCredits(parts.config, parts.clock);
   return {
@@ -44,5 +54,7 @@ export function assembleDeps(parts: Omit<AppDeps, 'apiKeys' | 'db' | 'ai' | 'sea
     apiKeys: createApiKeyService({ db, clock: parts.clock, notifier: parts.notifier }),
     ai: createAiService({ config: parts.config, db, logger: parts.logger, clock: parts.clock, credits }),
     search: createSearchProvider(parts.config),
+    emailValidator: createEmailValidator({ db, config: parts.config }),
+    sentMail: { ownedCampaign: ownedOutreachCampaign, sendsByRecipientDomain, sendsByCampaign, stopEnrollmentsOf },
   };
 }

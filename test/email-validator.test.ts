@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { addressFlags, isReservedDomain } from '../src/modules/email-verification/index.ts';
 import { createMailDomainResolver } from '../src/shared/email/dns.ts';
 import { checkEmailSyntax } from '../src/shared/email/syntax.ts';
-import { addressFlags, isReservedDomain } from '../src/shared/email/validate.ts';
 import { startTestDnsServer, TEST_ZONES, type TestDnsServer } from './helpers/dns.ts';
 
 describe('email syntax', () => {

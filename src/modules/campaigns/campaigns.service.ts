@@ -1,4 +1,4 @@
-import type { Tx } from '../../db/client.ts';
+import type { Db, Tx } from '../../db/client.ts';
 import { matchingRuleTypes } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
@@ -67,6 +67,11 @@ export const toCampaignView = (row: CampaignRow, sourceIds: string[], rules: Cam
 });
 
 export type CampaignService = ReturnType<typeof createCampaignService>;
+
+/** The id of the user's deal campaign with this id, if any (a bounce report may name one). */
+export async function ownedDealCampaignId(db: Db | Tx, userId: string, id: string): Promise<string | undefined> {
+  return (await campaignRepository(db).find(userId, id))?.id;
+}
 
 export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' | 'search' | 'logger'>) {
   const repo = campaignRepository(deps.db);

@@ -1,6 +1,5 @@
 import type { AppDeps } from '../../deps.ts';
 import { createMailDomainResolver } from '../../shared/email/dns.ts';
-import { addressFlags } from '../../shared/email/validate.ts';
 import { validationError } from '../../shared/errors.ts';
 import { domainsFirstSeen, leadsForTrapCheck, visibilityOfEmails } from '../leads/leads.bounces.ts';
 import { distinctIds } from '../leads/leads.service.ts';
@@ -8,6 +7,7 @@ import { domainOf, normalizeEmail } from '../suppressions/suppressions.normalize
 import { suppressionOf } from '../suppressions/suppressions.service.ts';
 import { emailVerificationRepository } from './email-verification.repository.ts';
 import type { TrapCheckBody, TrapReason } from './email-verification.schemas.ts';
+import { addressFlags } from './validate.ts';
 
 /**
  * The spam-trap score (docs/outreach.md, Email verification; OpenAPI of the check): each reason adds its weight,

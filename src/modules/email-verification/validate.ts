@@ -2,11 +2,15 @@ import { createRequire } from 'node:module';
 import { disposableEmailBlocklistSet } from 'disposable-email-domains-js';
 import emailMisspelled, { top100 } from 'email-misspelled';
 import type { Db } from '../../db/client.ts';
-import { hardBouncedOf } from '../../modules/email-verification/email-verification.service.ts';
-import { suppressionOf } from '../../modules/suppressions/suppressions.service.ts';
-import { createMailDomainResolver, type MailDomainResolver, type MailDomainResolverOptions } from './dns.ts';
+import {
+  createMailDomainResolver,
+  type MailDomainResolver,
+  type MailDomainResolverOptions,
+} from '../../shared/email/dns.ts';
+import { checkEmailSyntax } from '../../shared/email/syntax.ts';
+import { suppressionOf } from '../suppressions/suppressions.service.ts';
+import { hardBouncedOf } from './email-verification.service.ts';
 import { createSmtpProber, type ProbeVerdict, type SmtpProbeSettings } from './smtp-probe.ts';
-import { checkEmailSyntax } from './syntax.ts';
 
 /**
  * The validation vocabulary documented in OpenAPI (`POST /api/leads/{id}/validate-email`), after Reacher and
