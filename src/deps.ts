@@ -2,13 +2,13 @@ import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
 import type { Config } from './config.ts';
 import type { Database, Db } from './db/client.ts';
-import { type ApiKeyService, createApiKeyService } from './modules/api-keys/api-keys.service.ts';
+import { type ApiKeyService, createApiKeyService } from './modules/api-keys/index.ts';
 import { createCredits } from './modules/credits/index.ts';
 import { createEmailValidator, type EmailValidator, type SentMail } from './modules/email-verification/index.ts';
 // TEMPORARY (scripts/check-imports.ts): outreach's own index.ts comes with its restructuring.
 import { stopEnrollmentsOf } from './modules/outreach/enrollments.ts';
 import { ownedOutreachCampaign, sendsByCampaign, sendsByRecipientDomain } from './modules/outreach/sends.ts';
-import { recordEvent } from './modules/webhooks/index.ts';
+import { eventOutbox } from './modules/webhooks/index.ts';
 import { type AiService, createAiService } from './shared/ai/ai.service.ts';
 import { createSearchProvider, type SearchProvider } from './shared/ai/search.ts';
 import type { Clock } from './shared/clock.ts';
@@ -45,7 +45,7 @@ export function assembleDeps(
 ): AppDeps {
   const db = parts.database.db;
   // emitEvent (shared) writes through the webhooks module's outbox; the writer is stateless: once per process will do.
-  installEventOutbox(recordEvent);
+  installEventOutbox(eventOutbox);
   const credits = createCredits(parts.config, parts.clock);
   return {
     ...parts,

@@ -1,20 +1,22 @@
 import type { AppDeps } from './deps.ts';
-import { createAccountDeletionService } from './modules/account-deletion/account-deletion.service.ts';
-import { createAccountService } from './modules/accounts/accounts.service.ts';
-import { createAnalyticsService } from './modules/analytics/analytics.service.ts';
-import { createDataExportService, type DataExportJob } from './modules/data-export/data-export.service.ts';
-import { createJobRecovery } from './modules/jobs/jobs.recovery.ts';
-import { createJobRunner } from './modules/jobs/jobs.runner.ts';
-import { dispatchDueSources } from './modules/jobs/jobs.scheduler.ts';
-import { createJobService, type JobMessage } from './modules/jobs/jobs.service.ts';
-import { createLeadValidationService, type EmailValidationJob } from './modules/leads/lead-validation.service.ts';
-import { createMatchingRecovery } from './modules/matching/matching.recovery.ts';
-import { createMatchingRunner } from './modules/matching/matching.runner.ts';
-import type { MatchingJob } from './modules/matching/matching.service.ts';
+import { createAccountDeletionService } from './modules/account-deletion/index.ts';
+import { createAccountService } from './modules/accounts/index.ts';
+import { createAnalyticsService } from './modules/analytics/index.ts';
+import { createDataExportService, type DataExportJob } from './modules/data-export/index.ts';
+import {
+  createJobRecovery,
+  createJobRunner,
+  createJobService,
+  dispatchDueSources,
+  type JobMessage,
+} from './modules/jobs/index.ts';
+import { createLeadValidationService, type EmailValidationJob } from './modules/leads/index.ts';
+import type { MatchingJob } from './modules/matching/index.ts';
+import { createMatchingRecovery, createMatchingRunner } from './modules/matching/index.ts';
 import { createInboxReader } from './modules/outreach/inbox.reader.ts';
 import { createInboxWatcher } from './modules/outreach/inbox.watcher.ts';
 import { createSequencer } from './modules/outreach/sequencer.ts';
-import type { RunCrawl } from './modules/scraping/scraping.types.ts';
+import type { RunCrawl } from './modules/scraping/index.ts';
 import { createWarmupSender } from './modules/warmup/warmup.sender.ts';
 import { createWebhookDispatcher, pruneWebhookHistory } from './modules/webhooks/index.ts';
 import { QUEUES } from './queue/queues.ts';

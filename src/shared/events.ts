@@ -18,6 +18,9 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/** NOTIFY channel that wakes the webhook dispatchers of every process (sent at commit of the emitting transaction). */
+export const WEBHOOK_WAKE_CHANNEL = 'quarry_webhooks';
+
 export interface EmitOptions {
   /** Only this endpoint, subscribed or not (the `webhook.test` event). */
   endpointId?: string;

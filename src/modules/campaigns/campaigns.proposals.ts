@@ -4,10 +4,10 @@ import { AppError } from '../../shared/errors.ts';
 import {
   type Condition,
   type ConditionGroup,
+  checkDefinition,
   LEAD_CONDITION_FIELDS,
   ruleDefinitionSchema,
-} from '../matching/matching.conditions.ts';
-import { checkDefinition } from '../matching/matching.validate.ts';
+} from '../matching/index.ts';
 import type { SuggestedRule } from './campaigns.schemas.ts';
 
 /**

@@ -14,8 +14,6 @@ import {
 
 export type CampaignRow = typeof campaigns.$inferSelect;
 export type NewCampaign = typeof campaigns.$inferInsert;
-export type NewMatchingRule = typeof matchingRules.$inferInsert;
-export type NewSourceRow = typeof sources.$inferInsert;
 export type ProfileTypeRow = typeof profileTypes.$inferSelect;
 export interface CampaignRuleLink {
   campaignId: string;
@@ -190,16 +188,6 @@ export function campaignRepository(db: Db) {
         .where(and(eq(matchingRules.userId, userId), inArray(matchingRules.id, ids)))
         .for('key share');
       return new Map(rows.map((r) => [r.id, r.profileTypeId]));
-    },
-
-    async insertRules(tx: Tx, values: NewMatchingRule[]): Promise<Array<{ id: string }>> {
-      if (!values.length) return [];
-      return tx.insert(matchingRules).values(values).returning({ id: matchingRules.id });
-    },
-
-    async insertSources(tx: Tx, values: NewSourceRow[]): Promise<Array<{ id: string; status: string }>> {
-      if (!values.length) return [];
-      return tx.insert(sources).values(values).returning({ id: sources.id, status: sources.status });
     },
   };
 }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { campaignStatuses, matchingRuleTypes, scrapeTypes } from '../../db/schema/index.ts';
 import { isUuid } from '../../shared/ids.ts';
 import { nextCursor, paginationQuery } from '../../shared/pagination.ts';
-import { conditionGroupSchema, criteriaSchema } from '../matching/matching.conditions.ts';
+import { conditionGroupSchema, criteriaSchema } from '../matching/index.ts';
 
 export const MAX_TARGET_ITEMS = 50;
 export const MAX_CAMPAIGN_SOURCES = 200;

@@ -4,7 +4,9 @@ import type { AppDeps } from '../../deps.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
 import { findOwned, isUuid, storedId } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
-import { createProposer } from '../source-discovery/source-discovery.ai.ts';
+import { insertMatchingRules } from '../matching/index.ts';
+import { createProposer } from '../source-discovery/index.ts';
+import { insertSources } from '../sources/index.ts';
 import { rankAccounts } from './campaigns.ranking.ts';
 import {
   type CampaignRow,
@@ -291,7 +293,7 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
               ? locked.profileTypeId
               : null;
           const now = deps.clock.now();
-          const saved = await repo.insertSources(
+          const saved = await insertSources(
             tx,
             found.map((s) => ({
               userId,
@@ -358,7 +360,7 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
           await checkKeptRules(tx, userId, locked.id, profileTypeId);
         }
         const now = deps.clock.now();
-        const created = await repo.insertRules(
+        const created = await insertMatchingRules(
           tx,
           outcome.rules.map((r) => ({
             userId,

@@ -10,7 +10,7 @@ import {
   LEAD_CONDITION_FIELDS,
   MAX_CONDITIONS,
   MAX_TOTAL_CONDITIONS,
-} from '../matching/matching.conditions.ts';
+} from '../matching/index.ts';
 import { badItems, checkProposal, keepValid, type Proposal } from './campaigns.proposals.ts';
 import type { SuggestedRule } from './campaigns.schemas.ts';
 

@@ -7,9 +7,8 @@ import { emitEvent } from '../../shared/events.ts';
 import { storedId } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { ownedDealCampaignId } from '../campaigns/index.ts';
-import { markLeadsHardBounced } from '../leads/leads.bounces.ts';
-import { domainOf, normalizeDomain, normalizeEmail } from '../suppressions/suppressions.normalize.ts';
-import { suppress } from '../suppressions/suppressions.service.ts';
+import { markLeadsHardBounced } from '../leads/index.ts';
+import { domainOf, normalizeDomain, normalizeEmail, suppress } from '../suppressions/index.ts';
 import { classifyBounce, statusOfReply } from './classify.ts';
 import { parseDsn } from './dsn.ts';
 import {

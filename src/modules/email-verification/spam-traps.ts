@@ -1,10 +1,8 @@
 import type { AppDeps } from '../../deps.ts';
 import { createMailDomainResolver } from '../../shared/email/dns.ts';
 import { validationError } from '../../shared/errors.ts';
-import { domainsFirstSeen, leadsForTrapCheck, visibilityOfEmails } from '../leads/leads.bounces.ts';
-import { distinctIds } from '../leads/leads.service.ts';
-import { domainOf, normalizeEmail } from '../suppressions/suppressions.normalize.ts';
-import { suppressionOf } from '../suppressions/suppressions.service.ts';
+import { distinctIds, domainsFirstSeen, leadsForTrapCheck, visibilityOfEmails } from '../leads/index.ts';
+import { domainOf, normalizeEmail, suppressionOf } from '../suppressions/index.ts';
 import { emailVerificationRepository } from './email-verification.repository.ts';
 import type { TrapCheckBody, TrapReason } from './email-verification.schemas.ts';
 import { addressFlags } from './validate.ts';

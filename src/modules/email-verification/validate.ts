@@ -8,7 +8,7 @@ import {
   type MailDomainResolverOptions,
 } from '../../shared/email/dns.ts';
 import { checkEmailSyntax } from '../../shared/email/syntax.ts';
-import { suppressionOf } from '../suppressions/suppressions.service.ts';
+import { suppressionOf } from '../suppressions/index.ts';
 import { hardBouncedOf } from './email-verification.service.ts';
 import { createSmtpProber, type ProbeVerdict, type SmtpProbeSettings } from './smtp-probe.ts';
 

@@ -3,13 +3,9 @@ import os from 'node:os';
 import type { AppDeps } from '../../deps.ts';
 import { DAY_MS } from '../../shared/clock.ts';
 import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
+import { WEBHOOK_WAKE_CHANNEL } from '../../shared/events.ts';
 import { createOutboundClient, OutboundError, outboundSettings } from '../../shared/outbound-http.ts';
-import {
-  type AttemptResult,
-  type ClaimedDelivery,
-  WEBHOOK_WAKE_CHANNEL,
-  webhookRepository,
-} from './webhooks.repository.ts';
+import { type AttemptResult, type ClaimedDelivery, webhookRepository } from './webhooks.repository.ts';
 import { signatureHeader } from './webhooks.signing.ts';
 
 const HOUR_MS = 60 * 60_000;

@@ -9,13 +9,10 @@ import {
   webhookEndpoints,
   webhookEvents,
 } from '../../db/schema/index.ts';
-import type { EmitOptions, EventType } from '../../shared/events.ts';
+import { type EmitOptions, type EventType, WEBHOOK_WAKE_CHANNEL } from '../../shared/events.ts';
 import { newId } from '../../shared/ids.ts';
 
 const uuidArray = (ids: readonly string[]) => `{${ids.join(',')}}`;
-
-/** NOTIFY channel that wakes the webhook dispatchers of every process (sent at commit of the emitting transaction). */
-export const WEBHOOK_WAKE_CHANNEL = 'quarry_webhooks';
 
 /**
  * Writes the event to the outbox in the caller's transaction, with one delivery per enabled endpoint of the

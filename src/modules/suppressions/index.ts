@@ -1,0 +1,7 @@
+/**
+ * The suppressions module's face (docs/CONVENTIONS.md "A module's face"): what other modules, the app and the
+ * workers may use of it.
+ */
+export { domainOf, normalizeDomain, normalizeEmail } from './suppressions.normalize.ts';
+export { suppressionRoutes } from './suppressions.routes.ts';
+export { suppress, suppressionOf } from './suppressions.service.ts';
