@@ -7,11 +7,11 @@ import { adminRoutes } from './modules/admin/index.ts';
 import { analyticsRoutes } from './modules/analytics/index.ts';
 import { apiKeyRoutes } from './modules/api-keys/index.ts';
 import { authRoutes } from './modules/auth/index.ts';
-import { campaignRoutes } from './modules/campaigns/index.ts';
 import { chatRoutes } from './modules/chat/index.ts';
 import { consentRoutes } from './modules/consent/index.ts';
 import { creditRoutes } from './modules/credits/index.ts';
 import { dataExportRoutes } from './modules/data-export/index.ts';
+import { dealCampaignRoutes } from './modules/deal-campaigns/index.ts';
 import { emailVerificationRoutes } from './modules/email-verification/index.ts';
 import { healthRoutes } from './modules/health/index.ts';
 import { jobRoutes } from './modules/jobs/index.ts';
@@ -61,7 +61,7 @@ const routeModules: RouteModule[] = [
   leadRoutes,
   chatRoutes,
   accountRoutes,
-  campaignRoutes,
+  dealCampaignRoutes,
   matchingRoutes,
   // ---- credits and inbound webhooks ----
   creditRoutes,

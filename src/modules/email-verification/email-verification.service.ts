@@ -6,7 +6,7 @@ import { notFound, validationError } from '../../shared/errors.ts';
 import { emitEvent } from '../../shared/events.ts';
 import { storedId } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
-import { ownedDealCampaignId } from '../campaigns/index.ts';
+import { ownedDealCampaignId } from '../deal-campaigns/index.ts';
 import { markLeadsHardBounced } from '../leads/index.ts';
 import { domainOf, normalizeDomain, normalizeEmail, suppress } from '../suppressions/index.ts';
 import { classifyBounce, statusOfReply } from './classify.ts';

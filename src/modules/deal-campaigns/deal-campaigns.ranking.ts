@@ -5,7 +5,7 @@ import type { MatchingRuleType } from '../../db/schema/index.ts';
 import { AppError } from '../../shared/errors.ts';
 import { decodeJsonCursor, encodeJsonCursor } from '../../shared/pagination.ts';
 import { accountIdOf, accountKeyOf, describeAccountKey } from '../accounts/index.ts';
-import type { RankedAccount, RankedAccountsQuery } from './campaigns.schemas.ts';
+import type { RankedAccount, RankedAccountsQuery } from './deal-campaigns.schemas.ts';
 
 /**
  * Accounts ranked by a campaign's fit score, in one set-based query:

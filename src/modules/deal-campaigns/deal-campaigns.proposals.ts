@@ -8,7 +8,7 @@ import {
   LEAD_CONDITION_FIELDS,
   ruleDefinitionSchema,
 } from '../matching/index.ts';
-import type { SuggestedRule } from './campaigns.schemas.ts';
+import type { SuggestedRule } from './deal-campaigns.schemas.ts';
 
 /**
  * The checks every matching-rule proposal (the model's or the rule-based builder's) passes before it
