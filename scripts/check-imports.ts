@@ -95,8 +95,10 @@ export function ruleBroken({ from, to }: Edge): string | null {
  */
 function faceLeaksRepository(root: string, edges: Edge[]): Violation[] {
   const leaks: Violation[] = [];
+  const seen = new Set<string>();
   for (const edge of edges) {
-    if (!isFace(edge.from) || !isRepository(edge.to)) continue;
+    if (!isFace(edge.from) || !isRepository(edge.to) || seen.has(`${edge.from} ${edge.specifier}`)) continue;
+    seen.add(`${edge.from} ${edge.specifier}`);
     const text = readFileSync(path.join(root, edge.from), 'utf8');
     const face = ts.createSourceFile(edge.from, text, ts.ScriptTarget.Latest);
     const leaks_ = face.statements.some(
