@@ -3,6 +3,8 @@
  * validator `deps.emailValidator` holds), bounces and spam-trap checks. It imports no outreach code: what
  * it needs of the mail outreach sent comes in through `deps`.
  */
+
+export { parseDsn } from './dsn.ts';
 export { emailVerificationRoutes } from './email-verification.routes.ts';
-export { createEmailVerificationService, type SentMail } from './email-verification.service.ts';
+export { bouncesFromSender, createEmailVerificationService, type SentMail } from './email-verification.service.ts';
 export { addressFlags, createEmailValidator, type EmailValidator, isReservedDomain } from './validate.ts';

@@ -4,6 +4,14 @@
  */
 export { createLeadValidationService, type EmailValidationJob } from './lead-validation.service.ts';
 export { domainsFirstSeen, leadsForTrapCheck, markLeadsHardBounced, visibilityOfEmails } from './leads.bounces.ts';
+export {
+  type LeadToSend,
+  leadsForOutreach,
+  leadsForSending,
+  mergeLeadCustomFields,
+  moveLeadsForOutreach,
+  type OutreachLead,
+} from './leads.outreach.ts';
 export { leadRoutes } from './leads.routes.ts';
 export { bulkUpdateBody, listLeadsQuery } from './leads.schemas.ts';
 export { createLeadService, distinctIds } from './leads.service.ts';
