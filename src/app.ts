@@ -1,38 +1,38 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, LogController } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppDeps } from './deps.ts';
-import { accountDeletionRoutes } from './modules/account-deletion/account-deletion.routes.ts';
-import { accountRoutes } from './modules/accounts/accounts.routes.ts';
-import { adminRoutes } from './modules/admin/admin.routes.ts';
-import { analyticsRoutes } from './modules/analytics/analytics.routes.ts';
-import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
-import { authRoutes } from './modules/auth/auth.routes.ts';
-import { campaignRoutes } from './modules/campaigns/campaigns.routes.ts';
-import { chatRoutes } from './modules/chat/chat.routes.ts';
-import { consentRoutes } from './modules/consent/consent.routes.ts';
-import { creditRoutes } from './modules/credits/credits.routes.ts';
-import { dataExportRoutes } from './modules/data-export/data-export.routes.ts';
-import { emailVerificationRoutes } from './modules/email-verification/email-verification.routes.ts';
-import { healthRoutes } from './modules/health/health.routes.ts';
-import { jobRoutes } from './modules/jobs/jobs.routes.ts';
-import { leadRoutes } from './modules/leads/leads.routes.ts';
-import { matchingRoutes } from './modules/matching/matching.routes.ts';
+import { accountDeletionRoutes } from './modules/account-deletion/index.ts';
+import { accountRoutes } from './modules/accounts/index.ts';
+import { adminRoutes } from './modules/admin/index.ts';
+import { analyticsRoutes } from './modules/analytics/index.ts';
+import { apiKeyRoutes } from './modules/api-keys/index.ts';
+import { authRoutes } from './modules/auth/index.ts';
+import { chatRoutes } from './modules/chat/index.ts';
+import { consentRoutes } from './modules/consent/index.ts';
+import { creditRoutes } from './modules/credits/index.ts';
+import { dataExportRoutes } from './modules/data-export/index.ts';
+import { dealCampaignRoutes } from './modules/deal-campaigns/index.ts';
+import { emailVerificationRoutes } from './modules/email-verification/index.ts';
+import { healthRoutes } from './modules/health/index.ts';
+import { jobRoutes } from './modules/jobs/index.ts';
+import { leadRoutes } from './modules/leads/index.ts';
+import { matchingRoutes } from './modules/matching/index.ts';
 import {
   outreachCampaignRoutes,
   outreachConnectionRoutes,
   outreachEmailRoutes,
   outreachUnsubscribeRoutes,
 } from './modules/outreach/index.ts';
-import { profileTypeRoutes } from './modules/profile-types/profile-types.routes.ts';
-import { profileRoutes } from './modules/profiles/profiles.routes.ts';
-import { projectRoutes } from './modules/projects/projects.routes.ts';
-import { sourceDiscoveryRoutes } from './modules/source-discovery/source-discovery.routes.ts';
-import { sourceRoutes } from './modules/sources/sources.routes.ts';
-import { suppressionRoutes } from './modules/suppressions/suppressions.routes.ts';
-import { userRoutes } from './modules/users/users.routes.ts';
-import { warmupRoutes } from './modules/warmup/warmup.routes.ts';
-import { webhookRoutes } from './modules/webhooks/webhooks.routes.ts';
-import { inboundWebhookRoutes } from './modules/webhooks-inbound/webhooks-inbound.routes.ts';
+import { profileTypeRoutes } from './modules/profile-types/index.ts';
+import { profileRoutes } from './modules/profiles/index.ts';
+import { projectRoutes } from './modules/projects/index.ts';
+import { sourceDiscoveryRoutes } from './modules/source-discovery/index.ts';
+import { sourceRoutes } from './modules/sources/index.ts';
+import { suppressionRoutes } from './modules/suppressions/index.ts';
+import { userRoutes } from './modules/users/index.ts';
+import { warmupRoutes } from './modules/warmup/index.ts';
+import { webhookRoutes } from './modules/webhooks/index.ts';
+import { inboundWebhookRoutes } from './modules/webhooks-inbound/index.ts';
 import type { RouteModule, TypedApp } from './route-module.ts';
 import { registerAuth } from './shared/auth.ts';
 import { answerClientError } from './shared/client-error.ts';
@@ -63,7 +63,7 @@ const routeModules: RouteModule[] = [
   leadRoutes,
   chatRoutes,
   accountRoutes,
-  campaignRoutes,
+  dealCampaignRoutes,
   matchingRoutes,
   // ---- credits and inbound webhooks ----
   creditRoutes,

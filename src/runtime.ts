@@ -11,13 +11,13 @@ import { type Database, openDatabase } from './db/client.ts';
 import { DataDirLockedError } from './db/lock.ts';
 import { migrate } from './db/migrate.ts';
 import { type AppDeps, assembleDeps } from './deps.ts';
+import { creditsMode } from './modules/credits/index.ts';
 import { startBoss } from './queue/queues.ts';
-import { registerSchedules, registerWorkers, type Workers } from './queue/workers.ts';
 import { systemClock } from './shared/clock.ts';
-import { creditsMode } from './shared/credits.ts';
 import { createLogger } from './shared/logger.ts';
 import { createMailer } from './shared/mail.ts';
 import { createNotifier } from './shared/notify.ts';
+import { registerSchedules, registerWorkers, type Workers } from './workers.ts';
 
 export interface Runtime {
   deps: AppDeps;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { isReservedDomain } from '../src/db/free-mail-domains.ts';
-import { addressFlags } from '../src/shared/email/validate.ts';
+import { addressFlags } from '../src/modules/email-verification/index.ts';
 import { createMailDomainResolver } from '../src/shared/mail/dns.ts';
 import { checkEmailSyntax } from '../src/shared/mail/syntax.ts';
 import { startTestDnsServer, TEST_ZONES, type TestDnsServer } from './helpers/dns.ts';

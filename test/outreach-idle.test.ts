@@ -5,7 +5,7 @@ import { outreachMessages } from '../src/db/schema/index.ts';
 import { createInboxReader } from '../src/modules/outreach/inbox/inbox.reader.ts';
 import { createInboxWatcher } from '../src/modules/outreach/inbox/inbox.watcher.ts';
 import { QUEUES } from '../src/queue/queues.ts';
-import { registerWorkers } from '../src/queue/workers.ts';
+import { registerWorkers } from '../src/workers.ts';
 import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import { startImapServer, type TestImapServer } from './helpers/imap-server.ts';
 import { seedSmtpConnection } from './helpers/outreach-seed.ts';

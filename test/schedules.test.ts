@@ -5,7 +5,7 @@ import { jobs } from '../src/db/schema/index.ts';
 import { dispatchDueSources } from '../src/modules/jobs/jobs.scheduler.ts';
 import { createJobService } from '../src/modules/jobs/jobs.service.ts';
 import { QUEUES } from '../src/queue/queues.ts';
-import { registerSchedules } from '../src/queue/workers.ts';
+import { registerSchedules } from '../src/workers.ts';
 import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
 
 // The scheduler with an injected clock; workers off, so the jobs it starts stay PENDING for inspection.

@@ -7,11 +7,11 @@ import { type Config, loadConfig } from '../../src/config.ts';
 import { type AppDeps, assembleDeps } from '../../src/deps.ts';
 import type { RunCrawl } from '../../src/modules/scraping/scraping.types.ts';
 import { startBoss } from '../../src/queue/queues.ts';
-import { registerWorkers } from '../../src/queue/workers.ts';
 import { type Clock, systemClock } from '../../src/shared/clock.ts';
 import { createLogger } from '../../src/shared/logger.ts';
 import { createMailer, type Mailer } from '../../src/shared/mail.ts';
 import { createNotifier } from '../../src/shared/notify.ts';
+import { registerWorkers } from '../../src/workers.ts';
 import { createTestDatabase } from './db.ts';
 
 export interface TestContextOptions {

@@ -34,7 +34,7 @@ export const webhookEndpoints = pgTable(
 );
 
 /**
- * The outbox: an event written in the transaction of the change that causes it (src/shared/events.ts),
+ * The outbox: an event written in the transaction of the change that causes it (`emitEvent`, docs/CONVENTIONS.md),
  * only when an endpoint of its user subscribes to its type. Its id is the `webhook-id` of every delivery.
  */
 export const webhookEvents = pgTable(

@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, lte, or, sql } from 'drizzle-orm';
 import { type Db, queryRows, type Tx } from '../../db/client.ts';
 import { deletionRequests, users } from '../../db/schema/index.ts';
-import { lockAccountRollups } from '../accounts/accounts.repository.ts';
+import { lockAccountRollups } from '../accounts/index.ts';
 
 export type DeletionRequestRow = typeof deletionRequests.$inferSelect;
 

@@ -1,10 +1,17 @@
 import { z } from 'zod';
+import type { Db, Tx } from '../../db/client.ts';
 import { leadStatuses } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { notFound, validationError } from '../../shared/errors.ts';
 import { decodeJsonCursor, encodeJsonCursor } from '../../shared/pagination.ts';
 import { accountIdOf, accountKeyOf, describeAccountKey } from './account-key.ts';
-import { type AccountCursor, type AccountLeadRow, type AccountRow, accountRepository } from './accounts.repository.ts';
+import {
+  type AccountCursor,
+  type AccountLeadRow,
+  type AccountRow,
+  accountRepository,
+  lockAccountRollups as lockRollups,
+} from './accounts.repository.ts';
 import {
   ACCOUNT_LEADS_SHOWN,
   type AccountDetailView,
@@ -162,3 +169,9 @@ export function createAccountService(deps: Pick<AppDeps, 'db' | 'clock' | 'logge
     },
   };
 }
+
+/**
+ * Takes the lock the rollup refresh takes, in the caller's transaction: a change that removes a user's leads wholesale
+ * (account deletion) waits for a refresh under way and keeps the next one out until it commits.
+ */
+export const lockAccountRollups = (tx: Db | Tx, userId: string): Promise<void> => lockRollups(tx, userId);

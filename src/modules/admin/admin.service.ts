@@ -4,8 +4,8 @@ import type { Principal } from '../../shared/auth.ts';
 import { AppError } from '../../shared/errors.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
-import { createAnalyticsService } from '../analytics/analytics.service.ts';
-import { userRepository } from '../users/users.repository.ts';
+import { createAnalyticsService } from '../analytics/index.ts';
+import { lockUser, setUserAccountState } from '../users/index.ts';
 import { type AdminAuditRow, type AdminUserRow, adminRepository } from './admin.repository.ts';
 import type { AdminUserPatch, AdminUsersQuery } from './admin.schemas.ts';
 
@@ -132,8 +132,7 @@ export function createAdminService(deps: Pick<AppDeps, 'db' | 'clock' | 'config'
      */
     async updateUser(actor: Principal, id: string, patch: AdminUserPatch) {
       const result = await deps.db.transaction(async (tx) => {
-        const users = userRepository(tx);
-        const target = await findOwned(id, 'User', (key) => users.lockById(key));
+        const target = await findOwned(id, 'User', (key) => lockUser(tx, key));
         if (target.id === actor.userId && patch.status === 'suspended' && target.status !== 'suspended') {
           throw conflict('status', 'An admin cannot suspend themselves');
         }
@@ -151,7 +150,7 @@ export function createAdminService(deps: Pick<AppDeps, 'db' | 'clock' | 'config'
           before.role = target.role;
           after.role = state.role = patch.role;
         }
-        if (state.status || state.role) await users.setAccountState(target.id, state, deps.clock.now());
+        if (state.status || state.role) await setUserAccountState(tx, target.id, state, deps.clock.now());
         const adjustment = patch.creditAdjustment;
         if (adjustment) {
           const { balance } = await deps.credits

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { emailInput, password, userView } from '../users/users.schemas.ts';
+import { emailInput, password, userView } from '../users/index.ts';
 
 export const signupBody = z.object({
   email: emailInput,

@@ -3,8 +3,7 @@ import type { AppDeps } from '../../deps.ts';
 import { hashPassword, verifyPassword } from '../../shared/crypto.ts';
 import { isUniqueViolation } from '../../shared/db-errors.ts';
 import { AppError, accountSuspended } from '../../shared/errors.ts';
-import { userRepository } from '../users/users.repository.ts';
-import { toUserView } from '../users/users.schemas.ts';
+import { findUserByEmail, toUserView } from '../users/index.ts';
 
 // Verified against when the email is unknown, so both failures take the same time.
 const DUMMY_HASH = hashPassword('quarry-timing-equaliser');
@@ -19,7 +18,6 @@ export interface SignupInput {
 }
 
 export function createAuthService(deps: Pick<AppDeps, 'db' | 'clock' | 'apiKeys' | 'credits'>) {
-  const repo = userRepository(deps.db);
   return {
     /** The user, first consent records, credit account (signup grant) and an all-scopes key, in one transaction. */
     async signup(input: SignupInput, ipAddress: string | undefined) {
@@ -66,7 +64,7 @@ export function createAuthService(deps: Pick<AppDeps, 'db' | 'clock' | 'apiKeys'
 
     /** Checks the password and mints a new all-scopes key. */
     async login(email: string, password: string) {
-      const user = await repo.findByEmail(email);
+      const user = await findUserByEmail(deps.db, email);
       const valid = await verifyPassword(user?.passwordHash ?? (await DUMMY_HASH), password);
       if (!user || !valid) throw new AppError('INVALID_CREDENTIALS', 'Email or password is incorrect');
       if (user.status !== 'active') throw accountSuspended();

@@ -4,14 +4,11 @@ import type { AppDeps } from '../../deps.ts';
 import { AppError } from '../../shared/errors.ts';
 import { isUuid } from '../../shared/ids.ts';
 import { hasScope } from '../../shared/scopes.ts';
-import { createJobBody, listJobsQuery } from '../jobs/jobs.schemas.ts';
-import { createJobService } from '../jobs/jobs.service.ts';
-import { bulkUpdateBody, listLeadsQuery } from '../leads/leads.schemas.ts';
-import { createLeadService } from '../leads/leads.service.ts';
-import { createProfileService } from '../profiles/profiles.service.ts';
-import { createSourceBody, listSourcesQuery } from '../sources/sources.schemas.ts';
-import { createSourceService } from '../sources/sources.service.ts';
-import { createUserService } from '../users/users.service.ts';
+import { createJobBody, createJobService, listJobsQuery } from '../jobs/index.ts';
+import { bulkUpdateBody, createLeadService, listLeadsQuery } from '../leads/index.ts';
+import { createProfileService } from '../profiles/index.ts';
+import { createSourceBody, createSourceService, listSourcesQuery } from '../sources/index.ts';
+import { createUserService } from '../users/index.ts';
 
 /**
  * The agent's tools, over the services the HTTP routes use (never SQL): the same zod schemas

@@ -7,15 +7,9 @@ import { emitEvent } from '../../shared/events.ts';
 import { storedId } from '../../shared/ids.ts';
 import { domainOf, normalizeDomain, normalizeEmail } from '../../shared/mail/address.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
-import { campaignRepository } from '../campaigns/campaigns.repository.ts';
-import { markLeadsHardBounced } from '../leads/leads.bounces.ts';
-import {
-  ownedOutreachCampaign,
-  sendsByCampaign,
-  sendsByRecipientDomain,
-  stopEnrollmentsOf,
-} from '../outreach/index.ts';
-import { suppress } from '../suppressions/suppressions.service.ts';
+import { ownedDealCampaignId } from '../deal-campaigns/index.ts';
+import { markLeadsHardBounced } from '../leads/index.ts';
+import { suppress } from '../suppressions/index.ts';
 import { classifyBounce, statusOfReply } from './classify.ts';
 import { parseDsn } from './dsn.ts';
 import {
@@ -71,8 +65,39 @@ export function bouncesFromSender(db: Db | Tx, userId: string, senderDomain: str
 
 type Pending = Omit<BounceInsert, 'userId' | 'createdAt'>;
 
-export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock'>) {
+/**
+ * What email verification needs of the mail outreach sent, and of its sequences: bounce rates are bounces ÷ sends, and
+ * a hard bounce stops the address's sequences. The outreach module implements it and `assembleDeps` passes it in
+ * (`deps.sentMail`), so this module never imports outreach, which records its bounces here.
+ */
+export interface SentMail {
+  /** The user's outreach campaign with this id, if any. */
+  ownedCampaign(db: Db | Tx, userId: string, id: string): Promise<string | undefined>;
+  sendsByRecipientDomain(
+    db: Db | Tx,
+    userId: string,
+    domains: string[],
+    window: SendWindow,
+  ): Promise<Map<string, number>>;
+  sendsByCampaign(db: Db | Tx, userId: string, campaignIds: string[], window: SendWindow): Promise<Map<string, number>>;
+  /** Stops the active sequences of these addresses (BOUNCED) in the caller's transaction. */
+  stopEnrollmentsOf(tx: Db | Tx, userId: string, emails: string[], status: 'BOUNCED', now: Date): Promise<unknown>;
+}
+export interface SendWindow {
+  from?: Date;
+  to?: Date;
+}
+
+// `sentMail` is optional in the type only while outreach's callers name a narrower Pick of AppDeps: every caller
+// passes the deps `assembleDeps` built, which carry it.
+type Deps = Pick<AppDeps, 'db' | 'clock'> & Partial<Pick<AppDeps, 'sentMail'>>;
+
+export function createEmailVerificationService(deps: Deps) {
   const repo = emailVerificationRepository(deps.db);
+  const sentMail = (): SentMail => {
+    if (!deps.sentMail) throw new Error('email verification needs deps.sentMail (built by assembleDeps)');
+    return deps.sentMail;
+  };
 
   /** A campaign id from a client: an outreach campaign (what sends mail) or a deal campaign of the user. */
   async function ownedCampaign(
@@ -81,11 +106,11 @@ export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock
   ): Promise<{ campaignId: string | null; outreachCampaignId: string | null }> {
     if (campaignId === undefined) return { campaignId: null, outreachCampaignId: null };
     const key = storedId(campaignId);
-    const outreach = key && (await ownedOutreachCampaign(deps.db, userId, key));
+    const outreach = key && (await sentMail().ownedCampaign(deps.db, userId, key));
     if (outreach) return { campaignId: null, outreachCampaignId: outreach };
-    const row = key && (await campaignRepository(deps.db).find(userId, key));
-    if (!row) throw notFound('Campaign', 'campaignId');
-    return { campaignId: row.id, outreachCampaignId: null };
+    const deal = key && (await ownedDealCampaignId(deps.db, userId, key));
+    if (!deal) throw notFound('Campaign', 'campaignId');
+    return { campaignId: deal, outreachCampaignId: null };
   }
 
   /**
@@ -99,7 +124,7 @@ export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock
     const hard = [...new Set(fresh.filter((b) => b.type === 'hard').map((b) => b.email))];
     const marked = await markLeadsHardBounced(tx, userId, hard, now);
     // A hard-bounced address gets no more outreach mail (docs/outreach.md "Outreach": its sequences stop as BOUNCED).
-    await stopEnrollmentsOf(tx, userId, hard, 'BOUNCED', now);
+    await sentMail().stopEnrollmentsOf(tx, userId, hard, 'BOUNCED', now);
     if (hard.length) {
       await suppress(
         tx,
@@ -296,13 +321,13 @@ export function createEmailVerificationService(deps: Pick<AppDeps, 'db' | 'clock
       const page = pageOf(rows, query.limit);
       const window = { from: filters.from, to: filters.to };
       const [domainSends, campaignSends] = await Promise.all([
-        sendsByRecipientDomain(
+        sentMail().sendsByRecipientDomain(
           deps.db,
           userId,
           byDomain.map((r) => r.domain),
           window,
         ),
-        sendsByCampaign(
+        sentMail().sendsByCampaign(
           deps.db,
           userId,
           byCampaign.map((r) => r.campaignId!),

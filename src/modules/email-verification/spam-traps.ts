@@ -1,13 +1,12 @@
 import type { AppDeps } from '../../deps.ts';
-import { addressFlags } from '../../shared/email/validate.ts';
 import { validationError } from '../../shared/errors.ts';
 import { domainOf, normalizeEmail } from '../../shared/mail/address.ts';
 import { createMailDomainResolver } from '../../shared/mail/dns.ts';
-import { domainsFirstSeen, leadsForTrapCheck, visibilityOfEmails } from '../leads/leads.bounces.ts';
-import { distinctIds } from '../leads/leads.service.ts';
-import { suppressionOf } from '../suppressions/suppressions.service.ts';
+import { distinctIds, domainsFirstSeen, leadsForTrapCheck, visibilityOfEmails } from '../leads/index.ts';
+import { suppressionOf } from '../suppressions/index.ts';
 import { emailVerificationRepository } from './email-verification.repository.ts';
 import type { TrapCheckBody, TrapReason } from './email-verification.schemas.ts';
+import { addressFlags } from './validate.ts';
 
 /**
  * The spam-trap score (docs/outreach.md, Email verification; OpenAPI of the check): each reason adds its weight,

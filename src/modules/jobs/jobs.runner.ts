@@ -3,12 +3,11 @@ import os from 'node:os';
 import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../queue/queues.ts';
 import { AppError } from '../../shared/errors.ts';
-import { createLeadWriter, type LeadWriter } from '../leads/leads.writer.ts';
-import { createProfileTypeService } from '../profile-types/profile-types.service.ts';
-import { CrawlError, type CrawlProgress, type CrawlSettings, type RunCrawl } from '../scraping/scraping.types.ts';
-import type { SourceRow } from '../sources/sources.repository.ts';
-import type { CrawlOptions } from '../sources/sources.schemas.ts';
-import { createSourceService } from '../sources/sources.service.ts';
+import { createLeadWriter, type LeadWriter } from '../leads/index.ts';
+import { createProfileTypeService } from '../profile-types/index.ts';
+import { CrawlError, type CrawlProgress, type CrawlSettings, loadRunCrawl, type RunCrawl } from '../scraping/index.ts';
+import type { CrawlOptions, SourceRow } from '../sources/index.ts';
+import { createSourceService } from '../sources/index.ts';
 import { type JobRow, jobRepository } from './jobs.repository.ts';
 import { emitJobEvent, JOB_CANCEL_CHANNEL, publishJobUpdate } from './jobs.service.ts';
 
@@ -67,7 +66,7 @@ export type JobRunner = ReturnType<typeof createJobRunner>;
  */
 export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } = {}) {
   // Crawlee and Playwright load on the first job, not at start-up (start time and idle memory).
-  const loadCrawl = async (): Promise<RunCrawl> => options.runCrawl ?? (await import('../scraping/crawl.ts')).runCrawl;
+  const loadCrawl = async (): Promise<RunCrawl> => options.runCrawl ?? (await loadRunCrawl());
   const repo = jobRepository(deps.db);
   const sourceService = createSourceService(deps);
   const profileTypeService = createProfileTypeService(deps);

@@ -5,7 +5,7 @@ import { AppError, notFound } from '../../shared/errors.ts';
 import { emitEvent } from '../../shared/events.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
-import { sourceRepository } from '../sources/sources.repository.ts';
+import { findSource } from '../sources/index.ts';
 import { type JobRow, jobRepository } from './jobs.repository.ts';
 import type { CreateJobInput, JobView, ListJobsQuery } from './jobs.schemas.ts';
 
@@ -81,7 +81,6 @@ export type JobService = ReturnType<typeof createJobService>;
 
 export function createJobService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss' | 'notifier' | 'logger' | 'credits'>) {
   const repo = jobRepository(deps.db);
-  const sources = sourceRepository(deps.db);
 
   const publish = (row: JobRow) => publishJobUpdate(deps.notifier, row);
 
@@ -128,7 +127,7 @@ export function createJobService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss' | '
      * cannot pay for a first page (nothing is created).
      */
     async create(userId: string, input: CreateJobInput, trigger: JobRow['trigger'] = 'manual'): Promise<JobView> {
-      const source = await sources.find(userId, input.sourceId.toLowerCase());
+      const source = await findSource(deps.db, userId, input.sourceId.toLowerCase());
       if (!source) throw notFound('Source', 'sourceId');
       if (source.status !== 'ACTIVE')
         throw new AppError('SOURCE_NOT_ACTIVE', `Source is ${source.status}; activate it first`, {

@@ -2,7 +2,6 @@ import type { Job } from 'pg-boss';
 import type { LeadStatus } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../queue/queues.ts';
-import { createEmailValidator, type EmailValidation, type EmailValidator } from '../../shared/email/validate.ts';
 import { AppError } from '../../shared/errors.ts';
 import { emitEvent } from '../../shared/events.ts';
 import { findOwned } from '../../shared/ids.ts';
@@ -22,12 +21,16 @@ export interface EmailValidationJob {
   leadId: string;
 }
 
-export type LeadValidationDeps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'boss' | 'logger' | 'credits'>;
+export type LeadValidationDeps = Pick<
+  AppDeps,
+  'db' | 'clock' | 'config' | 'boss' | 'logger' | 'credits' | 'emailValidator'
+>;
 
-export function createLeadValidationService(
-  deps: LeadValidationDeps,
-  validator: EmailValidator = createEmailValidator(deps),
-) {
+/** The email-verification module's verdict on one address (it validates; leads store the outcome). */
+type EmailValidator = AppDeps['emailValidator'];
+type EmailValidation = Awaited<ReturnType<EmailValidator['validateEmail']>>;
+
+export function createLeadValidationService(deps: LeadValidationDeps, validator: EmailValidator = deps.emailValidator) {
   const repo = leadRepository(deps.db);
 
   interface Validated {

@@ -99,6 +99,12 @@ export interface ProfileScope {
   profileTypeId: string;
 }
 
+/** Inserts rules in the caller's transaction, answering their ids. */
+export async function insertRuleRows(tx: Tx, values: NewRule[]): Promise<Array<{ id: string }>> {
+  if (!values.length) return [];
+  return tx.insert(matchingRules).values(values).returning({ id: matchingRules.id });
+}
+
 export function matchingRepository(db: Db) {
   return {
     async insertRule(values: NewRule): Promise<RuleRow> {

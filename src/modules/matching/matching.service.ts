@@ -1,10 +1,11 @@
 import { z } from 'zod';
+import type { Db, Tx } from '../../db/client.ts';
 import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../queue/queues.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
 import { findOwned, isUuid, storedId } from '../../shared/ids.ts';
 import { decodeCursor, decodeJsonCursor, encodeJsonCursor, pageOf } from '../../shared/pagination.ts';
-import { createProfileTypeService } from '../profile-types/profile-types.service.ts';
+import { createProfileTypeService } from '../profile-types/index.ts';
 import { evaluateWithAi } from './matching.ai.ts';
 import {
   type Condition,
@@ -13,7 +14,14 @@ import {
   type RuleDefinition,
   ruleDefinitionSchema,
 } from './matching.conditions.ts';
-import { matchingRepository, type ResultRow, type RuleRow, type RunRow } from './matching.repository.ts';
+import {
+  insertRuleRows,
+  matchingRepository,
+  type NewRule,
+  type ResultRow,
+  type RuleRow,
+  type RunRow,
+} from './matching.repository.ts';
 import {
   type CreateRuleInput,
   type DetailsView,
@@ -365,3 +373,9 @@ function resultView(
     changedAt: r.updatedAt.toISOString(),
   };
 }
+
+/** The user's matching rule with this id, if any (a profile export names one). */
+export const findMatchingRule = (db: Db, userId: string, id: string) => matchingRepository(db).findRule(userId, id);
+
+/** Inserts rules in the caller's transaction (a deal campaign's proposed rules), answering their ids. */
+export const insertMatchingRules = (tx: Tx, values: NewRule[]) => insertRuleRows(tx, values);

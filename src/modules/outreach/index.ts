@@ -4,7 +4,7 @@
  * inbox/ (replies and bounces read over IMAP), emails/ (one-off mails and the inbox view), unsubscribe/ (the public
  * links), providers/ (third-party platforms), messages/ (the mail records).
  */
-export { stopEnrollmentsOf } from './campaigns/enrollments.repository.ts';
+export { stopSequencesOf } from './campaigns/enrollments.service.ts';
 export { outreachCampaignRoutes } from './campaigns/outreach-campaigns.routes.ts';
 export { outreachConnectionRoutes } from './connections/connections.routes.ts';
 export { outreachEmailRoutes } from './emails/emails.routes.ts';

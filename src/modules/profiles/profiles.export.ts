@@ -2,9 +2,9 @@ import { Readable } from 'node:stream';
 import type { AppDeps } from '../../deps.ts';
 import { csvRow } from '../../shared/csv.ts';
 import { notFound, validationError } from '../../shared/errors.ts';
-import { matchingRepository } from '../matching/matching.repository.ts';
-import type { ProfileTypeRow } from '../profile-types/profile-types.repository.ts';
-import { createProfileTypeService } from '../profile-types/profile-types.service.ts';
+import { findMatchingRule } from '../matching/index.ts';
+import type { ProfileTypeRow } from '../profile-types/index.ts';
+import { createProfileTypeService } from '../profile-types/index.ts';
 import { type ProfileRow, profileRepository } from './profiles.repository.ts';
 import type { ExportProfilesQuery } from './profiles.schemas.ts';
 
@@ -33,12 +33,11 @@ function fieldColumns(types: readonly ProfileTypeRow[]): string[] {
 export function createProfileExporter(deps: Pick<AppDeps, 'db' | 'clock'>) {
   const repo = profileRepository(deps.db);
   const types = createProfileTypeService(deps);
-  const rules = matchingRepository(deps.db);
 
   /** With `ruleId`: the caller's rule (404 naming ruleId), whose type is the export's type. */
   async function ruleOf(userId: string, query: ExportProfilesQuery) {
     if (!query.ruleId) return undefined;
-    const rule = await rules.findRule(userId, query.ruleId.toLowerCase());
+    const rule = await findMatchingRule(deps.db, userId, query.ruleId.toLowerCase());
     if (!rule) throw notFound('Matching rule', 'ruleId');
     if (query.profileTypeId && query.profileTypeId.toLowerCase() !== rule.profileTypeId) {
       throw validationError('profileTypeId', "is not the matching rule's profile type (leave it out with ruleId)");

@@ -3,8 +3,7 @@ import type { AppDeps } from '../../deps.ts';
 import { AppError, type ErrorDetail, notFound } from '../../shared/errors.ts';
 import { findOwned, isUuid } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
-import { coerceData, coerceFieldValue, isEmptyValue } from '../profile-types/profile-fields.ts';
-import { createProfileTypeService } from '../profile-types/profile-types.service.ts';
+import { coerceData, coerceFieldValue, createProfileTypeService, isEmptyValue } from '../profile-types/index.ts';
 import { type ProfileRow, type ProfileWithType, profileRepository } from './profiles.repository.ts';
 import type { ListProfilesQuery, UpdateProfileInput } from './profiles.schemas.ts';
 

@@ -1,7 +1,6 @@
 import type { AppDeps } from '../../deps.ts';
 import { findOwned } from '../../shared/ids.ts';
-import { sourceRepository } from '../sources/sources.repository.ts';
-import { createSourceService } from '../sources/sources.service.ts';
+import { createSourceService, ownedProjectExists } from '../sources/index.ts';
 import { createProposer } from './source-discovery.ai.ts';
 import { extractRequirements } from './source-discovery.heuristics.ts';
 import { type CatalogueMatch, rankCatalogue, tokenize } from './source-discovery.matching.ts';
@@ -52,7 +51,6 @@ export function createSourceDiscoveryService(deps: AppDeps) {
   const { ai } = deps;
   const proposer = createProposer(deps);
   const sources = createSourceService(deps);
-  const sourceRepo = sourceRepository(deps.db);
 
   /**
    * A body `projectId` must name one of the caller's projects: 404 naming it otherwise (checked before any AI call).
@@ -60,7 +58,7 @@ export function createSourceDiscoveryService(deps: AppDeps) {
   async function checkProject(userId: string, projectId: string | undefined): Promise<string | undefined> {
     if (projectId === undefined) return undefined;
     const id = projectId.toLowerCase();
-    await findOwned(id, 'Project', (key) => sourceRepo.projectExists(userId, key), 'projectId');
+    await findOwned(id, 'Project', (key) => ownedProjectExists(deps.db, userId, key), 'projectId');
     return id;
   }
 

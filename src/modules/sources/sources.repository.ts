@@ -1,10 +1,16 @@
 import { and, eq, inArray } from 'drizzle-orm';
-import type { Db } from '../../db/client.ts';
+import type { Db, Tx } from '../../db/client.ts';
 import { newestFirstPage } from '../../db/keyset.ts';
 import { profiles, profileTypes, projects, sources } from '../../db/schema/index.ts';
 
 export type SourceRow = typeof sources.$inferSelect;
 export type NewSource = typeof sources.$inferInsert;
+
+/** Inserts sources in the caller's transaction, answering their ids and statuses. */
+export async function insertSourceRows(tx: Tx, values: NewSource[]): Promise<Array<{ id: string; status: string }>> {
+  if (!values.length) return [];
+  return tx.insert(sources).values(values).returning({ id: sources.id, status: sources.status });
+}
 
 export function sourceRepository(db: Db) {
   return {

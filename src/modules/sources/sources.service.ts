@@ -1,10 +1,11 @@
+import type { Db, Tx } from '../../db/client.ts';
 import type { AppDeps } from '../../deps.ts';
 import { AppError, type ErrorDetail, notFound } from '../../shared/errors.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
-import { validateSelectors } from '../scraping/selectors.ts';
+import { validateSelectors } from '../scraping/index.ts';
 import { type CrawlSettingsInput, type PlacedCrawlSettings, placeCrawlSettings } from './crawl-settings.ts';
-import { type NewSource, type SourceRow, sourceRepository } from './sources.repository.ts';
+import { insertSourceRows, type NewSource, type SourceRow, sourceRepository } from './sources.repository.ts';
 import { nextRunAt } from './sources.schedule.ts';
 import type {
   BatchSourceInput,
@@ -226,3 +227,13 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
     },
   };
 }
+
+/** The user's source with this id, if any (the job runner and the jobs service ask for it). */
+export const findSource = (db: Db, userId: string, id: string) => sourceRepository(db).find(userId, id);
+
+/** Inserts sources in the caller's transaction (a deal campaign's proposed sources), answering their ids and statuses. */
+export const insertSources = (tx: Tx, values: NewSource[]) => insertSourceRows(tx, values);
+
+/** Whether the user has this project (a body's `projectId` for new sources). */
+export const ownedProjectExists = (db: Db, userId: string, projectId: string) =>
+  sourceRepository(db).projectExists(userId, projectId);

@@ -1,7 +1,8 @@
+import type { Db, Tx } from '../../db/client.ts';
 import type { AppDeps } from '../../deps.ts';
 import { hashPassword, verifyPassword } from '../../shared/crypto.ts';
 import { AppError } from '../../shared/errors.ts';
-import { userRepository } from './users.repository.ts';
+import { type UserRow, userRepository } from './users.repository.ts';
 import { toUserView } from './users.schemas.ts';
 
 export function createUserService(deps: Pick<AppDeps, 'db' | 'clock'>) {
@@ -23,3 +24,17 @@ export function createUserService(deps: Pick<AppDeps, 'db' | 'clock'>) {
     },
   };
 }
+
+/** The user with this email, if any (sign-in). */
+export const findUserByEmail = (db: Db | Tx, email: string) => userRepository(db).findByEmail(email);
+
+/** Locks the user's row in the caller's transaction, so account changes to one user apply one after the other. */
+export const lockUser = (tx: Db | Tx, id: string) => userRepository(tx).lockById(id);
+
+/** Sets status and/or role in the caller's transaction (an admin's change). */
+export const setUserAccountState = (
+  tx: Db | Tx,
+  id: string,
+  values: { status?: UserRow['status']; role?: UserRow['role'] },
+  at: Date,
+) => userRepository(tx).setAccountState(id, values, at);

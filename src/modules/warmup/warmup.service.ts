@@ -9,7 +9,7 @@ import { normalizeHostName } from '../../shared/mail/address.ts';
 import { mailboxAddress } from '../../shared/mail/mailbox.ts';
 import { checkDomainDns } from '../../shared/mail/sender-dns.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
-import { bouncesFromSender } from '../email-verification/email-verification.service.ts';
+import { bouncesFromSender } from '../email-verification/index.ts';
 import {
   type WarmupDayRow,
   type WarmupDomainRow,

@@ -2,13 +2,14 @@ import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { z } from 'zod';
 import type { AppDeps } from '../../deps.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
-import { type CreditsService, createCreditsService } from '../credits/credits.service.ts';
 import {
+  type CreditsService,
+  createCreditsService,
   loadStripe,
   paymentsNotConfigured,
   STRIPE_SIGNATURE_TOLERANCE_S,
   stripeSignedAt,
-} from '../credits/credits.stripe.ts';
+} from '../credits/index.ts';
 import {
   createPlatformEventService,
   PlatformError,

@@ -9,8 +9,47 @@ import {
   webhookEndpoints,
   webhookEvents,
 } from '../../db/schema/index.ts';
-import { WEBHOOK_WAKE_CHANNEL } from '../../shared/events.ts';
+import { type EmitOptions, type EventType, WEBHOOK_WAKE_CHANNEL } from '../../shared/events.ts';
 import { newId } from '../../shared/ids.ts';
+
+const uuidArray = (ids: readonly string[]) => `{${ids.join(',')}}`;
+
+/**
+ * Writes the event to the outbox in the caller's transaction, with one delivery per enabled endpoint of the
+ * user subscribed to `type`; nothing when there is none. The NOTIFY is part of the transaction too: it wakes the
+ * dispatchers at commit, and a rolled-back change sends nothing. Returns the event's id and its deliveries.
+ */
+export async function recordEvent(
+  db: Db | Tx,
+  userId: string,
+  type: EventType,
+  data: Record<string, unknown>,
+  options: EmitOptions = {},
+): Promise<{ eventId: string; deliveryIds: string[] } | undefined> {
+  const target = options.endpointId ? sql`id = ${options.endpointId}` : sql`${type} = ANY(event_types)`;
+  const endpoints = await queryRows<{ id: string }>(
+    db,
+    sql`SELECT id FROM webhook_endpoints WHERE user_id = ${userId} AND enabled AND ${target}`,
+  );
+  if (!endpoints.length) return undefined;
+  const eventId = newId();
+  const deliveryIds = endpoints.map(() => newId());
+  const at = options.at ? sql`${options.at.toISOString()}::timestamptz` : sql`now()`;
+  await db.execute(sql`
+    WITH ev AS (
+      INSERT INTO webhook_events (id, user_id, type, data, created_at)
+      VALUES (${eventId}, ${userId}, ${type}, ${JSON.stringify(data)}::jsonb, ${at})
+      RETURNING id
+    ), dl AS (
+      INSERT INTO webhook_deliveries (id, user_id, event_id, endpoint_id, next_attempt_at, created_at, updated_at)
+      SELECT t.delivery_id, ${userId}, ev.id, t.endpoint_id, '-infinity', now(), now()
+      FROM ev, unnest(${uuidArray(deliveryIds)}::uuid[], ${uuidArray(endpoints.map((e) => e.id))}::uuid[])
+        AS t(delivery_id, endpoint_id)
+      RETURNING 1
+    )
+    SELECT pg_notify(${WEBHOOK_WAKE_CHANNEL}, (SELECT count(*) FROM dl)::text)`);
+  return { eventId, deliveryIds };
+}
 
 export type EndpointRow = typeof webhookEndpoints.$inferSelect;
 export type AttemptRow = typeof webhookAttempts.$inferSelect;
@@ -18,8 +57,6 @@ export type AttemptRow = typeof webhookAttempts.$inferSelect;
 /** How many of an endpoint's latest attempts its success rate covers. */
 export const HEALTH_WINDOW = 100;
 const ATTEMPTS_SHOWN = 20;
-
-const uuidArray = (ids: readonly string[]) => `{${ids.join(',')}}`;
 
 /**
  * The dispatcher's bookkeeping (claims, recorded attempts) commits without waiting for the WAL flush: what a

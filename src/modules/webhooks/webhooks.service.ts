@@ -2,7 +2,7 @@ import type { AppDeps } from '../../deps.ts';
 import { DAY_MS } from '../../shared/clock.ts';
 import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
-import { recordEvent } from '../../shared/events.ts';
+import type { EventOutbox } from '../../shared/events.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { assertPublicHost, SsrfBlockedError } from '../../shared/ssrf.ts';
@@ -11,6 +11,7 @@ import {
   DISABLED_BY_USER,
   type EndpointHealth,
   type EndpointRow,
+  recordEvent,
   webhookRepository,
 } from './webhooks.repository.ts';
 import type {
@@ -212,3 +213,7 @@ export async function pruneWebhookHistory(deps: Pick<AppDeps, 'db' | 'clock' | '
   const before = new Date(deps.clock.now().getTime() - deps.config.WEBHOOK_RETENTION_DAYS * DAY_MS);
   return webhookRepository(deps.db).pruneEvents(before);
 }
+
+/** The outbox `emitEvent` writes to (src/shared/events.ts); `assembleDeps` installs it. */
+export const eventOutbox: EventOutbox = (db, userId, type, data, options) =>
+  recordEvent(db, userId, type, data, options);

@@ -5,8 +5,8 @@ import { AppError, notFound, validationError } from '../../../shared/errors.ts';
 import { findOwned, storedId } from '../../../shared/ids.ts';
 import { normalizeEmail } from '../../../shared/mail/address.ts';
 import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
-import { leadsForOutreach } from '../../leads/leads.outreach.ts';
-import { suppressionOf } from '../../suppressions/suppressions.service.ts';
+import { leadsForOutreach } from '../../leads/index.ts';
+import { suppressionOf } from '../../suppressions/index.ts';
 import { type ConnectionRow, connectionsRepository, type MailboxRow } from '../connections/connections.repository.ts';
 import {
   accountRef,

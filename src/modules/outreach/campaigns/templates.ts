@@ -1,4 +1,4 @@
-import type { LeadToSend } from '../../leads/leads.outreach.ts';
+import type { LeadToSend } from '../../leads/index.ts';
 
 /**
  * Mail templates of outreach sequences (docs/outreach.md "Outreach", Templates):

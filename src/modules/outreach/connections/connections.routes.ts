@@ -3,7 +3,7 @@ import type { RouteModule } from '../../../route-module.ts';
 import { principalOf } from '../../../shared/auth.ts';
 import { done, envelope, errorResponses, idParams, ok, successOnly } from '../../../shared/http.ts';
 import { nextCursor } from '../../../shared/pagination.ts';
-import { warmupDomainView } from '../../warmup/warmup.schemas.ts';
+import { warmupDomainView } from '../../warmup/index.ts';
 import { createAccountWarmupService } from './accounts.warmup.ts';
 import {
   accountTestBody,

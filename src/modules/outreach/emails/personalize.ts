@@ -2,8 +2,8 @@ import { z } from 'zod';
 import type { AppDeps } from '../../../deps.ts';
 import { AppError } from '../../../shared/errors.ts';
 import { storedId } from '../../../shared/ids.ts';
-import { leadsForOutreach, mergeLeadCustomFields } from '../../leads/leads.outreach.ts';
-import { profilesOfLeads } from '../../profiles/profiles.outreach.ts';
+import { leadsForOutreach, mergeLeadCustomFields } from '../../leads/index.ts';
+import { profilesOfLeads } from '../../profiles/index.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'ai' | 'logger'>;
 

@@ -3,7 +3,7 @@ import type { AppDeps } from '../../../deps.ts';
 import { type createSecretBox, safeEqual, secretKeyMaterial } from '../../../shared/crypto.ts';
 import { AppError } from '../../../shared/errors.ts';
 import { escapeHtml } from '../../../shared/text.ts';
-import type { OutreachLead } from '../../leads/leads.outreach.ts';
+import type { OutreachLead } from '../../leads/index.ts';
 import { leadTemplateVars, renderTemplate } from '../campaigns/templates.ts';
 import type { ConnectionRow, MailboxRow } from '../connections/connections.repository.ts';
 import { platformClient } from './index.ts';

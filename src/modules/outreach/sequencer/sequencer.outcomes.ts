@@ -1,7 +1,7 @@
 import type { Db, Tx } from '../../../db/client.ts';
 import type { AppDeps } from '../../../deps.ts';
 import type { Credits } from '../../../shared/credits.ts';
-import { moveLeadsForOutreach } from '../../leads/leads.outreach.ts';
+import { moveLeadsForOutreach } from '../../leads/index.ts';
 import { type EnrollmentMove, sequencerRepository } from './sequencer.repository.ts';
 
 /** Sends whose outcome is written in one transaction. */

@@ -5,7 +5,7 @@ import type { Tx } from '../../../db/client.ts';
 import type { Credits } from '../../../shared/credits.ts';
 import { newId } from '../../../shared/ids.ts';
 import { domainOf } from '../../../shared/mail/address.ts';
-import type { LeadToSend } from '../../leads/leads.outreach.ts';
+import type { LeadToSend } from '../../leads/index.ts';
 import { leadTemplateVars, renderTemplate } from '../campaigns/templates.ts';
 import { type IntentInsert, type MessageRow, messagesRepository } from '../messages/messages.repository.ts';
 import {

@@ -1,30 +1,32 @@
-import type { Tx } from '../../db/client.ts';
+import type { Db, Tx } from '../../db/client.ts';
 import { matchingRuleTypes } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
 import { findOwned, isUuid, storedId } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
-import { createProposer } from '../source-discovery/source-discovery.ai.ts';
-import { rankAccounts } from './campaigns.ranking.ts';
+import { insertMatchingRules } from '../matching/index.ts';
+import { createProposer } from '../source-discovery/index.ts';
+import { insertSources } from '../sources/index.ts';
+import { rankAccounts } from './deal-campaigns.ranking.ts';
 import {
-  type CampaignRow,
   type CampaignRuleLink,
   type CampaignTarget,
-  campaignRepository,
+  type DealCampaignRow,
+  dealCampaignRepository,
   type RuleLinkInput,
-} from './campaigns.repository.ts';
+} from './deal-campaigns.repository.ts';
 import type {
-  CampaignView,
-  CreateCampaignInput,
+  CreateDealCampaignInput,
+  DealCampaignView,
   DiscoverSourcesInput,
-  ListCampaignsQuery,
+  ListDealCampaignsQuery,
   RankedAccountsQuery,
   SuggestMatchingInput,
   SuggestMatchingView,
   TargetInput,
-  UpdateCampaignInput,
-} from './campaigns.schemas.ts';
-import { suggestRules } from './campaigns.suggest.ts';
+  UpdateDealCampaignInput,
+} from './deal-campaigns.schemas.ts';
+import { suggestRules } from './deal-campaigns.suggest.ts';
 
 /** The stored target: every key present, lists de-duplicated (case-insensitively), an empty size range as null. */
 export function normalizeTarget(input: TargetInput | undefined, base?: CampaignTarget): CampaignTarget {
@@ -52,7 +54,11 @@ export function normalizeTarget(input: TargetInput | undefined, base?: CampaignT
 
 const lower = (id: string) => id.toLowerCase();
 
-export const toCampaignView = (row: CampaignRow, sourceIds: string[], rules: CampaignRuleLink[]): CampaignView => ({
+export const toDealCampaignView = (
+  row: DealCampaignRow,
+  sourceIds: string[],
+  rules: CampaignRuleLink[],
+): DealCampaignView => ({
   id: row.id,
   name: row.name,
   description: row.description,
@@ -66,14 +72,19 @@ export const toCampaignView = (row: CampaignRow, sourceIds: string[], rules: Cam
   updatedAt: row.updatedAt.toISOString(),
 });
 
-export type CampaignService = ReturnType<typeof createCampaignService>;
+export type DealCampaignService = ReturnType<typeof createDealCampaignService>;
 
-export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' | 'search' | 'logger'>) {
-  const repo = campaignRepository(deps.db);
+/** The id of the user's deal campaign with this id, if any (a bounce report may name one). */
+export async function ownedDealCampaignId(db: Db | Tx, userId: string, id: string): Promise<string | undefined> {
+  return (await dealCampaignRepository(db).find(userId, id))?.id;
+}
+
+export function createDealCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' | 'search' | 'logger'>) {
+  const repo = dealCampaignRepository(deps.db);
 
   /** The rule links a body asks for (`ruleIds` with weight 1, or `rules`), with the field naming each. */
   function requestedRules(
-    input: Pick<CreateCampaignInput, 'ruleIds' | 'rules'>,
+    input: Pick<CreateDealCampaignInput, 'ruleIds' | 'rules'>,
   ): Array<RuleLinkInput & { field: string }> | undefined {
     if (input.ruleIds !== undefined && input.rules !== undefined)
       throw validationError('rules', 'give either ruleIds or rules, not both');
@@ -154,13 +165,13 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
     );
   }
 
-  async function view(row: CampaignRow, q: Tx | undefined = undefined): Promise<CampaignView> {
+  async function view(row: DealCampaignRow, q: Tx | undefined = undefined): Promise<DealCampaignView> {
     const l = q ? repo.links(q) : repo;
     const [sourceIds, rules] = await Promise.all([l.sourceIdsOf([row.id]), l.rulesOf([row.id])]);
-    return toCampaignView(row, sourceIds.get(row.id)!, rules.get(row.id)!);
+    return toDealCampaignView(row, sourceIds.get(row.id)!, rules.get(row.id)!);
   }
 
-  async function owned(userId: string, id: string): Promise<CampaignRow> {
+  async function owned(userId: string, id: string): Promise<DealCampaignRow> {
     return findOwned(id, 'Campaign', (key) => repo.find(userId, key));
   }
 
@@ -168,7 +179,7 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
     owned,
     view,
 
-    async list(userId: string, query: ListCampaignsQuery) {
+    async list(userId: string, query: ListDealCampaignsQuery) {
       const rows = await repo.list(
         userId,
         { status: query.status, projectId: query.projectId?.toLowerCase() },
@@ -178,15 +189,15 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
       const { items, nextCursor } = pageOf(rows, query.limit);
       const ids = items.map((r) => r.id);
       const [sourceIds, rules] = await Promise.all([repo.sourceIdsOf(ids), repo.rulesOf(ids)]);
-      return { campaigns: items.map((r) => toCampaignView(r, sourceIds.get(r.id)!, rules.get(r.id)!)), nextCursor };
+      return { campaigns: items.map((r) => toDealCampaignView(r, sourceIds.get(r.id)!, rules.get(r.id)!)), nextCursor };
     },
 
-    async get(userId: string, id: string): Promise<CampaignView> {
+    async get(userId: string, id: string): Promise<DealCampaignView> {
       return view(await owned(userId, id));
     },
 
     /** All or nothing: the campaign and its links in one transaction, every reference checked first. */
-    async create(userId: string, input: CreateCampaignInput): Promise<CampaignView> {
+    async create(userId: string, input: CreateDealCampaignInput): Promise<DealCampaignView> {
       const target = normalizeTarget(input.target);
       const rules = requestedRules(input) ?? [];
       const now = deps.clock.now();
@@ -213,7 +224,7 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
       });
     },
 
-    async update(userId: string, id: string, input: UpdateCampaignInput): Promise<CampaignView> {
+    async update(userId: string, id: string, input: UpdateDealCampaignInput): Promise<DealCampaignView> {
       const rules = requestedRules(input);
       return repo.transaction(async (tx) => {
         const current = await findOwned(id, 'Campaign', (key) => repo.find(userId, key, tx, true));
@@ -234,7 +245,7 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
           // The kept rules must fit the new profile type.
           await checkKeptRules(tx, userId, current.id, profileTypeId);
         }
-        const values: Partial<CampaignRow> = {};
+        const values: Partial<DealCampaignRow> = {};
         if (input.name !== undefined) values.name = input.name;
         if (input.description !== undefined) values.description = input.description || null;
         if (input.status !== undefined) values.status = input.status;
@@ -286,7 +297,7 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
               ? locked.profileTypeId
               : null;
           const now = deps.clock.now();
-          const saved = await repo.insertSources(
+          const saved = await insertSources(
             tx,
             found.map((s) => ({
               userId,
@@ -353,7 +364,7 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
           await checkKeptRules(tx, userId, locked.id, profileTypeId);
         }
         const now = deps.clock.now();
-        const created = await repo.insertRules(
+        const created = await insertMatchingRules(
           tx,
           outcome.rules.map((r) => ({
             userId,
@@ -392,7 +403,7 @@ export function createCampaignService(deps: Pick<AppDeps, 'db' | 'clock' | 'ai' 
  * The web-search query and the model's brief, from the campaign's target (its name and description when the target is
  * empty).
  */
-export function discoveryBrief(campaign: Pick<CampaignRow, 'name' | 'description' | 'target'>): {
+export function discoveryBrief(campaign: Pick<DealCampaignRow, 'name' | 'description' | 'target'>): {
   brief: string;
   searchQuery: string;
 } {

@@ -1,24 +1,25 @@
-import type { AppDeps } from '../deps.ts';
-import { createAccountDeletionService } from '../modules/account-deletion/account-deletion.service.ts';
-import { createAccountService } from '../modules/accounts/accounts.service.ts';
-import { createAnalyticsService } from '../modules/analytics/analytics.service.ts';
-import { createDataExportService, type DataExportJob } from '../modules/data-export/data-export.service.ts';
-import { createJobRecovery } from '../modules/jobs/jobs.recovery.ts';
-import { createJobRunner } from '../modules/jobs/jobs.runner.ts';
-import { dispatchDueSources } from '../modules/jobs/jobs.scheduler.ts';
-import { createJobService, type JobMessage } from '../modules/jobs/jobs.service.ts';
-import { createLeadValidationService, type EmailValidationJob } from '../modules/leads/lead-validation.service.ts';
-import { createMatchingRecovery } from '../modules/matching/matching.recovery.ts';
-import { createMatchingRunner } from '../modules/matching/matching.runner.ts';
-import type { MatchingJob } from '../modules/matching/matching.service.ts';
-import { createInboxReader, createInboxWatcher, createSequencer } from '../modules/outreach/index.ts';
-import type { RunCrawl } from '../modules/scraping/scraping.types.ts';
-import { createWarmupSender } from '../modules/warmup/warmup.sender.ts';
-import { createWebhookDispatcher } from '../modules/webhooks/webhooks.dispatcher.ts';
-import { pruneWebhookHistory } from '../modules/webhooks/webhooks.service.ts';
-import { pruneIdempotencyKeys } from '../shared/idempotency.ts';
-import { pruneRateLimitEvents } from '../shared/rate-limit.ts';
-import { QUEUES } from './queues.ts';
+import type { AppDeps } from './deps.ts';
+import { createAccountDeletionService } from './modules/account-deletion/index.ts';
+import { createAccountService } from './modules/accounts/index.ts';
+import { createAnalyticsService } from './modules/analytics/index.ts';
+import { createDataExportService, type DataExportJob } from './modules/data-export/index.ts';
+import {
+  createJobRecovery,
+  createJobRunner,
+  createJobService,
+  dispatchDueSources,
+  type JobMessage,
+} from './modules/jobs/index.ts';
+import { createLeadValidationService, type EmailValidationJob } from './modules/leads/index.ts';
+import type { MatchingJob } from './modules/matching/index.ts';
+import { createMatchingRecovery, createMatchingRunner } from './modules/matching/index.ts';
+import { createInboxReader, createInboxWatcher, createSequencer } from './modules/outreach/index.ts';
+import type { RunCrawl } from './modules/scraping/index.ts';
+import { createWarmupSender } from './modules/warmup/index.ts';
+import { createWebhookDispatcher, pruneWebhookHistory } from './modules/webhooks/index.ts';
+import { QUEUES } from './queue/queues.ts';
+import { pruneIdempotencyKeys } from './shared/idempotency.ts';
+import { pruneRateLimitEvents } from './shared/rate-limit.ts';
 
 /** A read of one outreach mailbox, queued when its IMAP watch hears of new mail. */
 interface InboxReadJob {

@@ -3,11 +3,15 @@ import { disposableEmailBlocklistSet } from 'disposable-email-domains-js';
 import emailMisspelled, { top100 } from 'email-misspelled';
 import type { Db } from '../../db/client.ts';
 import { freeMailDomains } from '../../db/free-mail-domains.ts';
-import { hardBouncedOf } from '../../modules/email-verification/email-verification.service.ts';
-import { suppressionOf } from '../../modules/suppressions/suppressions.service.ts';
-import { domainAndParents } from '../mail/address.ts';
-import { createMailDomainResolver, type MailDomainResolver, type MailDomainResolverOptions } from '../mail/dns.ts';
-import { checkEmailSyntax } from '../mail/syntax.ts';
+import { domainAndParents } from '../../shared/mail/address.ts';
+import {
+  createMailDomainResolver,
+  type MailDomainResolver,
+  type MailDomainResolverOptions,
+} from '../../shared/mail/dns.ts';
+import { checkEmailSyntax } from '../../shared/mail/syntax.ts';
+import { suppressionOf } from '../suppressions/index.ts';
+import { hardBouncedOf } from './email-verification.service.ts';
 import { createSmtpProber, type ProbeVerdict, type SmtpProbeSettings } from './smtp-probe.ts';
 
 /**

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { campaignStatuses, matchingRuleTypes, scrapeTypes } from '../../db/schema/index.ts';
 import { isUuid } from '../../shared/ids.ts';
 import { nextCursor, paginationQuery } from '../../shared/pagination.ts';
-import { conditionGroupSchema, criteriaSchema } from '../matching/matching.conditions.ts';
+import { conditionGroupSchema, criteriaSchema } from '../matching/index.ts';
 
 export const MAX_TARGET_ITEMS = 50;
 export const MAX_CAMPAIGN_SOURCES = 200;
@@ -69,15 +69,15 @@ const campaignFields = {
     .describe('Up to 50 `{ruleId, weight}`; not together with `ruleIds`'),
 };
 
-export const createCampaignBody = z.object({ name: z.string().trim().min(1).max(200), ...campaignFields });
-export const updateCampaignBody = z
+export const createDealCampaignBody = z.object({ name: z.string().trim().min(1).max(200), ...campaignFields });
+export const updateDealCampaignBody = z
   .object({ name: z.string().trim().min(1).max(200).optional(), ...campaignFields })
   .describe(
     'Every field is optional. `target` keys given replace those keys; `sourceIds` / `ruleIds` / `rules` ' +
       'replace the whole set.',
   );
 
-export const listCampaignsQuery = paginationQuery.extend({
+export const listDealCampaignsQuery = paginationQuery.extend({
   status: z.enum(campaignStatuses).optional(),
   projectId: uuidString.optional(),
 });
@@ -90,7 +90,7 @@ const targetView = z.object({
   keywords: z.array(z.string()),
 });
 
-export const campaignView = z
+export const dealCampaignView = z
   .object({
     id: z.string(),
     name: z.string(),
@@ -232,10 +232,10 @@ export const rankedAccountsView = z.object({
     .describe('Rules of the campaign never executed (no results, no completed run)'),
 });
 
-export type CreateCampaignInput = z.infer<typeof createCampaignBody>;
-export type UpdateCampaignInput = z.infer<typeof updateCampaignBody>;
-export type ListCampaignsQuery = z.infer<typeof listCampaignsQuery>;
-export type CampaignView = z.infer<typeof campaignView>;
+export type CreateDealCampaignInput = z.infer<typeof createDealCampaignBody>;
+export type UpdateDealCampaignInput = z.infer<typeof updateDealCampaignBody>;
+export type ListDealCampaignsQuery = z.infer<typeof listDealCampaignsQuery>;
+export type DealCampaignView = z.infer<typeof dealCampaignView>;
 export type TargetInput = z.infer<typeof targetSchema>;
 export type DiscoverSourcesInput = NonNullable<z.infer<typeof discoverSourcesBody>>;
 export type SuggestMatchingInput = NonNullable<z.infer<typeof suggestMatchingBody>>;

@@ -10,14 +10,14 @@ import {
   LEAD_CONDITION_FIELDS,
   MAX_CONDITIONS,
   MAX_TOTAL_CONDITIONS,
-} from '../matching/matching.conditions.ts';
-import { badItems, checkProposal, keepValid, type Proposal } from './campaigns.proposals.ts';
-import type { SuggestedRule } from './campaigns.schemas.ts';
+} from '../matching/index.ts';
+import { badItems, checkProposal, keepValid, type Proposal } from './deal-campaigns.proposals.ts';
+import type { SuggestedRule } from './deal-campaigns.schemas.ts';
 
 /**
  * Matching-rule proposals from a campaign's target: a documented rule-based builder (used without
  * an AI provider, and for any type the model got wrong), the model's answer converted, and the whole
- * suggestion; every proposal passes the checks of campaigns.proposals.ts before it is answered or saved.
+ * suggestion; every proposal passes the checks of deal-campaigns.proposals.ts before it is answered or saved.
  */
 
 export interface SuggestContext {

@@ -12,10 +12,8 @@ import {
   sources,
 } from '../../db/schema/index.ts';
 
-export type CampaignRow = typeof campaigns.$inferSelect;
-export type NewCampaign = typeof campaigns.$inferInsert;
-export type NewMatchingRule = typeof matchingRules.$inferInsert;
-export type NewSourceRow = typeof sources.$inferInsert;
+export type DealCampaignRow = typeof campaigns.$inferSelect;
+export type NewDealCampaign = typeof campaigns.$inferInsert;
 export type ProfileTypeRow = typeof profileTypes.$inferSelect;
 export interface CampaignRuleLink {
   campaignId: string;
@@ -36,7 +34,7 @@ export type { CampaignTarget };
  * `FOR KEY SHARE`, so a source or rule deleted concurrently cannot turn the link insert into a
  * foreign-key error (the deletion waits for the transaction instead).
  */
-export function campaignRepository(db: Db) {
+export function dealCampaignRepository(db: Db) {
   const links = (q: Db | Tx) => ({
     async sourceIdsOf(campaignIds: string[]): Promise<Map<string, string[]>> {
       const out = new Map<string, string[]>(campaignIds.map((id) => [id, []]));
@@ -80,10 +78,10 @@ export function campaignRepository(db: Db) {
     /** Newest first; `limit + 1` rows so the caller can tell whether another page exists. */
     list(
       userId: string,
-      filters: { status?: CampaignRow['status']; projectId?: string },
+      filters: { status?: DealCampaignRow['status']; projectId?: string },
       limit: number,
       before?: string,
-    ): Promise<CampaignRow[]> {
+    ): Promise<DealCampaignRow[]> {
       const where = [
         filters.status ? eq(campaigns.status, filters.status) : undefined,
         filters.projectId ? eq(campaigns.projectId, filters.projectId) : undefined,
@@ -91,7 +89,7 @@ export function campaignRepository(db: Db) {
       return newestFirstPage(db, campaigns, userId, where, limit, before);
     },
 
-    async find(userId: string, id: string, q: Db | Tx = db, lock = false): Promise<CampaignRow | undefined> {
+    async find(userId: string, id: string, q: Db | Tx = db, lock = false): Promise<DealCampaignRow | undefined> {
       const query = q
         .select()
         .from(campaigns)
@@ -101,12 +99,17 @@ export function campaignRepository(db: Db) {
       return row;
     },
 
-    async insert(tx: Tx, values: NewCampaign): Promise<CampaignRow> {
+    async insert(tx: Tx, values: NewDealCampaign): Promise<DealCampaignRow> {
       const [row] = await tx.insert(campaigns).values(values).returning();
       return row!;
     },
 
-    async update(tx: Tx, userId: string, id: string, values: Partial<NewCampaign>): Promise<CampaignRow | undefined> {
+    async update(
+      tx: Tx,
+      userId: string,
+      id: string,
+      values: Partial<NewDealCampaign>,
+    ): Promise<DealCampaignRow | undefined> {
       const [row] = await tx
         .update(campaigns)
         .set(values)
@@ -191,17 +194,7 @@ export function campaignRepository(db: Db) {
         .for('key share');
       return new Map(rows.map((r) => [r.id, r.profileTypeId]));
     },
-
-    async insertRules(tx: Tx, values: NewMatchingRule[]): Promise<Array<{ id: string }>> {
-      if (!values.length) return [];
-      return tx.insert(matchingRules).values(values).returning({ id: matchingRules.id });
-    },
-
-    async insertSources(tx: Tx, values: NewSourceRow[]): Promise<Array<{ id: string; status: string }>> {
-      if (!values.length) return [];
-      return tx.insert(sources).values(values).returning({ id: sources.id, status: sources.status });
-    },
   };
 }
 
-export type CampaignRepository = ReturnType<typeof campaignRepository>;
+export type DealCampaignRepository = ReturnType<typeof dealCampaignRepository>;

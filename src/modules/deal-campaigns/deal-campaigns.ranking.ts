@@ -4,8 +4,8 @@ import { type Db, queryRows } from '../../db/client.ts';
 import type { MatchingRuleType } from '../../db/schema/index.ts';
 import { AppError } from '../../shared/errors.ts';
 import { decodeJsonCursor, encodeJsonCursor } from '../../shared/pagination.ts';
-import { accountIdOf, accountKeyOf, describeAccountKey } from '../accounts/account-key.ts';
-import type { RankedAccount, RankedAccountsQuery } from './campaigns.schemas.ts';
+import { accountIdOf, accountKeyOf, describeAccountKey } from '../accounts/index.ts';
+import type { RankedAccount, RankedAccountsQuery } from './deal-campaigns.schemas.ts';
 
 /**
  * Accounts ranked by a campaign's fit score, in one set-based query:

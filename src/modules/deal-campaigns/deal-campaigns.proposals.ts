@@ -4,11 +4,11 @@ import { AppError } from '../../shared/errors.ts';
 import {
   type Condition,
   type ConditionGroup,
+  checkDefinition,
   LEAD_CONDITION_FIELDS,
   ruleDefinitionSchema,
-} from '../matching/matching.conditions.ts';
-import { checkDefinition } from '../matching/matching.validate.ts';
-import type { SuggestedRule } from './campaigns.schemas.ts';
+} from '../matching/index.ts';
+import type { SuggestedRule } from './deal-campaigns.schemas.ts';
 
 /**
  * The checks every matching-rule proposal (the model's or the rule-based builder's) passes before it

@@ -6,18 +6,18 @@ import { AppError } from '../../shared/errors.ts';
 import { done, envelope, errorResponses, idParams, ok, successOnly } from '../../shared/http.ts';
 import { nextCursor } from '../../shared/pagination.ts';
 import {
-  campaignView,
-  createCampaignBody,
+  createDealCampaignBody,
+  dealCampaignView,
   discoverSourcesBody,
   discoverSourcesView,
-  listCampaignsQuery,
+  listDealCampaignsQuery,
   rankedAccountsQuery,
   rankedAccountsView,
   suggestMatchingBody,
   suggestMatchingView,
-  updateCampaignBody,
-} from './campaigns.schemas.ts';
-import { createCampaignService } from './campaigns.service.ts';
+  updateDealCampaignBody,
+} from './deal-campaigns.schemas.ts';
+import { createDealCampaignService } from './deal-campaigns.service.ts';
 
 /** Aborts when the client goes away before the answer is sent, so a pending AI call stops costing tokens. */
 function disconnectSignal(reply: FastifyReply): AbortSignal {
@@ -35,10 +35,10 @@ const REFERENCES =
   "be of that type (400 naming the rule's field). Give rules either as `ruleIds` (weight 1 each) or as `rules: " +
   '[{ruleId, weight 1–100}]`. All or nothing: one transaction.';
 
-export const campaignRoutes: RouteModule = (app, deps) => {
-  const campaigns = createCampaignService(deps);
+export const dealCampaignRoutes: RouteModule = (app, deps) => {
+  const campaigns = createDealCampaignService(deps);
   const tags = ['Deal Campaigns'];
-  const one = envelope(z.object({ campaign: campaignView }));
+  const one = envelope(z.object({ campaign: dealCampaignView }));
   const read = { scope: 'campaigns:read' };
   const write = { scope: 'campaigns:write' };
 
@@ -48,9 +48,9 @@ export const campaignRoutes: RouteModule = (app, deps) => {
       tags,
       summary: 'List deal campaigns, newest first',
       description: 'Filters: `status`, `projectId`. Cursor pagination (`limit`, `cursor` → `nextCursor`).',
-      querystring: listCampaignsQuery,
+      querystring: listDealCampaignsQuery,
       response: {
-        200: envelope(z.object({ campaigns: z.array(campaignView), nextCursor })),
+        200: envelope(z.object({ campaigns: z.array(dealCampaignView), nextCursor })),
         ...errorResponses(400, 401),
       },
     },
@@ -66,7 +66,7 @@ export const campaignRoutes: RouteModule = (app, deps) => {
         'A campaign describes the ideal customer (`target`: industries, locations, companySize {min, max} in ' +
         'employees, titles, keywords) and ties ' +
         `together sources, a profile type and weighted matching rules. \`status\` defaults to DRAFT. ${REFERENCES}`,
-      body: createCampaignBody,
+      body: createDealCampaignBody,
       response: { 201: one, ...errorResponses(400, 401, 404) },
     },
     handler: async (request, reply) => {
@@ -97,7 +97,7 @@ export const campaignRoutes: RouteModule = (app, deps) => {
         '400 naming profileTypeId. ' +
         REFERENCES,
       params: idParams,
-      body: updateCampaignBody,
+      body: updateDealCampaignBody,
       response: { 200: one, ...errorResponses(400, 401, 404) },
     },
     handler: async (request) =>

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
-import { SmtpProbeError, type SmtpReply, SmtpSession } from '../mail/smtp-client.ts';
+import { SmtpProbeError, type SmtpReply, SmtpSession } from '../../shared/mail/smtp-client.ts';
 
 /**
  * SMTP mailbox probing (docs/outreach.md "SMTP probing"): asks the domain's best mail exchanger whether it would take
