@@ -11,12 +11,6 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 
-/**
- * TEMPORARY: modules being restructured on another branch; their files and the imports of them are not
- * checked until that work lands. Empty this list when it does.
- */
-export const TEMPORARY_EXCEPTIONS: readonly string[] = [];
-
 /** The top-level files: what wires modules together, so nothing below may import them. */
 const TOP = new Set(['app.ts', 'deps.ts', 'runtime.ts', 'workers.ts', 'server.ts', 'worker.ts']);
 
@@ -66,7 +60,6 @@ export function importEdges(root: string): Edge[] {
   return edges;
 }
 
-const isException = (file: string) => TEMPORARY_EXCEPTIONS.some((dir) => file.startsWith(`${dir}/`));
 const isRepository = (file: string) => /\.repository\.ts$/.test(file);
 const isFace = (file: string) => /^modules\/[^/]+\/index\.ts$/.test(file);
 
@@ -118,11 +111,10 @@ export function checkImports(root: string): Violation[] {
   const edges = importEdges(root);
   const violations: Violation[] = [];
   for (const edge of edges) {
-    if (isException(edge.from) || isException(edge.to)) continue;
     const rule = ruleBroken(edge);
     if (rule) violations.push({ ...edge, rule });
   }
-  for (const leak of faceLeaksRepository(root, edges)) if (!isException(leak.from)) violations.push(leak);
+  violations.push(...faceLeaksRepository(root, edges));
   return violations;
 }
 
@@ -168,7 +160,7 @@ export function moduleLoops(edges: Edge[]): string[][] {
   return loops;
 }
 
-/** The figures of a structure review; exceptions are counted too (they are real edges). */
+/** The figures of a structure review (`node scripts/check-imports.ts --stats`). */
 export function importStats(root: string) {
   const edges = importEdges(root);
   const cross = edges.filter((e) => {
@@ -190,9 +182,6 @@ export function importStats(root: string) {
     moduleLoops: moduleLoops(edges),
     crossModuleRepositoryImports: repo.map((e) => `${e.from} → ${e.to}`),
     crossModuleImportsNotThroughIndex: notFace.length,
-    crossModuleImportsNotThroughIndexOutsideExceptions: notFace.filter(
-      (e) => !isException(e.from) && !isException(e.to),
-    ).length,
     depsImportsOfModuleInternals: depsInternals.filter((e) => !isFace(e.to)).map((e) => e.to),
   };
 }

@@ -2,9 +2,14 @@
  * `npm test`: builds the migrated template database once (PGlite, or PostgreSQL when
  * TEST_DATABASE_URL is set), then runs every *.test.ts file with node:test, each on its own copy.
  * Extra arguments are passed to `node --test` (e.g. a file to run alone).
+ * The whole suite also measures line and branch coverage of src/ and prints it per folder (QUARRY_TEST_COVERAGE=0
+ * turns it off, =1 on for a few files); .tmp/coverage/lcov.info has the details.
  */
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
+import { printCoverage } from './helpers/coverage.ts';
 import { ensurePgliteTemplate, ensurePostgresTemplate } from './helpers/template.ts';
 
 const env = { ...process.env };
@@ -21,16 +26,29 @@ if (process.env.TEST_DATABASE_URL) {
 const args = process.argv.slice(2);
 const files = args.filter((a) => !a.startsWith('-'));
 const concurrency = process.env.TEST_CONCURRENCY ?? String(Math.max(2, os.availableParallelism()));
+const coverage = process.env.QUARRY_TEST_COVERAGE ? process.env.QUARRY_TEST_COVERAGE === '1' : files.length === 0;
+const lcov = path.join('.tmp', 'coverage', 'lcov.info');
+if (coverage) fs.mkdirSync(path.dirname(lcov), { recursive: true });
+const coverageArgs = [
+  '--experimental-test-coverage',
+  '--test-coverage-include=src/**',
+  `--test-reporter=${path.join(import.meta.dirname, 'helpers', 'spec-reporter.ts')}`,
+  '--test-reporter-destination=stdout',
+  '--test-reporter=lcov',
+  `--test-reporter-destination=${lcov}`,
+];
 const result = spawnSync(
   process.execPath,
   [
     '--test',
     `--test-concurrency=${concurrency}`,
     '--test-timeout=180000',
+    ...(coverage ? coverageArgs : []),
     ...args.filter((a) => a.startsWith('-')),
     // `**` also matches nested folders (test/scraping/).
     ...(files.length ? files : ['test/**/*.test.ts']),
   ],
   { stdio: 'inherit', env },
 );
+if (coverage) printCoverage(lcov);
 process.exit(result.status ?? 1);
