@@ -88,16 +88,11 @@ export interface SendWindow {
   to?: Date;
 }
 
-// `sentMail` is optional in the type only while outreach's callers name a narrower Pick of AppDeps: every caller
-// passes the deps `assembleDeps` built, which carry it.
-type Deps = Pick<AppDeps, 'db' | 'clock'> & Partial<Pick<AppDeps, 'sentMail'>>;
+type Deps = Pick<AppDeps, 'db' | 'clock' | 'sentMail'>;
 
 export function createEmailVerificationService(deps: Deps) {
   const repo = emailVerificationRepository(deps.db);
-  const sentMail = (): SentMail => {
-    if (!deps.sentMail) throw new Error('email verification needs deps.sentMail (built by assembleDeps)');
-    return deps.sentMail;
-  };
+  const sentMail = (): SentMail => deps.sentMail;
 
   /** A campaign id from a client: an outreach campaign (what sends mail) or a deal campaign of the user. */
   async function ownedCampaign(

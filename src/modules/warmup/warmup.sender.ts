@@ -22,7 +22,7 @@ export interface WarmupRunResult {
 }
 
 /**
- * The warmup worker's work (src/queue/workers.ts runs it on its cron): each WARMING domain sends its schedule
+ * The warmup worker's work (src/workers.ts runs it on its cron): each WARMING domain sends its schedule
  * day's volume once. The day row is claimed first (unique per domain and day), so two runs or processes on the
  * same day send it once; a run that dies mid-day leaves the rest of that day unsent (at most once).
  */

@@ -74,7 +74,7 @@ export interface VerifiedEvent {
  * processed in the same transaction, so a re-delivery, even a concurrent one, does nothing.
  */
 export function createInboundWebhookService(
-  deps: Pick<AppDeps, 'db' | 'config' | 'clock' | 'credits' | 'logger'>,
+  deps: Pick<AppDeps, 'db' | 'config' | 'clock' | 'credits' | 'logger' | 'sentMail'>,
   options: { credits?: CreditsService } = {},
 ) {
   const credits = options.credits ?? createCreditsService(deps);

@@ -6,7 +6,7 @@ import { mailboxEndpoints, openImapClient } from '../../../shared/mail/mailbox.t
 import { connectionsRepository, type MailboxRow } from '../connections/connections.repository.ts';
 import { createInboxService, type InboundOutcome } from './inbox.service.ts';
 
-type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'logger'>;
+type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'logger' | 'sentMail'>;
 
 /** Messages fetched and processed between two saves of the mailbox's position. */
 const FETCH_BATCH = 200;

@@ -13,7 +13,7 @@ import { messagesRepository } from '../messages/messages.repository.ts';
 import { replyStops } from '../sequencer/sequencer.decisions.ts';
 import { classifyInbound, type InboundHeaders, messageIdsOf } from './inbox.classify.ts';
 
-type Deps = Pick<AppDeps, 'db' | 'clock'>;
+type Deps = Pick<AppDeps, 'db' | 'clock' | 'sentMail'>;
 
 /** Stored text of an inbound mail at most (the inbox shows replies, not archives). */
 const MAX_BODY = 100_000;

@@ -23,7 +23,7 @@ import { unsubscribeAddress } from '../unsubscribe/unsubscribe.service.ts';
 import type { PlatformWebhookEvent } from './platform.ts';
 import { webhookTokenMatches } from './platforms.ts';
 
-type Deps = Pick<AppDeps, 'db' | 'clock' | 'credits' | 'config'>;
+type Deps = Pick<AppDeps, 'db' | 'clock' | 'credits' | 'config' | 'sentMail'>;
 
 const digestOf = (event: PlatformWebhookEvent) => event.eventId.slice(event.eventId.indexOf(':') + 1);
 
