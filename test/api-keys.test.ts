@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../src/app.ts';
-import { assembleDeps } from '../src/deps.ts';
+import { assembleDeps } from '../src/assemble-deps.ts';
 import { ManualClock } from '../src/shared/clock.ts';
 import { createNotifier } from '../src/shared/notify.ts';
 import { createTestContext, eventually, type TestContext } from './helpers/app.ts';

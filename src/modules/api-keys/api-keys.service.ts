@@ -34,6 +34,13 @@ export const publicKeyView = (row: ApiKeyRow) => ({
 
 export type ApiKeyService = ReturnType<typeof createApiKeyService>;
 
+declare module '../../deps.ts' {
+  interface AppDeps {
+    /** API keys: resolved on every request (auth), minted at signup, invalidated when a user is suspended. */
+    apiKeys: ApiKeyService;
+  }
+}
+
 /**
  * API keys: minted, listed, rotated, revoked; and resolved on every request from a short-lived
  * in-process cache (no database round trip per request), invalidated across processes on revoke.

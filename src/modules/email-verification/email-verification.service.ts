@@ -83,6 +83,13 @@ export interface SentMail {
   /** Stops the active sequences of these addresses (BOUNCED) in the caller's transaction. */
   stopEnrollmentsOf(tx: Db | Tx, userId: string, emails: string[], status: 'BOUNCED', now: Date): Promise<unknown>;
 }
+
+declare module '../../deps.ts' {
+  interface AppDeps {
+    /** Outreach's sends and sequences as email verification sees them (bounce rates; a hard bounce stops sequences). */
+    sentMail: SentMail;
+  }
+}
 export interface SendWindow {
   from?: Date;
   to?: Date;

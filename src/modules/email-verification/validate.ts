@@ -124,6 +124,13 @@ export interface EmailValidator {
   validateEmail(email: string, context: { userId: string }): Promise<EmailValidation>;
 }
 
+declare module '../../deps.ts' {
+  interface AppDeps {
+    /** Email validation (syntax, suppressions, bounces, DNS, SMTP probe), which the leads module stores per lead. */
+    emailValidator: EmailValidator;
+  }
+}
+
 const RISKY_FLAGS: ValidationFlag[] = ['disposable', 'possible_typo', 'role_account', 'catch_all'];
 
 /**
