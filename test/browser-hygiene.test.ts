@@ -1,0 +1,105 @@
+/**
+ * No Chromium outlives the service: after a kill -9 of the service its Chromium processes survive (nothing
+ * else could stop them), and the next start of the same host kills them and removes their profiles; SIGTERM
+ * releases every session before the process exits.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, it } from 'node:test';
+import { eventually } from './helpers/app.ts';
+import { ourChromiumPids } from './helpers/browser.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { type ApiClient, apiClient, signedUpClient } from './helpers/http-client.ts';
+import { freePort, type ServiceProcess, startService, waitHealthy } from './helpers/process.ts';
+
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-hygiene-'));
+let db: TestDatabase | undefined;
+let service: ServiceProcess | undefined;
+let port: number;
+const chromiumBefore = new Set(ourChromiumPids());
+const ours = () => ourChromiumPids().filter((pid) => !chromiumBefore.has(pid));
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return !/\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+};
+const profileDir = (pid: number) =>
+  fs
+    .readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+    .split('\0')
+    .find((a) => a.startsWith('--user-data-dir='))!
+    .slice('--user-data-dir='.length);
+
+before(async () => {
+  if (process.env.TEST_DATABASE_URL) db = await createTestDatabase();
+  port = await freePort();
+});
+after(async () => {
+  service?.child.kill('SIGKILL');
+  await service?.exited;
+  await db?.database.close();
+  await db?.drop();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  assert.deepEqual(ours(), [], 'no Chromium of ours left');
+});
+
+async function start(): Promise<ServiceProcess> {
+  service = startService({
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+    RUN_WORKERS: 'false',
+    ...(db?.url ? { DATABASE_URL: db.url } : {}),
+  });
+  await waitHealthy(port, service);
+  return service;
+}
+
+it('a kill -9 of the service leaves Chromium behind; the next start reaps it; SIGTERM closes all', async () => {
+  await start();
+  const base = `http://127.0.0.1:${port}`;
+  const client: ApiClient = await signedUpClient(base, `hygiene-${process.pid}@example.com`);
+  const created = await Promise.all(
+    [1, 2].map(async () => (await client.call('POST', '/api/browser/sessions', {})).body.data.session),
+  );
+  assert.deepEqual(
+    created.map((s) => s.status),
+    ['LIVE', 'LIVE'],
+  );
+  const pids = ours();
+  assert.ok(pids.length >= 2, `Chromium processes of the sessions: ${pids.length}`);
+  const dirs = [...new Set(pids.map(profileDir))];
+  assert.equal(dirs.length, 2);
+
+  service!.child.kill('SIGKILL');
+  await service!.exited;
+  await new Promise((r) => setTimeout(r, 300));
+  assert.ok(pids.some(alive), 'Chromium survives its killed parent');
+
+  await start();
+  await eventually(async () => !pids.some(alive), 10_000);
+  for (const dir of dirs) assert.equal(fs.existsSync(dir), false, `${dir} removed`);
+  const again = apiClient(base, client.headers.authorization!.slice('Bearer '.length));
+  for (const s of created) {
+    const view = (await again.call('GET', `/api/browser/sessions/${s.id}`)).body.data.session;
+    assert.equal(view.status, 'FAILED');
+    assert.equal(view.endReason, 'the host restarted');
+  }
+
+  const last = (await again.call('POST', '/api/browser/sessions', {})).body.data.session;
+  assert.equal(last.status, 'LIVE');
+  const lastPids = ours();
+  assert.ok(lastPids.length > 0);
+  service!.child.kill('SIGTERM');
+  assert.equal(await service!.exited, 0);
+  assert.ok(!lastPids.some(alive), 'SIGTERM closed every Chromium');
+  await start();
+  const view = (await again.call('GET', `/api/browser/sessions/${last.id}`)).body.data.session;
+  assert.equal(view.status, 'RELEASED');
+  assert.equal(view.endReason, 'the service stopped');
+});
