@@ -43,7 +43,8 @@ it('Playwright and Puppeteer drive one session at once; a disconnect keeps the p
   await page.setContent('<h1>from playwright</h1>');
 
   const pp = await puppeteer.connect({ browserWSEndpoint: session.cdpUrl, defaultViewport: null });
-  const seen = await Promise.all((await pp.pages()).map((p) => p.evaluate(() => document.body?.textContent ?? '')));
+  const bodyText = 'document.body ? document.body.textContent : ""';
+  const seen = await Promise.all((await pp.pages()).map((p) => p.evaluate(bodyText) as Promise<string>));
   assert.ok(
     seen.some((text) => text.includes('from playwright')),
     'puppeteer sees the page Playwright made',
@@ -53,16 +54,16 @@ it('Playwright and Puppeteer drive one session at once; a disconnect keeps the p
   await eventually(async () => context.pages().length >= 3, 5000);
 
   // Random pixels do not compress: a PNG of 1600×1200 of them is several MB, in one CDP message.
-  await p2.evaluate(() => {
+  await p2.evaluate(`(() => {
     const canvas = document.createElement('canvas');
     canvas.width = 1600;
     canvas.height = 1200;
-    const g = canvas.getContext('2d')!;
+    const g = canvas.getContext('2d');
     const image = g.createImageData(1600, 1200);
     for (let i = 0; i < image.data.length; i++) image.data[i] = (Math.random() * 256) | 0;
     g.putImageData(image, 0, 0);
     document.body.append(canvas);
-  });
+  })()`);
   const shot = await p2.screenshot({ fullPage: true });
   assert.ok(shot.length > 4 * 1024 * 1024, `screenshot of ${shot.length} bytes`);
 
@@ -82,7 +83,7 @@ it('Playwright and Puppeteer drive one session at once; a disconnect keeps the p
     again
       .contexts()[0]!
       .pages()
-      .map((p) => p.evaluate(() => document.body.textContent)),
+      .map((p) => p.evaluate(bodyText) as Promise<string>),
   );
   assert.ok(texts.some((t) => t.includes('from playwright')));
   assert.ok(texts.some((t) => t.includes('from puppeteer')));

@@ -121,7 +121,11 @@ describe('sessions on a host', () => {
     };
     const x = { 'x-client-ref': 'x' };
     const before = (await ctx.api(alice, 'GET', S)).json().data.sessions;
-    assert.deepEqual(before.filter((s: any) => s.status === 'LIVE'), [], 'earlier sessions ended');
+    assert.deepEqual(
+      before.filter((s: any) => s.status === 'LIVE'),
+      [],
+      'earlier sessions ended',
+    );
     const first = await create(alice, {}, x);
     assert.match(await refused(alice, x), /clientRef/);
     const second = await create(alice);

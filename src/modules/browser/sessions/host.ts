@@ -4,10 +4,12 @@
  * The database row says what a session is; this says what runs.
  */
 import type { Browser } from 'playwright-core';
+import { startGuardProxy } from '../../../shared/guard-proxy.ts';
 import { InternalCdpServer } from '../cdp/internal.ts';
 import { CdpMux } from '../cdp/mux.ts';
 import { type ChromiumProcess, launchChromium } from '../pool/chromium.ts';
 import { ProcessRecord } from '../pool/hygiene.ts';
+import { peerInGroup } from '../pool/peer.ts';
 
 export interface Viewport {
   width: number;
@@ -20,6 +22,8 @@ export interface LiveSession {
   clientRef: string | null;
   chromium: ChromiumProcess;
   mux: CdpMux;
+  /** The SSRF guard every connection of this Chromium goes through (none with ALLOW_PRIVATE_NETWORK). */
+  guardUrl?: string;
   /** Users' CDP clients connected now. */
   clients: number;
   lastActivity: number;
@@ -37,6 +41,7 @@ export interface HostOptions {
   hostId: string;
   warmPool: number;
   defaultViewport: Viewport;
+  allowPrivateNetwork: boolean;
   now: () => number;
   /** A session's Chromium died by itself (crash, kill -9). */
   onDied: (session: LiveSession, reason: string) => void;
@@ -45,6 +50,7 @@ export interface HostOptions {
 interface Launched {
   chromium: ChromiumProcess;
   mux: CdpMux;
+  guardUrl?: string;
 }
 
 const READY_TIMEOUT_MS = 30_000;
@@ -89,7 +95,22 @@ export class BrowserHost {
   }
 
   async #launch(viewport: Viewport): Promise<Launched> {
-    const chromium = launchChromium({ chromiumPath: this.#options.chromiumPath, viewport });
+    // The guard admits connections of this Chromium's process group only: it cannot send proxy credentials.
+    let group = -1;
+    const stopGuard = new AbortController();
+    const guard = this.#options.allowPrivateNetwork
+      ? undefined
+      : await startGuardProxy({
+          allowPrivateNetwork: false,
+          signal: stopGuard.signal,
+          admitPeer: async (socket) => peerInGroup(socket, group),
+        });
+    const chromium = launchChromium({ chromiumPath: this.#options.chromiumPath, viewport, proxyServer: guard?.url });
+    group = chromium.pid;
+    void chromium.exited.then(() => {
+      stopGuard.abort();
+      void guard?.close();
+    });
     this.#record.add(chromium.pid, chromium.userDataDir);
     void chromium.exited.then(() => this.#record.remove(chromium.pid));
     const mux = new CdpMux(chromium.input, chromium.output);
@@ -112,7 +133,7 @@ export class BrowserHost {
     } finally {
       clearTimeout(timer);
     }
-    return { chromium, mux };
+    return { chromium, mux, guardUrl: guard?.url };
   }
 
   #replenish(): void {

@@ -29,6 +29,8 @@ export interface ListFilters {
   limit: number;
 }
 
+const metadataPair = ([key, value]: [string, string]) => JSON.stringify({ [key]: value });
+
 export const sessionsRepository = {
   /** Serializes admission per user: the live counts read next stay true until the transaction ends. */
   async lockUser(tx: Tx, userId: string): Promise<void> {
@@ -72,9 +74,7 @@ export const sessionsRepository = {
           inScope(scope),
           filters.status ? eq(browserSessions.status, filters.status) : undefined,
           filters.clientRef !== undefined ? eq(browserSessions.clientRef, filters.clientRef) : undefined,
-          filters.metadata
-            ? sql`${browserSessions.metadata} @> ${JSON.stringify({ [filters.metadata[0]]: filters.metadata[1] })}::jsonb`
-            : undefined,
+          filters.metadata ? sql`${browserSessions.metadata} @> ${metadataPair(filters.metadata)}::jsonb` : undefined,
           filters.before ? lt(browserSessions.id, filters.before) : undefined,
         ),
       )

@@ -56,6 +56,7 @@ export function createBrowserSessions(deps: AppDeps) {
         hostId,
         warmPool: config.BROWSER_WARM_POOL,
         defaultViewport: DEFAULT_VIEWPORT,
+        allowPrivateNetwork: config.ALLOW_PRIVATE_NETWORK,
         now,
         onDied: (session, reason) => void end(session.id, 'FAILED', reason),
       })
