@@ -6,15 +6,17 @@ import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { chromium } from 'playwright-core';
 import puppeteer from 'puppeteer-core';
+import WebSocket from 'ws';
 import { cdpTokenKey, signCdpToken } from '../src/modules/browser/cdp/token.ts';
+import { browserSessionsOf } from '../src/modules/browser/index.ts';
 import { secretKeyMaterial } from '../src/shared/crypto.ts';
 import { eventually, type TestUser } from './helpers/app.ts';
-import { type BrowserTestContext, createBrowserContext, ourChromiumPids, upgradeStatus } from './helpers/browser.ts';
+import { type BrowserTestContext, createBrowserContext, upgradeStatus } from './helpers/browser.ts';
+import { listenersOf } from './helpers/listeners.ts';
 
 let ctx: BrowserTestContext;
 let alice: TestUser;
 let bob: TestUser;
-const chromiumBefore = ourChromiumPids().length;
 
 before(async () => {
   ctx = await createBrowserContext();
@@ -22,7 +24,6 @@ before(async () => {
 });
 after(async () => {
   await ctx.close();
-  assert.equal(ourChromiumPids().length, chromiumBefore, 'no Chromium of ours left');
 });
 
 const create = async (user: TestUser, body: object = {}) => {
@@ -89,6 +90,36 @@ it('Playwright and Puppeteer drive one session at once; a disconnect keeps the p
   assert.ok(texts.some((t) => t.includes('from puppeteer')));
   await again.close();
   assert.equal((await ctx.api(alice, 'DELETE', `/api/browser/sessions/${session.id}`)).statusCode, 200);
+});
+
+it("the service's own Playwright connects once per session, through a loopback listener with a secret path", async () => {
+  const session = await create(alice);
+  const sessions = browserSessionsOf(ctx.deps);
+  const first = await sessions.playwright(session.id);
+  assert.equal(await sessions.playwright(session.id), first, 'reused');
+  const page = await first.contexts()[0]!.newPage();
+  await page.setContent('<b>rest</b>');
+  assert.equal(await page.textContent('b'), 'rest');
+  // Only loopback listeners: the API (bound by the test) and the internal CDP endpoint.
+  for (const l of listenersOf()) assert.match(l.address, /^(127\.0\.0\.1|::1)$/);
+  const internal = listenersOf().filter((l) => `127.0.0.1:${l.port}` !== ctx.hostPort);
+  assert.ok(internal.length >= 1);
+  // Without the secret path: closed at once.
+  for (const l of internal) {
+    const ws = new WebSocket(`ws://127.0.0.1:${l.port}/guess/${session.id}`);
+    const code = await new Promise<number>((resolve) => {
+      ws.once('close', (c) => resolve(c));
+      ws.once('error', () => resolve(-1));
+    });
+    assert.notEqual(code, 1000);
+  }
+  // A REST operation counts as activity; the client count is users' clients only.
+  assert.equal(
+    (await ctx.api(alice, 'GET', `/api/browser/sessions/${session.id}`)).json().data.session.connectedClients,
+    0,
+  );
+  assert.equal((await ctx.api(alice, 'DELETE', `/api/browser/sessions/${session.id}`)).statusCode, 200);
+  await assert.rejects(sessions.playwright(session.id));
 });
 
 it('refuses a bad, expired or foreign token before the upgrade', async () => {

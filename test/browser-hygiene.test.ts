@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, it } from 'node:test';
 import { eventually } from './helpers/app.ts';
-import { ourChromiumPids } from './helpers/browser.ts';
+import { recordedChromium, running } from './helpers/browser.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { type ApiClient, apiClient, signedUpClient } from './helpers/http-client.ts';
 import { freePort, type ServiceProcess, startService, waitHealthy } from './helpers/process.ts';
@@ -17,22 +17,10 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-hygiene-'));
 let db: TestDatabase | undefined;
 let service: ServiceProcess | undefined;
 let port: number;
-const chromiumBefore = new Set(ourChromiumPids());
-const ours = () => ourChromiumPids().filter((pid) => !chromiumBefore.has(pid));
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return !/\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
-};
-const profileDir = (pid: number) =>
-  fs
-    .readFileSync(`/proc/${pid}/cmdline`, 'utf8')
-    .split('\0')
-    .find((a) => a.startsWith('--user-data-dir='))!
-    .slice('--user-data-dir='.length);
+/** The service's Chromium processes, as its host records them. */
+const ours = () => recordedChromium(dataDir).filter((e) => running(e.pid));
+const alive = running;
+let seen: number[] = [];
 
 before(async () => {
   if (process.env.TEST_DATABASE_URL) db = await createTestDatabase();
@@ -43,8 +31,9 @@ after(async () => {
   await service?.exited;
   await db?.database.close();
   await db?.drop();
+  const left = seen.filter(alive);
   fs.rmSync(dataDir, { recursive: true, force: true });
-  assert.deepEqual(ours(), [], 'no Chromium of ours left');
+  assert.deepEqual(left, [], 'no Chromium of ours left');
 });
 
 async function start(): Promise<ServiceProcess> {
@@ -70,13 +59,13 @@ it('a kill -9 of the service leaves Chromium behind; the next start reaps it; SI
     created.map((s) => s.status),
     ['LIVE', 'LIVE'],
   );
-  const pids = ours();
-  assert.ok(pids.length >= 2, `Chromium processes of the sessions: ${pids.length}`);
-  const dirs = [...new Set(pids.map(profileDir))];
-  assert.equal(dirs.length, 2);
+  const pids = ours().map((e) => e.pid);
+  seen = [...pids];
+  assert.equal(pids.length, 2, 'one Chromium per session');
+  const dirs = ours().map((e) => e.userDataDir);
 
   // Chromium may notice its closed DevTools pipe and exit by itself, or hang: stopped, it stands for a hung one.
-  for (const pid of pids) process.kill(pid, 'SIGSTOP');
+  for (const pid of pids) process.kill(-pid, 'SIGSTOP');
   service!.child.kill('SIGKILL');
   await service!.exited;
   await new Promise((r) => setTimeout(r, 300));
@@ -95,8 +84,9 @@ it('a kill -9 of the service leaves Chromium behind; the next start reaps it; SI
 
   const last = (await again.call('POST', '/api/browser/sessions', {})).body.data.session;
   assert.equal(last.status, 'LIVE');
-  const lastPids = ours();
-  assert.ok(lastPids.length > 0);
+  const lastPids = ours().map((e) => e.pid);
+  seen.push(...lastPids);
+  assert.equal(lastPids.length, 1);
   service!.child.kill('SIGTERM');
   assert.equal(await service!.exited, 0);
   assert.ok(!lastPids.some(alive), 'SIGTERM closed every Chromium');

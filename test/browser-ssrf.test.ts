@@ -9,11 +9,13 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, it } from 'node:test';
 import { chromium } from 'playwright-core';
+import WebSocket from 'ws';
+import { police } from '../src/modules/browser/cdp/policy.ts';
 import { browserSessionsOf } from '../src/modules/browser/index.ts';
 import { peerInGroup } from '../src/modules/browser/pool/peer.ts';
 import { SSRF_HEADER, startGuardProxy } from '../src/shared/guard-proxy.ts';
 import type { TestUser } from './helpers/app.ts';
-import { type BrowserTestContext, createBrowserContext, ourChromiumPids } from './helpers/browser.ts';
+import { type BrowserTestContext, createBrowserContext } from './helpers/browser.ts';
 
 let ctx: BrowserTestContext;
 let alice: TestUser;
@@ -23,7 +25,6 @@ const fixture = http.createServer((_req, res) => {
   res.end('<p id="secret">internal</p>');
 });
 let fixtureUrl: string;
-const chromiumBefore = ourChromiumPids().length;
 
 before(async () => {
   await new Promise<void>((resolve) => fixture.listen(0, '127.0.0.1', resolve));
@@ -34,7 +35,6 @@ before(async () => {
 after(async () => {
   await ctx.close();
   fixture.close();
-  assert.equal(ourChromiumPids().length, chromiumBefore, 'no Chromium of ours left');
 });
 
 /** An HTTP request through `proxy` from this process: the status it answers. */
@@ -63,12 +63,32 @@ it('CDP navigation and in-page fetch to a loopback server are refused by the gua
   assert.notEqual(fetched, 200);
   assert.equal(hits, 0, 'the loopback server saw no request');
 
+  // A browser context with a proxy of its own would go around the guard: refused.
+  const raw = new WebSocket(session.cdpUrl);
+  await new Promise((resolve) => raw.once('open', resolve));
+  const answer = new Promise<any>((resolve) => raw.on('message', (m) => resolve(JSON.parse(String(m)))));
+  raw.send(JSON.stringify({ id: 7, method: 'Target.createBrowserContext', params: { proxyServer: 'direct://' } }));
+  const refused = await answer;
+  assert.equal(refused.id, 7);
+  assert.match(refused.error.message, /proxy/);
+  raw.close();
+
   // The same guard, asked by another process (this one): refused before anything is relayed.
   const guardUrl = browserSessionsOf(ctx.deps).host!.get(session.id)!.guardUrl!;
   assert.equal(await viaProxy(guardUrl, fixtureUrl), 407);
   assert.equal(hits, 0);
   await browser.close();
   await ctx.api(alice, 'DELETE', `/api/browser/sessions/${session.id}`);
+});
+
+it('download paths are pointed into the session directory', () => {
+  const policy = { downloadDir: '/tmp/quarry-browser-x/Downloads', guarded: true };
+  const command = { method: 'Browser.setDownloadBehavior', params: { behavior: 'allow', downloadPath: '/etc' } };
+  assert.equal(police(command, policy), undefined);
+  assert.equal(command.params.downloadPath, policy.downloadDir);
+  assert.equal(police({ method: 'Target.createBrowserContext', params: {} }, policy), undefined);
+  const proxied = { method: 'Target.createBrowserContext', params: { proxyServer: 'direct://' } };
+  assert.equal(police(proxied, { ...policy, guarded: false }), undefined);
 });
 
 it('a guard admitting by process group relays for that group only', async () => {

@@ -25,9 +25,24 @@ export function ourChromiumPids(): number[] {
   return pids;
 }
 
-/** Profile directories of ours left in the temporary directory. */
-export const ourProfileDirs = (): string[] =>
-  fs.readdirSync(os.tmpdir()).filter((name) => name.startsWith('quarry-browser-'));
+/** The Chromium processes a host of `dataDir` records as started and not yet gone (pool/hygiene.ts). */
+export function recordedChromium(dataDir: string): { pid: number; userDataDir: string }[] {
+  const dir = path.join(dataDir, 'browser-hosts');
+  if (!fs.existsSync(dir)) return [];
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .flatMap((f) => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')));
+}
+
+/** Whether `pid` runs (a zombie does not count). */
+export function running(pid: number): boolean {
+  try {
+    return !/\) Z /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
 
 export interface BrowserTestContext extends TestContext {
   /** host:port the service listens on (cdpUrls are built from it). */
@@ -46,8 +61,18 @@ export async function createBrowserContext(options: TestContextOptions = {}): Pr
   const ctx = await createTestContext({ workers: false, ...options });
   await ctx.app.listen({ host: '127.0.0.1', port: 0 });
   const hostPort = `127.0.0.1:${(ctx.app.server.address() as AddressInfo).port}`;
+  const close = ctx.close;
   return Object.assign(ctx, {
     hostPort,
+    /** Closes the service, then checks every Chromium it started is gone with its profile directory. */
+    async close() {
+      const started = recordedChromium(ctx.dataDir);
+      await close();
+      for (const { pid, userDataDir } of started) {
+        if (running(pid)) throw new Error(`Chromium ${pid} outlived the service`);
+        if (fs.existsSync(userDataDir)) throw new Error(`${userDataDir} outlived the service`);
+      }
+    },
     api: (user: TestUser, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown, headers = {}) =>
       ctx.app.inject({
         method,

@@ -6,6 +6,7 @@
  * the client's own browser sessionId is stripped on the way back, so each client sees a browser of its own.
  */
 import type { Readable, Writable } from 'node:stream';
+import { type CommandPolicy, police } from './policy.ts';
 
 /** What the multiplexer needs of a client connection (a WebSocket, or the service's own Playwright). */
 export interface CdpSink {
@@ -51,8 +52,11 @@ export class CdpMux {
   /** Called on every message a client sends (idleness is measured by the session host). */
   onActivity: () => void = () => {};
 
-  constructor(input: Writable, output: Readable) {
+  #policy: CommandPolicy;
+
+  constructor(input: Writable, output: Readable, policy: CommandPolicy) {
     this.#input = input;
+    this.#policy = policy;
     let chunks: Buffer[] = [];
     output.on('data', (data: Buffer) => {
       let start = 0;
@@ -170,6 +174,13 @@ export class CdpMux {
     if (message.sessionId !== undefined && !client.sessions.has(message.sessionId)) {
       const error = { code: -32001, message: `Session with given id not found: ${message.sessionId}` };
       client.sink.send(JSON.stringify({ id: message.id, sessionId: message.sessionId, error }));
+      return;
+    }
+    const refused = police(message, this.#policy);
+    if (refused) {
+      client.sink.send(
+        JSON.stringify({ id: message.id, sessionId: message.sessionId, error: { code: -32000, message: refused } }),
+      );
       return;
     }
     const id = this.#nextId++;

@@ -3,6 +3,7 @@
  * connected and the last activity (what the reaper judges), and the service's own Playwright connection.
  * The database row says what a session is; this says what runs.
  */
+import path from 'node:path';
 import type { Browser } from 'playwright-core';
 import { startGuardProxy } from '../../../shared/guard-proxy.ts';
 import { InternalCdpServer } from '../cdp/internal.ts';
@@ -113,7 +114,11 @@ export class BrowserHost {
     });
     this.#record.add(chromium.pid, chromium.userDataDir);
     void chromium.exited.then(() => this.#record.remove(chromium.pid));
-    const mux = new CdpMux(chromium.input, chromium.output);
+    // Downloads stay inside the profile directory, removed with it.
+    const mux = new CdpMux(chromium.input, chromium.output, {
+      downloadDir: path.join(chromium.userDataDir, 'Downloads'),
+      guarded: guard !== undefined,
+    });
     let timer: NodeJS.Timeout | undefined;
     try {
       const ready = await Promise.race([
