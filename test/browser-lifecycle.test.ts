@@ -4,9 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'drizzle-orm';
 import WebSocket from 'ws';
+import { queryRows } from '../src/db/client.ts';
 import { browserSessionsOf } from '../src/modules/browser/index.ts';
 import { admit, dueEnding, minutesOf } from '../src/modules/browser/sessions/lifecycle.ts';
+import { eventDataSchemas } from '../src/shared/event-payloads.ts';
 import { eventually, type TestUser } from './helpers/app.ts';
 import { type BrowserTestContext, createBrowserContext, ourChromiumPids } from './helpers/browser.ts';
 
@@ -100,13 +103,28 @@ describe('sessions on a host', () => {
     await closed;
   });
 
-  it('a Chromium killed by SIGKILL marks its session FAILED with the reason', async () => {
-    const s = await create(alice);
+  it('a Chromium killed by SIGKILL marks its session FAILED with the reason, and tells the webhooks', async () => {
+    const hook = await ctx.api(alice, 'POST', '/api/webhooks', {
+      url: 'http://127.0.0.1:9/hook',
+      eventTypes: ['browser.session.ended'],
+    });
+    assert.equal(hook.statusCode, 201, JSON.stringify(hook.json()));
+    const s = await create(alice, { metadata: { run: 'kill' } });
     const live = browserSessionsOf(ctx.deps).host!.get(s.id)!;
     process.kill(live.chromium.pid, 'SIGKILL');
     const done = await ended(alice, s.id);
     assert.equal(done.status, 'FAILED');
     assert.match(done.endReason, /SIGKILL/);
+    const events = await queryRows<{ data: Record<string, unknown> }>(
+      ctx.deps.db,
+      sql`SELECT data FROM webhook_events WHERE user_id = ${alice.id} AND type = 'browser.session.ended'`,
+    );
+    const data = events.map((e) => eventDataSchemas['browser.session.ended'].parse(e.data));
+    const mine = data.find((d) => d.sessionId === s.id);
+    assert.ok(mine, 'one event for the session');
+    assert.equal(mine.status, 'FAILED');
+    assert.deepEqual(mine.metadata, { run: 'kill' });
+    assert.equal(mine.minutes, 1);
   });
 
   it('capacity: per clientRef, per user and per host, 429 CAPACITY_EXCEEDED with Retry-After', async () => {
