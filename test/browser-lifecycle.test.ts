@@ -182,3 +182,24 @@ describe('a warm pool', () => {
     }
   });
 });
+
+describe('a host that cannot take sessions', () => {
+  it('below the free-memory floor: 429; with RUN_BROWSERS=false: 503', async () => {
+    for (const [env, status, code] of [
+      [{ BROWSER_MIN_FREE_MEMORY_MB: '1000000' }, 429, 'CAPACITY_EXCEEDED'],
+      [{ RUN_BROWSERS: 'false' }, 503, 'SERVICE_UNAVAILABLE'],
+    ] as const) {
+      const ctx = await createBrowserContext({ env });
+      try {
+        const user = await ctx.signup();
+        const res = await ctx.api(user, 'POST', '/api/browser/sessions', {});
+        assert.equal(res.statusCode, status, JSON.stringify(res.json()));
+        assert.equal(res.json().error.code, code);
+        if (status === 429) assert.match(res.json().error.message, /memory/);
+        assert.deepEqual((await ctx.api(user, 'GET', '/api/browser/sessions')).json().data.sessions, []);
+      } finally {
+        await ctx.close();
+      }
+    }
+  });
+});
