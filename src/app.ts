@@ -7,6 +7,7 @@ import { adminRoutes } from './modules/admin/index.ts';
 import { analyticsRoutes } from './modules/analytics/index.ts';
 import { apiKeyRoutes } from './modules/api-keys/index.ts';
 import { authRoutes } from './modules/auth/index.ts';
+import { browserCdpRoutes, browserSessionRoutes } from './modules/browser/index.ts';
 import { chatRoutes } from './modules/chat/index.ts';
 import { consentRoutes } from './modules/consent/index.ts';
 import { creditRoutes } from './modules/credits/index.ts';
@@ -83,6 +84,9 @@ const routeModules: RouteModule[] = [
   outreachCampaignRoutes,
   outreachUnsubscribeRoutes,
   outreachEmailRoutes,
+  // ---- cloud browser ----
+  browserSessionRoutes,
+  browserCdpRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

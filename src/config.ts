@@ -51,6 +51,7 @@ const creditPrices = z.strictObject({
   email_validations: creditPrice.default(1),
   emails_sent: creditPrice.default(1),
   ai_tokens: creditPrice.default(1),
+  browser_minutes: creditPrice.default(1),
 });
 export type CreditPrices = z.infer<typeof creditPrices>;
 
@@ -162,6 +163,27 @@ const envSchema = z.object({
   /** Events, their deliveries and attempts are kept this long. */
   WEBHOOK_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   // ---- end of outbound webhooks ----
+  // ---- Cloud browser (docs/configuration.md) ----
+  /** This process hosts browser sessions (each a Chromium of its own). */
+  RUN_BROWSERS: bool.default(true),
+  /** Names this host on the sessions it holds; default the machine's name and DATA_DIR, stable across restarts. */
+  BROWSER_HOST_ID: z
+    .string()
+    .regex(/^[\w.:-]{1,100}$/, 'letters, digits, . : _ -')
+    .optional(),
+  /** Live sessions per host, per user, per clientRef (429 CAPACITY_EXCEEDED beyond). */
+  BROWSER_MAX_SESSIONS: z.coerce.number().int().min(0).max(1000).default(10),
+  BROWSER_MAX_SESSIONS_PER_USER: z.coerce.number().int().min(1).max(1000).default(5),
+  BROWSER_MAX_SESSIONS_PER_CLIENT_REF: z.coerce.number().int().min(1).max(1000).default(2),
+  /** No new session while the machine has less free memory than this. */
+  BROWSER_MIN_FREE_MEMORY_MB: z.coerce.number().int().min(0).max(1_000_000).default(256),
+  /** A session's hard timeout unless its create asks otherwise (`timeoutMs`). */
+  BROWSER_SESSION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(86_400_000).default(900_000),
+  /** A session with no client and no action for this long ends, unless keepAlive (`idleTimeoutMs`). */
+  BROWSER_IDLE_TIMEOUT_MS: z.coerce.number().int().min(1000).max(86_400_000).default(300_000),
+  /** Chromium processes kept launched and ready, so a new session starts without waiting for one. */
+  BROWSER_WARM_POOL: z.coerce.number().int().min(0).max(100).default(0),
+  // ---- end of cloud browser ----
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_URL: z.url().optional(),
   // ---- Credits and payments (docs/webhooks-and-credits.md "Credits") ----

@@ -211,6 +211,7 @@ describe('GET /api/credits/pricing', () => {
         ['email_validations', 1],
         ['ai_tokens', 1],
         ['emails_sent', 1],
+        ['browser_minutes', 1],
       ],
     );
     assert.match(data.prices[2].unit, /1,000 AI tokens/);

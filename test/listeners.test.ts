@@ -10,7 +10,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startGuardProxy } from '../src/modules/scraping/browser-guard-proxy.ts';
+import { startGuardProxy } from '../src/shared/guard-proxy.ts';
 import { CHROMIUM_PATH, CHROMIUM_SKIP, chromiumMissing } from './fixtures/crawl-run.ts';
 import { DIRECTORY_SELECTORS, type FixtureSite, startFixtureSite } from './fixtures/sites.ts';
 import { listenersOf, nonLoopbackListeners } from './helpers/listeners.ts';

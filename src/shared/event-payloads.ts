@@ -91,7 +91,18 @@ export const eventDataSchemas = {
       pausedAt: time,
     })
     .describe('Warmup of a sending domain was paused automatically: its bounce or spam rate went over the limit.'),
-  'browser.session.ended': z.looseObject({ sessionId: id }).describe('A cloud browser session ended.'),
+  'browser.session.ended': z
+    .looseObject({
+      sessionId: id,
+      status: z.enum(['RELEASED', 'EXPIRED', 'FAILED']),
+      endReason: z.string().describe('released, timeout, idle, the service stopped, or why Chromium died'),
+      clientRef: z.string().nullable(),
+      metadata: z.record(z.string(), z.string()),
+      minutes: z.int().describe('Browser minutes charged (started minutes; 0 when it never ran)'),
+      createdAt: time,
+      endedAt: time,
+    })
+    .describe('A cloud browser session ended.'),
 } satisfies Record<EventType, z.ZodType>;
 
 /** The body of a delivery of `type`. */

@@ -63,6 +63,13 @@ export const openApiTags = [
     name: 'Email verification',
     description: 'Bounce ingestion (RFC 3464 DSNs or JSON), bounce figures, and the spam-trap risk of addresses.',
   },
+  // ---- cloud browser ----
+  {
+    name: 'Cloud Browser',
+    description:
+      'Chromium sessions that Playwright and Puppeteer connect to (`cdpUrl`, WS /api/browser/sessions/{id}/cdp), ' +
+      'with idle and hard timeouts, capacity limits and X-Client-Ref tenancy.',
+  },
 ];
 
 /**
@@ -212,6 +219,13 @@ export const operationIds: Record<string, string> = {
   'POST /api/email-verification/bounces': 'ingestBounce',
   'GET /api/email-verification/bounces': 'listBounces',
   'POST /api/email-verification/spam-traps/check': 'checkSpamTraps',
+  // ---- cloud browser ----
+  'POST /api/browser/sessions': 'createBrowserSession',
+  'GET /api/browser/sessions': 'listBrowserSessions',
+  'GET /api/browser/sessions/{id}': 'getBrowserSession',
+  'PATCH /api/browser/sessions/{id}': 'updateBrowserSession',
+  'DELETE /api/browser/sessions/{id}': 'releaseBrowserSession',
+  'POST /api/browser/sessions/release-all': 'releaseAllBrowserSessions',
 };
 
 /** `/api/leads/:id` → `/api/leads/{id}` (the document's form of a path). */

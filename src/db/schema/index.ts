@@ -2,6 +2,7 @@ export * from './accounts.ts';
 export * from './admin.ts';
 export * from './ai.ts';
 export * from './analytics.ts';
+export * from './browser.ts';
 export * from './campaigns.ts';
 export * from './chat.ts';
 export * from './credits.ts';

@@ -4,8 +4,8 @@
  * `@crawlee/browser-pool/proxy-server.js` starts a proxy-chain server on port 0 of every interface, with no
  * credentials and no address check, as soon as the module loads: its address is only a placeholder launch proxy
  * for per-context proxies (Playwright: "can be any string"), and Quarry always launches Chromium with its own
- * guard proxy (browser-guard-proxy.ts), which replaces it. Anyone who reached the host could relay through it to
- * loopback. The module is put in Node's CommonJS cache, before the browser pool is loaded, as one that opens
+ * guard proxy (src/shared/guard-proxy.ts), which replaces it. Anyone who reached the host could relay through it
+ * to loopback. The module is put in Node's CommonJS cache, before the browser pool is loaded, as one that opens
  * nothing. Imported for this effect alone, by playwright-crawler.ts, before `@crawlee/playwright`.
  */
 import Module, { createRequire } from 'node:module';

@@ -1,12 +1,12 @@
 /**
  * DYNAMIC: Crawlee's PlaywrightCrawler on playwright-core and the system Chromium. Every browser
- * connection goes through the crawl's guard proxy (browser-guard-proxy.ts: redirects included);
+ * connection goes through the crawl's guard proxy (shared/guard-proxy.ts: redirects included);
  * `page.route` refuses private hosts early (naming the address), blocks images/fonts/media, and
  * stops everything once the crawl is stopped. Extraction runs in the page after `waitFor`.
  */
 import { chromium, type Page, type Request as PwRequest, type Route } from 'playwright-core';
+import { type GuardProxy, SSRF_HEADER, startGuardProxy } from '../../shared/guard-proxy.ts';
 import { assertPublicHost, SsrfBlockedError } from '../../shared/ssrf.ts';
-import { type GuardProxy, SSRF_HEADER, startGuardProxy } from './browser-guard-proxy.ts';
 import { pageHandler } from './crawl-handler.ts';
 import { CrawlAbortedError, type CrawlSession, ssrfCrawlError } from './crawl-session.ts';
 import { extractInPage, waitForSelector } from './extract-browser.ts';

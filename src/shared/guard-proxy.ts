@@ -13,6 +13,8 @@
  *
  * It listens on loopback only and asks for credentials made for this one crawl (407 without them), so no other
  * process on the host can relay through it; it closes when the crawl ends (docs/CONVENTIONS.md, Listeners).
+ * A client that cannot send proxy credentials (Chromium given `--proxy-server` by hand, for a browser session)
+ * is admitted by its connecting process instead (`admitPeer`, judged once per connection).
  */
 import crypto from 'node:crypto';
 import http from 'node:http';
@@ -20,7 +22,7 @@ import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type Dispatcher, ProxyAgent, request as undiciRequest } from 'undici';
-import { safeEqual } from '../../shared/crypto.ts';
+import { safeEqual } from './crypto.ts';
 import {
   assertPublicHost,
   createGuardedDispatcher,
@@ -29,7 +31,7 @@ import {
   privateAddressReason,
   SsrfBlockedError,
   ssrfCause,
-} from '../../shared/ssrf.ts';
+} from './ssrf.ts';
 
 export interface GuardProxy {
   /** http://127.0.0.1:<port>, for Chromium's --proxy-server. */
@@ -47,6 +49,8 @@ export interface GuardProxyOptions {
   /** The source's proxy (http://user:pass@host:port): requests are chained to it. */
   upstreamProxyUrl?: string;
   signal: AbortSignal;
+  /** Replaces the Basic credentials: whether the process at the other end of this connection may use the proxy. */
+  admitPeer?: (socket: net.Socket) => Promise<boolean>;
 }
 
 const HOP_BY_HOP = new Set([
@@ -119,7 +123,11 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
   const { allowPrivateNetwork, signal } = options;
   const username = `crawl-${crypto.randomBytes(6).toString('hex')}`;
   const password = crypto.randomBytes(24).toString('base64url');
-  const authorized = proxyAuthCheck(username, password);
+  const basicOk = proxyAuthCheck(username, password);
+  const { admitPeer } = options;
+  const admitted = new WeakMap<object, Promise<boolean>>();
+  const authorized = async (req: http.IncomingMessage): Promise<boolean> =>
+    admitPeer ? ((await admitted.get(req.socket)) ?? false) : basicOk(req.headers['proxy-authorization']);
   const upstream = options.upstreamProxyUrl ? new URL(options.upstreamProxyUrl) : undefined;
   const dispatcher: Dispatcher = upstream
     ? new ProxyAgent({ uri: upstream.href })
@@ -135,7 +143,7 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
     upstream ? assertPublicHost(host, allowPrivateNetwork, url) : Promise.resolve();
 
   const server = http.createServer(async (req, res) => {
-    if (!authorized(req.headers['proxy-authorization'])) return void res.writeHead(407, PROXY_CHALLENGE).end();
+    if (!(await authorized(req))) return void res.writeHead(407, PROXY_CHALLENGE).end();
     if (signal.aborted) return void res.writeHead(503).end();
     let target: URL;
     try {
@@ -185,7 +193,7 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
   server.on('connect', async (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
     track(client);
     client.on('error', () => client.destroy());
-    if (!authorized(req.headers['proxy-authorization'])) {
+    if (!(await authorized(req))) {
       return void client.end(
         'HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="quarry-guard"\r\n\r\n',
       );
@@ -212,7 +220,14 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
       client.end(blocked ? 'HTTP/1.1 403 Forbidden\r\n\r\n' : 'HTTP/1.1 502 Bad Gateway\r\n\r\n');
     }
   });
-  server.on('connection', track);
+  server.on('connection', (socket: net.Socket) => {
+    track(socket);
+    if (admitPeer)
+      admitted.set(
+        socket,
+        admitPeer(socket).catch(() => false),
+      );
+  });
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -1,0 +1,54 @@
+/**
+ * WS /api/browser/sessions/{id}/cdp?token=…: the session's Chrome DevTools Protocol for Playwright and Puppeteer.
+ * Authenticated by the cdpUrl's token (not the API key): an invalid or expired token is 401, a session the
+ * token does not name (another session, another user, another clientRef, ended) 404, both before the upgrade.
+ */
+import fastifyWebsocket from '@fastify/websocket';
+import { z } from 'zod';
+import type { RouteModule } from '../../../route-module.ts';
+import { AppError } from '../../../shared/errors.ts';
+import type { LiveSession } from '../sessions/host.ts';
+import { browserSessionsOf } from '../sessions/sessions.service.ts';
+import { attachWebSocket, CDP_MAX_PAYLOAD } from './websocket.ts';
+
+const query = z.object({ token: z.string().max(2000).optional() });
+const params = z.object({ id: z.string().max(100) });
+
+export const browserCdpRoutes: RouteModule = (app, deps) => {
+  const sessions = browserSessionsOf(deps);
+  app.register(async (scoped) => {
+    await scoped.register(fastifyWebsocket, { options: { maxPayload: CDP_MAX_PAYLOAD, perMessageDeflate: false } });
+    const live = new WeakMap<object, LiveSession>();
+    scoped.get(
+      '/api/browser/sessions/:id/cdp',
+      {
+        websocket: true,
+        config: { public: true },
+        schema: { hide: true },
+        preValidation: async (request) => {
+          const { token } = query.parse(request.query);
+          const grant = token ? sessions.verifyToken(token) : undefined;
+          if (!grant)
+            throw new AppError('UNAUTHORIZED', 'Invalid or expired cdpUrl token: GET the session for a fresh one');
+          const { id } = params.parse(request.params);
+          live.set(request, await sessions.liveForGrant(grant, id));
+        },
+      },
+      (socket, request) => {
+        const session = live.get(request);
+        if (!session) return socket.close(1011, 'no session');
+        attachWebSocket(session.mux, socket, {
+          counts: true,
+          onOpen: () => {
+            session.clients++;
+            session.lastActivity = deps.clock.now().getTime();
+          },
+          onClose: () => {
+            session.clients--;
+            session.lastActivity = deps.clock.now().getTime();
+          },
+        });
+      },
+    );
+  });
+};

@@ -1,0 +1,101 @@
+/**
+ * One Chromium process per session: Debian's Chromium in a process group of its own, DevTools over a pipe only
+ * (`--remote-debugging-pipe`, fd 3 we write, fd 4 it writes, NUL-terminated JSON): no DevTools port exists, so
+ * neither a page nor another local user can reach it. A fresh temporary profile directory is removed when it ends.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+
+/** Every profile directory starts with this, so hygiene can tell our Chromium from anyone else's. */
+export const USER_DATA_PREFIX = 'quarry-browser-';
+
+/** Flags of the scraping guide: no background traffic, no QUIC (the guard proxy speaks TCP), no bfcache surprises. */
+const BASE_FLAGS = [
+  '--headless=new',
+  '--no-sandbox',
+  '--remote-debugging-pipe',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-back-forward-cache',
+  '--disable-dev-shm-usage',
+];
+
+export interface LaunchOptions {
+  chromiumPath: string;
+  viewport: { width: number; height: number };
+  /** http://127.0.0.1:port of the guard proxy; loopback goes through it too (`<-loopback>`). */
+  proxyServer?: string;
+}
+
+export interface ChromiumProcess {
+  pid: number;
+  userDataDir: string;
+  /** CDP in (we write) and out (Chromium writes). */
+  input: Writable;
+  output: Readable;
+  /** Settles once the process has exited and its profile directory is gone; the reason is for `endReason`. */
+  exited: Promise<string>;
+  readonly alive: boolean;
+  /** SIGKILL to the whole group (renderers included). */
+  kill(): void;
+}
+
+/** Kills a process group, ignoring one that is already gone. */
+export function killGroup(pgid: number, signal: NodeJS.Signals = 'SIGKILL'): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+export function launchChromium(options: LaunchOptions): ChromiumProcess {
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), USER_DATA_PREFIX));
+  const args = [
+    ...BASE_FLAGS,
+    `--user-data-dir=${userDataDir}`,
+    `--window-size=${options.viewport.width},${options.viewport.height}`,
+  ];
+  if (options.proxyServer) args.push(`--proxy-server=${options.proxyServer}`, '--proxy-bypass-list=<-loopback>');
+  args.push('about:blank');
+  const child: ChildProcess = spawn(options.chromiumPath, args, {
+    detached: true,
+    stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'],
+  });
+  let alive = child.pid !== undefined;
+  const exited = new Promise<string>((resolve) => {
+    const finish = (reason: string) => {
+      alive = false;
+      // Renderers and helpers of the group may outlive the browser process.
+      if (child.pid) killGroup(child.pid);
+      fs.rmSync(userDataDir, { recursive: true, force: true });
+      resolve(reason);
+    };
+    child.once('error', (err) => finish(`chromium failed to start: ${err.message}`));
+    child.once('exit', (code, signal) => finish(signal ? `chromium killed by ${signal}` : `chromium exited (${code})`));
+  });
+  const input = child.stdio[3] as Writable;
+  const output = child.stdio[4] as Readable;
+  // A pipe error means the process is going: `exited` tells why.
+  input.on('error', () => {});
+  output.on('error', () => {});
+  return {
+    pid: child.pid ?? -1,
+    userDataDir,
+    input,
+    output,
+    exited,
+    get alive() {
+      return alive;
+    },
+    kill() {
+      if (child.pid) killGroup(child.pid);
+    },
+  };
+}

@@ -1,0 +1,242 @@
+/**
+ * The sessions this process holds: for each, its Chromium, the CDP multiplexer over its pipe, the clients
+ * connected and the last activity (what the reaper judges), and the service's own Playwright connection.
+ * The database row says what a session is; this says what runs.
+ */
+import path from 'node:path';
+import type { Browser } from 'playwright-core';
+import { startGuardProxy } from '../../../shared/guard-proxy.ts';
+import { InternalCdpServer } from '../cdp/internal.ts';
+import { CdpMux } from '../cdp/mux.ts';
+import { type ChromiumProcess, launchChromium } from '../pool/chromium.ts';
+import { ProcessRecord } from '../pool/hygiene.ts';
+import { peerInGroup } from '../pool/peer.ts';
+
+export interface Viewport {
+  width: number;
+  height: number;
+}
+
+export interface LiveSession {
+  id: string;
+  userId: string;
+  clientRef: string | null;
+  chromium: ChromiumProcess;
+  mux: CdpMux;
+  /** The SSRF guard every connection of this Chromium goes through (none with ALLOW_PRIVATE_NETWORK). */
+  guardUrl?: string;
+  /** Users' CDP clients connected now. */
+  clients: number;
+  lastActivity: number;
+  expiresAt: number;
+  idleTimeoutMs: number;
+  keepAlive: boolean;
+  /** Set once the service ends it: its Chromium's exit is then no failure. */
+  ending: boolean;
+  playwright?: Promise<Browser>;
+}
+
+export interface HostOptions {
+  chromiumPath: string;
+  dataDir: string;
+  hostId: string;
+  warmPool: number;
+  defaultViewport: Viewport;
+  allowPrivateNetwork: boolean;
+  now: () => number;
+  /** A session's Chromium died by itself (crash, kill -9). */
+  onDied: (session: LiveSession, reason: string) => void;
+}
+
+interface Launched {
+  chromium: ChromiumProcess;
+  mux: CdpMux;
+  guardUrl?: string;
+}
+
+const READY_TIMEOUT_MS = 30_000;
+
+export class BrowserHost {
+  readonly hostId: string;
+  #options: HostOptions;
+  #sessions = new Map<string, LiveSession>();
+  #warm: Launched[] = [];
+  #warming = 0;
+  #record: ProcessRecord;
+  #internal = new InternalCdpServer((id) => this.#sessions.get(id)?.mux);
+  #stopped = false;
+
+  constructor(options: HostOptions) {
+    this.#options = options;
+    this.hostId = options.hostId;
+    this.#record = new ProcessRecord(options.dataDir, options.hostId);
+  }
+
+  /** Reaps what a previous run of this host left, then fills the warm pool; answers how many groups were killed. */
+  start(): number {
+    const killed = this.#record.reapPrevious();
+    this.#replenish();
+    return killed;
+  }
+
+  get liveCount(): number {
+    return this.#sessions.size;
+  }
+
+  get warmCount(): number {
+    return this.#warm.length;
+  }
+
+  sessions(): LiveSession[] {
+    return [...this.#sessions.values()];
+  }
+
+  get(id: string): LiveSession | undefined {
+    return this.#sessions.get(id);
+  }
+
+  async #launch(viewport: Viewport): Promise<Launched> {
+    // The guard admits connections of this Chromium's process group only: it cannot send proxy credentials.
+    let group = -1;
+    const stopGuard = new AbortController();
+    const guard = this.#options.allowPrivateNetwork
+      ? undefined
+      : await startGuardProxy({
+          allowPrivateNetwork: false,
+          signal: stopGuard.signal,
+          admitPeer: async (socket) => peerInGroup(socket, group),
+        });
+    const chromium = launchChromium({ chromiumPath: this.#options.chromiumPath, viewport, proxyServer: guard?.url });
+    group = chromium.pid;
+    void chromium.exited.then(() => {
+      stopGuard.abort();
+      void guard?.close();
+    });
+    this.#record.add(chromium.pid, chromium.userDataDir);
+    void chromium.exited.then(() => this.#record.remove(chromium.pid));
+    // Downloads stay inside the profile directory, removed with it.
+    const mux = new CdpMux(chromium.input, chromium.output, {
+      downloadDir: path.join(chromium.userDataDir, 'Downloads'),
+      guarded: guard !== undefined,
+    });
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const ready = await Promise.race([
+        mux.call('Browser.getVersion'),
+        chromium.exited.then((reason) => ({ error: { code: 0, message: reason } })),
+        new Promise<{ error: { code: number; message: string } }>((resolve) => {
+          timer = setTimeout(
+            () => resolve({ error: { code: 0, message: 'chromium did not start in time' } }),
+            READY_TIMEOUT_MS,
+          );
+        }),
+      ]);
+      if ('error' in ready && ready.error) throw new Error(ready.error.message);
+    } catch (error) {
+      chromium.kill();
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+    return { chromium, mux, guardUrl: guard?.url };
+  }
+
+  #replenish(): void {
+    const { warmPool, defaultViewport } = this.#options;
+    while (!this.#stopped && this.#warm.length + this.#warming < warmPool) {
+      this.#warming++;
+      this.#launch(defaultViewport).then(
+        (launched) => {
+          this.#warming--;
+          if (this.#stopped) return launched.chromium.kill();
+          this.#warm.push(launched);
+          // A warm Chromium that dies waits no more.
+          void launched.chromium.exited.then(() => {
+            const at = this.#warm.indexOf(launched);
+            if (at >= 0) this.#warm.splice(at, 1);
+          });
+        },
+        () => {
+          this.#warming--;
+        },
+      );
+    }
+  }
+
+  /** Starts a session's Chromium (a warm one when the viewport is the default) and registers it. */
+  async open(
+    session: Omit<LiveSession, 'chromium' | 'mux' | 'clients' | 'lastActivity' | 'ending' | 'playwright'>,
+    viewport: Viewport,
+  ): Promise<LiveSession> {
+    const { defaultViewport } = this.#options;
+    const sameAsWarm = viewport.width === defaultViewport.width && viewport.height === defaultViewport.height;
+    const launched = (sameAsWarm && this.#warm.shift()) || (await this.#launch(viewport));
+    this.#replenish();
+    const live: LiveSession = {
+      ...session,
+      ...launched,
+      clients: 0,
+      lastActivity: this.#options.now(),
+      ending: false,
+    };
+    launched.mux.onActivity = () => {
+      live.lastActivity = this.#options.now();
+    };
+    this.#sessions.set(live.id, live);
+    void launched.chromium.exited.then((reason) => {
+      launched.mux.close(reason);
+      if (this.#sessions.get(live.id) !== live) return;
+      this.#sessions.delete(live.id);
+      if (!live.ending) this.#options.onDied(live, reason);
+    });
+    if (this.#stopped) await this.close(live.id);
+    return live;
+  }
+
+  /** Marks activity (a REST action, a client connecting or leaving). */
+  touch(id: string): void {
+    const live = this.#sessions.get(id);
+    if (live) live.lastActivity = this.#options.now();
+  }
+
+  /** The service's Playwright on a session: connected once, reused by every REST operation. */
+  playwright(id: string): Promise<Browser> {
+    const live = this.#sessions.get(id);
+    if (!live) return Promise.reject(new Error(`session ${id} is not held by this host`));
+    live.playwright ??= (async () => {
+      const url = await this.#internal.urlOf(id);
+      const { chromium } = await import('playwright-core');
+      return chromium.connectOverCDP(url);
+    })();
+    live.playwright.catch(() => {
+      live.playwright = undefined;
+    });
+    return live.playwright;
+  }
+
+  /** Closes a session's Chromium and waits for it to be gone (profile directory removed). */
+  async close(id: string): Promise<void> {
+    const live = this.#sessions.get(id);
+    if (!live) return;
+    live.ending = true;
+    this.#sessions.delete(id);
+    const playwright = live.playwright;
+    live.playwright = undefined;
+    await playwright?.then((browser) => browser.close()).catch(() => {});
+    live.mux.close('the session ended');
+    live.chromium.kill();
+    await live.chromium.exited;
+  }
+
+  /** Every session and warm process closed. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    const warm = this.#warm.splice(0);
+    for (const { chromium } of warm) chromium.kill();
+    await Promise.all([
+      ...warm.map((w) => w.chromium.exited),
+      ...[...this.#sessions.keys()].map((id) => this.close(id)),
+    ]);
+    await this.#internal.close();
+  }
+}

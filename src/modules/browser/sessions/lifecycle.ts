@@ -1,0 +1,62 @@
+/** The decisions of a session's life, as pure functions: when it ends, whether another may start. */
+
+export interface LiveFacts {
+  expiresAt: number;
+  idleTimeoutMs: number;
+  keepAlive: boolean;
+  /** CDP clients connected now. */
+  clients: number;
+  lastActivity: number;
+}
+
+export type Ending = { status: 'EXPIRED'; reason: 'timeout' | 'idle' };
+
+/** Whether a live session is due to end at `now`: its hard deadline, or idle (no client, no action) for too long. */
+export function dueEnding(session: LiveFacts, now: number): Ending | undefined {
+  if (now >= session.expiresAt) return { status: 'EXPIRED', reason: 'timeout' };
+  if (!session.keepAlive && session.clients === 0 && now - session.lastActivity >= session.idleTimeoutMs) {
+    return { status: 'EXPIRED', reason: 'idle' };
+  }
+  return undefined;
+}
+
+export interface AdmissionFacts {
+  hostLive: number;
+  userLive: number;
+  /** Live sessions of the clientRef (undefined without one). */
+  refLive?: number;
+  freeMemoryMb: number;
+}
+
+export interface AdmissionLimits {
+  maxPerHost: number;
+  maxPerUser: number;
+  maxPerClientRef: number;
+  minFreeMemoryMb: number;
+}
+
+export interface Refusal {
+  message: string;
+  retryAfterSeconds: number;
+}
+
+/** Room for one more session, or why not and when to try again. */
+export function admit(facts: AdmissionFacts, limits: AdmissionLimits): Refusal | undefined {
+  if (facts.hostLive >= limits.maxPerHost) {
+    return { message: `This host runs its maximum of ${limits.maxPerHost} browser sessions`, retryAfterSeconds: 30 };
+  }
+  if (facts.freeMemoryMb < limits.minFreeMemoryMb) {
+    return { message: 'This host is short of memory for another browser session', retryAfterSeconds: 30 };
+  }
+  if (facts.userLive >= limits.maxPerUser) {
+    return { message: `At most ${limits.maxPerUser} live browser sessions per user`, retryAfterSeconds: 60 };
+  }
+  if (facts.refLive !== undefined && facts.refLive >= limits.maxPerClientRef) {
+    return { message: `At most ${limits.maxPerClientRef} live browser sessions per clientRef`, retryAfterSeconds: 60 };
+  }
+  return undefined;
+}
+
+/** Browser minutes charged for a session: started minutes, at least one. */
+export const minutesOf = (startedAt: number, endedAt: number): number =>
+  Math.max(1, Math.ceil((endedAt - startedAt) / 60_000));

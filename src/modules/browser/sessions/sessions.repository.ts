@@ -1,0 +1,124 @@
+import { and, count, desc, eq, inArray, lt, sql } from 'drizzle-orm';
+import type { Db, Tx } from '../../../db/client.ts';
+import { browserSessions } from '../../../db/schema/index.ts';
+import type { SessionStatus } from './sessions.schemas.ts';
+
+export type SessionRow = typeof browserSessions.$inferSelect;
+type NewSession = typeof browserSessions.$inferInsert;
+type Conn = Db | Tx;
+
+export const LIVE_STATUSES: SessionStatus[] = ['STARTING', 'LIVE'];
+
+/** What a request may see: the user's sessions; with X-Client-Ref only those recorded with that ref. */
+export interface SessionScope {
+  userId: string;
+  clientRef?: string;
+}
+
+const inScope = (scope: SessionScope) =>
+  and(
+    eq(browserSessions.userId, scope.userId),
+    scope.clientRef === undefined ? undefined : eq(browserSessions.clientRef, scope.clientRef),
+  );
+
+export interface ListFilters {
+  status?: SessionStatus;
+  clientRef?: string;
+  metadata?: [string, string];
+  before?: string;
+  limit: number;
+}
+
+const metadataPair = ([key, value]: [string, string]) => JSON.stringify({ [key]: value });
+
+export const sessionsRepository = {
+  /** Serializes admission per user: the live counts read next stay true until the transaction ends. */
+  async lockUser(tx: Tx, userId: string): Promise<void> {
+    await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`browser:${userId}`}, 0))`);
+  },
+
+  async countLive(db: Conn, userId: string, clientRef?: string): Promise<number> {
+    const [row] = await db
+      .select({ n: count() })
+      .from(browserSessions)
+      .where(
+        and(
+          eq(browserSessions.userId, userId),
+          inArray(browserSessions.status, LIVE_STATUSES),
+          clientRef === undefined ? undefined : eq(browserSessions.clientRef, clientRef),
+        ),
+      );
+    return row?.n ?? 0;
+  },
+
+  async insert(db: Conn, values: NewSession): Promise<SessionRow> {
+    const [row] = await db.insert(browserSessions).values(values).returning();
+    return row!;
+  },
+
+  async find(db: Conn, scope: SessionScope, id: string): Promise<SessionRow | undefined> {
+    const [row] = await db
+      .select()
+      .from(browserSessions)
+      .where(and(eq(browserSessions.id, id), inScope(scope)))
+      .limit(1);
+    return row;
+  },
+
+  async list(db: Conn, scope: SessionScope, filters: ListFilters): Promise<SessionRow[]> {
+    return db
+      .select()
+      .from(browserSessions)
+      .where(
+        and(
+          inScope(scope),
+          filters.status ? eq(browserSessions.status, filters.status) : undefined,
+          filters.clientRef !== undefined ? eq(browserSessions.clientRef, filters.clientRef) : undefined,
+          filters.metadata ? sql`${browserSessions.metadata} @> ${metadataPair(filters.metadata)}::jsonb` : undefined,
+          filters.before ? lt(browserSessions.id, filters.before) : undefined,
+        ),
+      )
+      .orderBy(desc(browserSessions.id))
+      .limit(filters.limit + 1);
+  },
+
+  async listLiveIds(db: Conn, scope: SessionScope): Promise<string[]> {
+    const rows = await db
+      .select({ id: browserSessions.id })
+      .from(browserSessions)
+      .where(and(inScope(scope), inArray(browserSessions.status, LIVE_STATUSES)));
+    return rows.map((r) => r.id);
+  },
+
+  async update(
+    db: Conn,
+    id: string,
+    values: Partial<Pick<NewSession, 'status' | 'expiresAt' | 'timeoutMs' | 'keepAlive' | 'metadata'>>,
+    now: Date,
+  ): Promise<SessionRow | undefined> {
+    const [row] = await db
+      .update(browserSessions)
+      .set({ ...values, updatedAt: now })
+      .where(eq(browserSessions.id, id))
+      .returning();
+    return row;
+  },
+
+  /** Ends a live session once: the row that ended, or undefined when it had already ended. */
+  async end(tx: Tx, id: string, status: SessionStatus, reason: string, now: Date): Promise<SessionRow | undefined> {
+    const [row] = await tx
+      .update(browserSessions)
+      .set({ status, endReason: reason, endedAt: now, updatedAt: now })
+      .where(and(eq(browserSessions.id, id), inArray(browserSessions.status, LIVE_STATUSES)))
+      .returning();
+    return row;
+  },
+
+  /** Live rows a host holds (after a restart of that host: none of them runs any more). */
+  async liveOnHost(db: Conn, hostId: string): Promise<SessionRow[]> {
+    return db
+      .select()
+      .from(browserSessions)
+      .where(and(eq(browserSessions.hostId, hostId), inArray(browserSessions.status, LIVE_STATUSES)));
+  },
+};
