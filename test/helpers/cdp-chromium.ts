@@ -79,6 +79,8 @@ export async function launchCdpChromium(): Promise<CdpChromium> {
         process.kill(-(child.pid as number), 'SIGKILL');
       } catch {}
       if (child.exitCode === null && child.signalCode === null) await exited;
+      // The group's other processes die a moment after the main one.
+      for (let i = 0; i < 100 && processesNaming(userDataDir) > 0; i++) await new Promise((r) => setTimeout(r, 50));
       await rm(userDataDir, { recursive: true, force: true });
     },
   };
