@@ -1,6 +1,7 @@
 /**
  * The cloud browser's operations (actions, page, tabs, cookies and storage, logs) on a real Chromium reached over
- * CDP, through their route modules on a small Fastify app whose resolver knows one session.
+ * CDP, through their route modules on a small Fastify app whose resolver knows one session. One file, past the usual
+ * length, so that one Chromium serves every section.
  */
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
@@ -22,6 +23,7 @@ import type { TypedApp } from '../src/route-module.ts';
 import { registerErrorHandling } from '../src/shared/error-handler.ts';
 import { notFound } from '../src/shared/errors.ts';
 import { registerJsonBodyParser } from '../src/shared/json-body.ts';
+import { openApiPath, openApiTags, operationIds } from '../src/shared/openapi.ts';
 import { responseSerializerCompiler } from '../src/shared/serializer.ts';
 import { startBrowserPages } from './fixtures/browser-pages.ts';
 import { type CdpChromium, launchCdpChromium, processesNaming } from './helpers/cdp-chromium.ts';
@@ -31,6 +33,7 @@ let site: Awaited<ReturnType<typeof startBrowserPages>>;
 let session: SessionOperations;
 let app: FastifyInstance;
 let activity = 0;
+const routes: Array<{ method: string; url: string; scope?: string; tags?: string[]; summary?: string }> = [];
 
 const base = '/api/browser/sessions/s1';
 type Answer = { status: number; body: { success?: boolean; data?: any; error?: any }; raw: Buffer; type: string };
@@ -64,6 +67,12 @@ before(async () => {
     return session;
   };
   app = Fastify();
+  app.addHook('onRoute', (route) => {
+    const config = route.config as { scope?: string } | undefined;
+    const schema = route.schema as { tags?: string[]; summary?: string } | undefined;
+    for (const method of [route.method].flat())
+      if (method !== 'HEAD') routes.push({ method, url: route.url, scope: config?.scope, ...schema });
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler);
   registerErrorHandling(app);
@@ -80,6 +89,19 @@ after(async () => {
   await chromium?.close();
   await site?.close();
   if (chromium) assert.equal(processesNaming(chromium.userDataDir), 0, 'no Chromium left behind');
+});
+
+test('every route: under the session, a scope (GET reads, the rest writes), the tag, a summary, an operationId', () => {
+  assert.equal(routes.length, 25);
+  for (const route of routes) {
+    const where = `${route.method} ${route.url}`;
+    assert.match(route.url, /^\/api\/browser\/sessions\/:id\//, where);
+    assert.equal(route.scope, route.method === 'GET' ? 'browser:read' : 'browser:write', where);
+    assert.deepEqual(route.tags, ['Cloud Browser'], where);
+    assert.ok(route.summary, where);
+    assert.ok(operationIds[`${route.method} ${openApiPath(route.url)}`], `operationId of ${where}`);
+  }
+  assert.ok(openApiTags.some((tag) => tag.name === 'Cloud Browser'));
 });
 
 describe('actions', () => {

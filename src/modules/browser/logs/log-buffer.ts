@@ -48,7 +48,7 @@ export function createLogBuffer(options: { capacity?: number; now?: () => Date }
   let dropped = 0;
   const listeners = new Set<(entry: LogEntry) => void>();
   const enders = new Map<(entry: LogEntry) => void, () => void>();
-  const unwatch: Array<() => void> = [];
+  const unwatch = new Set<() => void>();
 
   const push = (entry: Omit<LogEntry, 'seq' | 'at'>) => {
     const full: LogEntry = { seq: ++seq, at: now().toISOString(), ...entry, text: entry.text.slice(0, MAX_TEXT) };
@@ -114,15 +114,19 @@ export function createLogBuffer(options: { capacity?: number; now?: () => Date }
       page.on('pageerror', onError);
       page.on('requestfinished', onFinished);
       page.on('requestfailed', onFailed);
-      unwatch.push(() => {
+      // A closed tab's listeners go with it: a long session opening many tabs keeps none of them alive.
+      const stop = () => {
         page.off('console', onConsole);
         page.off('pageerror', onError);
         page.off('requestfinished', onFinished);
         page.off('requestfailed', onFailed);
-      });
+        unwatch.delete(stop);
+      };
+      unwatch.add(stop);
+      page.once('close', stop);
     },
     dispose() {
-      for (const stop of unwatch.splice(0)) stop();
+      for (const stop of [...unwatch]) stop();
       const ends = [...enders.values()];
       listeners.clear();
       enders.clear();
