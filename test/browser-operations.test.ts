@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { validatorCompiler } from 'fastify-type-provider-zod';
+import { chromium as playwright } from 'playwright-core';
 import type { AppDeps } from '../src/deps.ts';
 import { browserActionRoutes } from '../src/modules/browser/actions/actions.routes.ts';
 import { browserLogRoutes } from '../src/modules/browser/logs/logs.routes.ts';
@@ -195,7 +196,7 @@ describe('actions', () => {
 
   test('evaluate: expressions, function bodies with arguments, errors and the size cap', async () => {
     assert.equal(await evaluate('document.title'), 'Form');
-    assert.equal(await evaluate('Promise.resolve(6 * 7)'), 42);
+    assert.equal(await evaluate('Promise.resolve(6 * 7);'), 42);
     assert.equal(await evaluate('undefined'), null);
     const fn = await act('evaluate', {
       function: 'const [a, b] = args; return { sum: a.n + b, tag: a.t };',
@@ -342,6 +343,16 @@ describe('tabs', () => {
     assert.equal((await call('DELETE', `/tabs/${opened.body.data.id}`)).status, 404);
     assert.equal((await call('POST', '/tabs/tab_999/activate')).status, 404);
     assertInvalid(await call('POST', '/tabs', { url: 'javascript:alert(1)' }), 'url');
+    const other = await playwright.connectOverCDP(chromium.wsEndpoint);
+    const foreign = await other.contexts()[0].newPage();
+    await foreign.goto(`${site.url}/drag`);
+    const seen = (await call('GET', '/tabs')).body.data;
+    assert.ok(
+      seen.some((t: { url: string }) => t.url === `${site.url}/drag`),
+      'a page another CDP client opened',
+    );
+    await foreign.close();
+    await other.close();
     const now = (await call('GET', '/tabs')).body.data;
     assert.ok(!now.some((t: { id: string }) => t.id === opened.body.data.id));
     assert.equal(now.filter((t: { active: boolean }) => t.active).length, 1);

@@ -121,7 +121,12 @@ const runners: { [A in ActionName]: Runner<A> } = {
           const value = await new Function('...args', `return (async (...args) => {\n${source}\n})(...args)`)(...args);
           return value === undefined ? undefined : JSON.stringify(value);
         },
-        { expression: input.expression, body: input.function, args: (input.args ?? []) as unknown[] },
+        // A trailing `;` would end the `return (…)` the expression is wrapped in.
+        {
+          expression: input.expression?.replace(/[;\s]+$/, ''),
+          body: input.function,
+          args: (input.args ?? []) as unknown[],
+        },
       ),
       new Promise<never>((_, reject) =>
         setTimeout(() => reject(new Error(`timed out after ${timeoutOf(input)} ms`)), timeoutOf(input)).unref(),
