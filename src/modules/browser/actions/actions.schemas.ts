@@ -92,7 +92,7 @@ export const evaluateBody = z
       .max(100_000)
       .optional()
       .describe('A function body run as `async (...args) => { body }`; `return` the result'),
-    args: z.array(z.json()).max(100).optional().describe('JSON arguments of `function`'),
+    args: z.array(z.unknown()).max(100).optional().describe('JSON arguments of `function`'),
     timeoutMs,
   })
   .refine((b) => (b.expression === undefined) !== (b.function === undefined), {
@@ -123,17 +123,20 @@ export const batchBody = z.object({
     .describe('Run in order; the first failure stops the batch (422 ACTION_FAILED naming `steps.<i>`)'),
 });
 
+// Any JSON value (z.json() is recursive, which the OpenAPI document cannot reference).
+const jsonResult = z.unknown().describe("The action's result, any JSON value").optional();
+
 /** What every action answers: where the active tab is afterwards, and the action's own result. */
 export const actionResultView = z
   .object({
     tabId: z.string(),
     url: z.string(),
-    result: z.json().optional(),
+    result: jsonResult,
   })
   .meta({ id: 'BrowserActionResult' });
 
 export const batchResultView = z.object({
   tabId: z.string(),
   url: z.string(),
-  steps: z.array(z.object({ action: z.string(), result: z.json().optional() })),
+  steps: z.array(z.object({ action: z.string(), result: jsonResult })),
 });
