@@ -67,8 +67,9 @@ export const openApiTags = [
   {
     name: 'Cloud Browser',
     description:
-      'Chromium sessions that Playwright and Puppeteer connect to (`cdpUrl`, WS /api/browser/sessions/{id}/cdp), ' +
-      'with idle and hard timeouts, capacity limits and X-Client-Ref tenancy.',
+      'Chromium sessions that Playwright and Puppeteer connect to (`cdpUrl`, WS /api/browser/sessions/{id}/cdp) or ' +
+      'drive over REST (actions, page output, tabs, cookies and storage, logs), with idle and hard timeouts, ' +
+      'capacity limits and X-Client-Ref tenancy.',
   },
 ];
 
@@ -226,6 +227,32 @@ export const operationIds: Record<string, string> = {
   'PATCH /api/browser/sessions/{id}': 'updateBrowserSession',
   'DELETE /api/browser/sessions/{id}': 'releaseBrowserSession',
   'POST /api/browser/sessions/release-all': 'releaseAllBrowserSessions',
+  // operations on a live session
+  'POST /api/browser/sessions/{id}/actions/navigate': 'browserNavigate',
+  'POST /api/browser/sessions/{id}/actions/click': 'browserClick',
+  'POST /api/browser/sessions/{id}/actions/type': 'browserType',
+  'POST /api/browser/sessions/{id}/actions/press': 'browserPress',
+  'POST /api/browser/sessions/{id}/actions/scroll': 'browserScroll',
+  'POST /api/browser/sessions/{id}/actions/drag': 'browserDrag',
+  'POST /api/browser/sessions/{id}/actions/wait': 'browserWait',
+  'POST /api/browser/sessions/{id}/actions/evaluate': 'browserEvaluate',
+  'POST /api/browser/sessions/{id}/actions/batch': 'browserBatch',
+  'GET /api/browser/sessions/{id}/page/screenshot': 'getBrowserScreenshot',
+  'POST /api/browser/sessions/{id}/page/pdf': 'printBrowserPdf',
+  'GET /api/browser/sessions/{id}/page/content': 'getBrowserPageContent',
+  'POST /api/browser/sessions/{id}/page/scrape': 'scrapeBrowserPage',
+  'GET /api/browser/sessions/{id}/page/accessibility': 'getBrowserAccessibilityTree',
+  'GET /api/browser/sessions/{id}/tabs': 'listBrowserTabs',
+  'POST /api/browser/sessions/{id}/tabs': 'openBrowserTab',
+  'POST /api/browser/sessions/{id}/tabs/{tabId}/activate': 'activateBrowserTab',
+  'DELETE /api/browser/sessions/{id}/tabs/{tabId}': 'closeBrowserTab',
+  'GET /api/browser/sessions/{id}/cookies': 'listBrowserCookies',
+  'POST /api/browser/sessions/{id}/cookies': 'setBrowserCookies',
+  'DELETE /api/browser/sessions/{id}/cookies': 'deleteBrowserCookies',
+  'GET /api/browser/sessions/{id}/storage': 'getBrowserStorage',
+  'PUT /api/browser/sessions/{id}/storage': 'setBrowserStorage',
+  'GET /api/browser/sessions/{id}/logs': 'listBrowserLogs',
+  'GET /api/browser/sessions/{id}/logs/stream': 'streamBrowserLogs',
 };
 
 /** `/api/leads/:id` → `/api/leads/{id}` (the document's form of a path). */

@@ -16,3 +16,5 @@ export { LEAD_FIELD_KEYS, type LeadFieldKey, validateSelectors } from './selecto
 
 /** The crawler, loaded on first use: it pulls in Crawlee and the browser tooling, which most processes never need. */
 export const loadRunCrawl = async (): Promise<RunCrawl> => (await import('./crawl.ts')).runCrawl;
+export { type ExtractResult, extractFromHtml } from './extract-html.ts';
+export { parseSelectors } from './selectors.ts';

@@ -1,0 +1,46 @@
+import type { Browser } from 'playwright-core';
+import type { AppDeps } from '../../../deps.ts';
+import type { RouteModule } from '../../../route-module.ts';
+import { browserActionRoutes } from '../actions/actions.routes.ts';
+import { browserLogRoutes } from '../logs/logs.routes.ts';
+import { browserPageRoutes } from '../page/page.routes.ts';
+import { browserStateRoutes } from '../state/state.routes.ts';
+import { createSessionOperations, type SessionOperations, type SessionResolver } from '../tabs/session-browser.ts';
+import { browserTabRoutes } from '../tabs/tabs.routes.ts';
+import { browserSessionsOf } from './sessions.service.ts';
+
+/** One set of operations (tab ids, the log buffer) per Playwright connection, i.e. per live session of this host. */
+const operationsOf = new WeakMap<Browser, SessionOperations>();
+
+/**
+ * The resolver the operation routes call: X-Client-Ref and ownership through the sessions service (404, 400
+ * INVALID_STATE once ended, 503 on another host), then the session's operations over the service's own Playwright
+ * connection, made on first use and disposed when that connection closes with the session.
+ */
+export function operationsResolverOf(deps: AppDeps): SessionResolver {
+  const sessions = browserSessionsOf(deps);
+  return async (request, id) => {
+    const live = await sessions.findLiveSession(request, id);
+    const browser = await sessions.playwright(live.id);
+    let operations = operationsOf.get(browser);
+    if (!operations) {
+      const created = createSessionOperations(browser, {
+        now: () => deps.clock.now(),
+        onActivity: () => {
+          live.lastActivity = deps.clock.now().getTime();
+        },
+      });
+      operationsOf.set(browser, created);
+      browser.once('disconnected', () => created.dispose());
+      operations = created;
+    }
+    return operations;
+  };
+}
+
+/** Actions, page, tabs, cookies and storage, logs: `/api/browser/sessions/{id}/…` on a live session. */
+export const browserOperationRoutes: RouteModule = (app, deps) => {
+  const resolve = operationsResolverOf(deps);
+  for (const routes of [browserActionRoutes, browserPageRoutes, browserTabRoutes, browserStateRoutes, browserLogRoutes])
+    routes(resolve)(app, deps);
+};
