@@ -28,6 +28,9 @@ export async function screenshot(page: Page, query: z.infer<typeof screenshotQue
     clip: clip ? { x: clip[0], y: clip[1], width: clip[2], height: clip[3] } : undefined,
     timeout,
   } as const;
+  // A tab in the background paints no frame, and a screenshot then waits for one until it times out: another CDP
+  // client may have brought its own tab forward since this one was activated.
+  await runStep('screenshot', () => page.bringToFront());
   const body = await runStep('screenshot', () =>
     query.selector !== undefined
       ? page.locator(query.selector).first().screenshot({ type, quality: query.quality, timeout })
