@@ -1,7 +1,7 @@
 /**
  * The operations through the API on real sessions (the sessions side's resolver): a navigate, page output and tabs
  * through a session the service started, X-Client-Ref and other users (404 on every family), scopes (GET reads,
- * the rest writes), a session that ended (400 INVALID_STATE), and an operation that counts as activity.
+ * the rest writes), a session that ended (400 INVALID_STATE), and a row left LIVE without its browser.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -87,5 +87,18 @@ describe('operations on a session the service runs', () => {
     const res = await ctx.api(alice, 'GET', `${S}/${tenant.id}/tabs`, undefined, A);
     assert.equal(res.statusCode, 400);
     assert.equal(res.json().error.code, 'INVALID_STATE');
+  });
+
+  it('a row that says LIVE with no browser on its host ends FAILED instead of answering 503 for ever', async () => {
+    // What a lost race (Chromium dying as its start is recorded, an end whose write failed) would leave behind.
+    await ctx.deps.database.query(`UPDATE browser_sessions SET status = 'LIVE', ended_at = NULL WHERE id = $1`, [
+      tenant.id,
+    ]);
+    const res = await ctx.api(alice, 'GET', `${S}/${tenant.id}/tabs`, undefined, A);
+    assert.equal(res.statusCode, 400);
+    assert.equal(res.json().error.code, 'INVALID_STATE');
+    const released = await ctx.api(alice, 'DELETE', `${S}/${tenant.id}`, undefined, A);
+    assert.equal(released.statusCode, 200);
+    assert.notEqual(released.json().data.session.status, 'LIVE');
   });
 });

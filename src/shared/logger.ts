@@ -19,11 +19,32 @@ export function scrubError(err: unknown): unknown {
   return out;
 }
 
+/** Query-string credentials (a cloud browser's `cdpUrl` carries `token=`) never reach the request log. */
+const TOKEN_IN_QUERY = /([?&](?:token|key|secret)=)[^&#]*/gi;
+export const scrubUrl = (url: string): string => url.replace(TOKEN_IN_QUERY, '$1[redacted]');
+
+interface LoggedRequest {
+  method?: string;
+  url?: string;
+  hostname?: string;
+  ip?: string;
+  headers?: Record<string, unknown>;
+  socket?: { remoteAddress?: string };
+}
+
+/** A request as the request log shows it (Fastify's fields), its query credentials redacted. */
+const scrubRequest = (req: LoggedRequest) => ({
+  method: req.method,
+  url: typeof req.url === 'string' ? scrubUrl(req.url) : req.url,
+  host: req.hostname ?? req.headers?.host,
+  remoteAddress: req.ip ?? req.socket?.remoteAddress,
+});
+
 /** Structured logs; credentials never reach them. */
 export function createLogger(level: string): Logger {
   return pino({
     level,
-    serializers: { err: scrubError, error: scrubError },
+    serializers: { err: scrubError, error: scrubError, req: scrubRequest },
     redact: {
       paths: [
         'req.headers.authorization',

@@ -1,5 +1,5 @@
 import { timestamp, uuid } from 'drizzle-orm/pg-core';
-import { newId } from '../../shared/ids.ts';
+import { newId } from '../ids.ts';
 
 export const idColumn = () => uuid('id').primaryKey().$defaultFn(newId);
 export const tsColumn = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });

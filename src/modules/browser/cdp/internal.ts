@@ -27,7 +27,10 @@ export class InternalCdpServer {
 
   async #listen(): Promise<{ wss: WebSocketServer; base: string }> {
     const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, maxPayload: CDP_MAX_PAYLOAD });
+    // A bad frame from any local process is a socket error of that connection, never the service's.
+    wss.on('error', () => {});
     wss.on('connection', (ws, request) => {
+      ws.on('error', () => ws.terminate());
       const [, secret, sessionId] = (request.url ?? '').split('/');
       const mux = secret === this.#secret && sessionId ? this.#find(sessionId) : undefined;
       if (!mux) return ws.close(1008, 'unknown');

@@ -97,6 +97,7 @@ export class CdpMux {
     } catch {
       return;
     }
+    if (!isObject(message)) return;
     if (message.id !== undefined) {
       const own = this.#pending.get(message.id);
       if (own) {
@@ -165,7 +166,8 @@ export class CdpMux {
       client.sink.close(1007, 'not JSON');
       return;
     }
-    if (typeof message.id !== 'number' || typeof message.method !== 'string') {
+    // `null`, an array or a number parse as JSON too: none is a command (and reading a field of null would throw).
+    if (!isObject(message) || typeof message.id !== 'number' || typeof message.method !== 'string') {
       client.sink.close(1007, 'not a CDP command');
       return;
     }
@@ -207,3 +209,6 @@ export class CdpMux {
     this.#pending.clear();
   }
 }
+
+const isObject = (value: unknown): value is Message =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -2,8 +2,11 @@
 import type { WebSocket } from 'ws';
 import type { CdpMux } from './mux.ts';
 
-/** Screenshots of large pages arrive as one base64 message of tens of MB. */
-export const CDP_MAX_PAYLOAD = 256 * 1024 * 1024;
+/**
+ * The largest message a client may send (what the service sends, screenshots of tens of MB, is not bounded by
+ * it): enough for files a client hands a page as base64, small enough that no tenant makes the service buffer more.
+ */
+export const CDP_MAX_PAYLOAD = 64 * 1024 * 1024;
 
 export interface AttachOptions {
   /** Whether the client counts as connected for idleness (users' clients do; the service's Playwright not). */

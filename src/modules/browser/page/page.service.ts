@@ -1,4 +1,4 @@
-import { htmlToMarkdown } from 'mdream';
+import { htmlToMarkdown } from '@mdream/js';
 import type { Page } from 'playwright-core';
 import type { z } from 'zod';
 import { validationError } from '../../../shared/errors.ts';

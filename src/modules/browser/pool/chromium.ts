@@ -24,6 +24,9 @@ const BASE_FLAGS = [
   '--no-first-run',
   '--disable-back-forward-cache',
   '--disable-dev-shm-usage',
+  // WebRTC's UDP does not go through --proxy-server: without this a page could reach private addresses (STUN/TURN)
+  // around the SSRF guard and learn the host's own addresses.
+  '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
 ];
 
 export interface LaunchOptions {

@@ -1,6 +1,7 @@
 import type { Browser } from 'playwright-core';
 import type { AppDeps } from '../../../deps.ts';
 import type { RouteModule } from '../../../route-module.ts';
+import { AppError } from '../../../shared/errors.ts';
 import { browserActionRoutes } from '../actions/actions.routes.ts';
 import { browserLogRoutes } from '../logs/logs.routes.ts';
 import { browserPageRoutes } from '../page/page.routes.ts';
@@ -21,7 +22,12 @@ export function operationsResolverOf(deps: AppDeps): SessionResolver {
   const sessions = browserSessionsOf(deps);
   return async (request, id) => {
     const live = await sessions.findLiveSession(request, id);
-    const browser = await sessions.playwright(live.id);
+    // The session may end between the two (or its browser refuse the connection): that is its state, not a fault.
+    const browser = await sessions.playwright(live.id).catch((err: Error) => {
+      throw new AppError('INVALID_STATE', `The browser session cannot be driven now: ${err.message}`, {
+        details: [{ field: 'id', message: 'session is ending' }],
+      });
+    });
     let operations = operationsOf.get(browser);
     if (!operations) {
       const created = createSessionOperations(browser, {

@@ -96,10 +96,21 @@ export const sessionsRepository = {
     values: Partial<Pick<NewSession, 'status' | 'expiresAt' | 'timeoutMs' | 'keepAlive' | 'metadata'>>,
     now: Date,
   ): Promise<SessionRow | undefined> {
+    // Only a session that has not ended changes: an end that won a race is never undone.
     const [row] = await db
       .update(browserSessions)
       .set({ ...values, updatedAt: now })
-      .where(eq(browserSessions.id, id))
+      .where(and(eq(browserSessions.id, id), inArray(browserSessions.status, LIVE_STATUSES)))
+      .returning();
+    return row;
+  },
+
+  /** STARTING → LIVE once its Chromium runs; undefined when the session ended meanwhile (it stays ended). */
+  async markLive(db: Conn, id: string, now: Date): Promise<SessionRow | undefined> {
+    const [row] = await db
+      .update(browserSessions)
+      .set({ status: 'LIVE', updatedAt: now })
+      .where(and(eq(browserSessions.id, id), eq(browserSessions.status, 'STARTING')))
       .returning();
     return row;
   },

@@ -28,6 +28,8 @@ import { refForCreate, scopeOf } from './tenancy.ts';
 const DEFAULT_VIEWPORT = { width: 1280, height: 720 };
 /** The reaper's period: a session ends within this of its deadline (the issue asks for 5 s at most). */
 const REAP_INTERVAL_MS = 1000;
+/** Reaper rounds between looks for rows of this host that say LIVE without a browser here. */
+const LOST_SWEEP_EVERY = 30;
 
 const defaultHostId = (dataDir: string) =>
   `${os.hostname()}-${crypto.createHash('sha256').update(dataDir).digest('hex').slice(0, 8)}`;
@@ -98,12 +100,19 @@ export function createBrowserSessions(deps: AppDeps) {
     return pending;
   }
 
+  let sweeps = 0;
   async function reap(): Promise<void> {
     if (!host) return;
     const at = now();
     for (const live of host.sessions()) {
       const due = dueEnding(live, at);
       if (due) await end(live.id, due.status, due.reason).catch(() => {});
+    }
+    // Now and then, rows of this host that say LIVE without a browser here (an end whose write failed) end too.
+    if (++sweeps % LOST_SWEEP_EVERY === 0) {
+      const rows = await repo.liveOnHost(db, hostId).catch(() => []);
+      for (const row of rows.filter(lostHere))
+        await end(row.id, 'FAILED', 'its browser is gone from this host', false).catch(() => {});
     }
   }
 
@@ -154,6 +163,11 @@ export function createBrowserSessions(deps: AppDeps) {
     return row;
   }
 
+  /** A row this host recorded as running whose browser it no longer holds (not one that is still starting). */
+  function lostHere(row: SessionRow): boolean {
+    return row.hostId === hostId && row.status === 'LIVE' && !host?.get(row.id) && !ending.has(row.id);
+  }
+
   /** The running session behind a live row of this host: 400 when it ended, 503 when another host holds it. */
   function liveOf(row: SessionRow): LiveSession {
     if (row.status !== 'LIVE') {
@@ -162,6 +176,12 @@ export function createBrowserSessions(deps: AppDeps) {
       });
     }
     const live = row.hostId === hostId ? host?.get(row.id) : undefined;
+    if (!live && lostHere(row)) {
+      void end(row.id, 'FAILED', 'its browser is gone from this host', false).catch(() => {});
+      throw new AppError('INVALID_STATE', 'The browser session has ended: its browser is gone', {
+        details: [{ field: 'id', message: 'session is FAILED' }],
+      });
+    }
     if (!live) {
       throw new AppError(
         'SERVICE_UNAVAILABLE',
@@ -268,8 +288,15 @@ export function createBrowserSessions(deps: AppDeps) {
             headers: { 'retry-after': '5' },
           });
         }
-        const liveRow = await repo.update(db, row.id, { status: 'LIVE' }, clock.now());
-        return view(liveRow ?? row, base);
+        const liveRow = await repo.markLive(db, row.id, clock.now());
+        if (!liveRow) {
+          // Its Chromium died, or the service began to stop, between the launch and now: the row has ended.
+          await host.close(row.id);
+          throw new AppError('SERVICE_UNAVAILABLE', 'The browser stopped while it was starting', {
+            headers: { 'retry-after': '5' },
+          });
+        }
+        return view(liveRow, base);
       } finally {
         starting--;
       }
@@ -322,7 +349,8 @@ export function createBrowserSessions(deps: AppDeps) {
     async release(request: FastifyRequest, id: string, base: string): Promise<SessionView> {
       const row = await findRow(scopeOf(request), id);
       if (row.status === 'LIVE' || row.status === 'STARTING') {
-        liveOf(row);
+        // Held here (or starting here): released; held by another live host: 503 from liveOf.
+        if (row.hostId !== hostId) liveOf(row);
         await end(row.id, 'RELEASED', 'released');
       }
       return view(await findRow({ userId: row.userId }, row.id), base);
