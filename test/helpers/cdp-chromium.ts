@@ -1,22 +1,23 @@
 /**
- * A Chromium reached the way browser sessions reach theirs: started by hand with a DevTools port on loopback, then
- * `chromium.connectOverCDP`, so the code under test runs on a connected Browser (its default context, pages other
- * clients open arriving through `context.on('page')`).
+ * A Chromium reached the way browser sessions reach theirs, with the service's own parts: launched over a pipe (no
+ * DevTools port: nothing to reach without the credential), multiplexed, and connected with `chromium.connectOverCDP`
+ * through the loopback endpoint whose path carries a secret, so the code under test runs on a connected Browser
+ * (its default context, pages other clients open arriving through `context.on('page')`).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
+import { InternalCdpServer } from '../../src/modules/browser/cdp/internal.ts';
+import { CdpMux } from '../../src/modules/browser/cdp/mux.ts';
+import { launchChromium } from '../../src/modules/browser/pool/chromium.ts';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 export interface CdpChromium {
   browser: Browser;
+  /** Another client may connect here too (a secret-carrying loopback URL). */
   wsEndpoint: string;
   userDataDir: string;
-  process: ChildProcess;
   close(): Promise<void>;
 }
 
@@ -33,55 +34,25 @@ export function processesNaming(marker: string): number {
 }
 
 export async function launchCdpChromium(): Promise<CdpChromium> {
-  const userDataDir = await mkdtemp(path.join(os.tmpdir(), 'quarry-cdp-test-'));
-  const child = spawn(
-    CHROMIUM,
-    [
-      '--headless=new',
-      '--no-sandbox',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-back-forward-cache',
-      '--remote-debugging-address=127.0.0.1',
-      '--remote-debugging-port=0',
-      `--user-data-dir=${userDataDir}`,
-      'about:blank',
-    ],
-    { detached: true, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  const wsEndpoint = await new Promise<string>((resolve, reject) => {
-    let text = '';
-    const timer = setTimeout(() => reject(new Error(`Chromium did not start: ${text}`)), 20_000);
-    child.stderr?.on('data', (chunk: Buffer) => {
-      text += chunk.toString();
-      const match = /DevTools listening on (ws:\/\/\S+)/.exec(text);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`Chromium exited (${code}): ${text}`)));
-  });
-  child.stderr?.resume();
+  const launched = launchChromium({ chromiumPath: CHROMIUM, viewport: { width: 1280, height: 720 } });
+  const policy = { downloadDir: path.join(launched.userDataDir, 'Downloads'), guarded: false };
+  const mux = new CdpMux(launched.input, launched.output, policy);
+  const endpoint = new InternalCdpServer((id) => (id === 'test' ? mux : undefined));
+  const wsEndpoint = await endpoint.urlOf('test');
   const browser = await chromium.connectOverCDP(wsEndpoint);
   return {
     browser,
     wsEndpoint,
-    userDataDir,
-    process: child,
+    userDataDir: launched.userDataDir,
     async close() {
       await browser.close().catch(() => {});
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      try {
-        process.kill(-(child.pid as number), 'SIGKILL');
-      } catch {}
-      if (child.exitCode === null && child.signalCode === null) await exited;
+      await endpoint.close();
+      mux.close('the test ended');
+      launched.kill();
+      await launched.exited;
       // The group's other processes die a moment after the main one.
-      for (let i = 0; i < 100 && processesNaming(userDataDir) > 0; i++) await new Promise((r) => setTimeout(r, 50));
-      await rm(userDataDir, { recursive: true, force: true });
+      for (let i = 0; i < 100 && processesNaming(launched.userDataDir) > 0; i++)
+        await new Promise((r) => setTimeout(r, 50));
     },
   };
 }
