@@ -116,6 +116,32 @@ export async function openSmtpTransport(
   });
 }
 
+/**
+ * A mailbox row's SMTP transport in one call, the only way outreach's mail reaches the wire (docs/architecture-mail-path.md):
+ * its sealed URL opened, the host resolved and checked, the transport built, and with `verify` a connection and AUTH
+ * tried (nodemailer `verify`) so a wrong password or a server that is down fails here, before anything is recorded.
+ * Rejects when the row has no SMTP URL.
+ */
+export async function openMailboxSmtp(
+  deps: Deps,
+  box: SecretBox,
+  row: { smtpUrlEncrypted: string | null; imapUrlEncrypted: string | null },
+  options: SmtpTransportOptions & { verify?: boolean } = {},
+): Promise<Transporter> {
+  const { smtp } = mailboxEndpoints(box, row);
+  if (!smtp) throw new Error('The mailbox has no SMTP URL');
+  const transport = await openSmtpTransport(deps, smtp, options);
+  if (options.verify) {
+    try {
+      await transport.verify();
+    } catch (err) {
+      transport.close();
+      throw err;
+    }
+  }
+  return transport;
+}
+
 /** An ImapFlow client (not yet connected) for the mailbox's IMAP server. */
 export async function openImapClient(
   deps: Deps,

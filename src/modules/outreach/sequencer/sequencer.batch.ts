@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Transporter } from 'nodemailer';
 import type { AppDeps } from '../../../deps.ts';
-import type { SecretBox } from '../../../shared/crypto.ts';
-import { mailboxEndpoints, openSmtpTransport, type SmtpTransportOptions } from '../../../shared/mail/mailbox.ts';
 import { type LeadToSend, leadsForSending } from '../../leads/index.ts';
 import { suppressionOf } from '../../suppressions/index.ts';
 import { type OutreachCampaignRow, outreachCampaignsRepository } from '../campaigns/outreach-campaigns.repository.ts';
@@ -155,35 +153,6 @@ export function bookSlot(
     allowance.set(userId, allowance.get(userId)! + 1);
     countBooked(run, userId, -1);
   };
-}
-
-/**
- * The mailbox's pooled transport, opened once per run and checked once (a connection and AUTH, nodemailer
- * `verify`) before anything is recorded for the mailbox: a wrong password or a server that is down records and
- * charges nothing, and rests the mailbox for the run (a failed opening or check).
- */
-export function verifiedTransport(
-  deps: Pick<AppDeps, 'config'>,
-  box: SecretBox,
-  mailbox: MailboxState,
-  options: SmtpTransportOptions,
-): Promise<Transporter> {
-  if (!mailbox.transport) {
-    const { smtp } = mailboxEndpoints(box, mailbox.row);
-    mailbox.transport = smtp
-      ? openSmtpTransport(deps, smtp, options).then(async (t) => {
-          try {
-            await t.verify();
-            return t;
-          } catch (err) {
-            t.close();
-            throw err;
-          }
-        })
-      : Promise.reject(new Error('The mailbox has no SMTP URL'));
-    mailbox.transport.catch(() => {});
-  }
-  return mailbox.transport;
 }
 
 /**

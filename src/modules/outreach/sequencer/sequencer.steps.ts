@@ -2,11 +2,15 @@ import { randomUUID } from 'node:crypto';
 import type { Transporter } from 'nodemailer';
 import type { Config } from '../../../config.ts';
 import type { Tx } from '../../../db/client.ts';
+import type { AppDeps } from '../../../deps.ts';
 import type { Credits } from '../../../shared/credits.ts';
+import type { SecretBox } from '../../../shared/crypto.ts';
 import { newId } from '../../../shared/ids.ts';
 import { domainOf } from '../../../shared/mail/address.ts';
+import { openMailboxSmtp, type SmtpTransportOptions } from '../../../shared/mail/mailbox.ts';
 import type { LeadToSend } from '../../leads/index.ts';
 import { leadTemplateVars, renderTemplate } from '../campaigns/templates.ts';
+import type { MailboxRow } from '../connections/connections.repository.ts';
 import { type IntentInsert, type MessageRow, messagesRepository } from '../messages/messages.repository.ts';
 import {
   classifySendError,
@@ -19,8 +23,10 @@ import {
 
 /**
  * The cycle every outreach mail goes through (docs/outreach.md "Exactly once"), shared by the sequencer and
- * one-off mails (POST /api/outreach/emails): record and charge (`recordPaid`), hand to SMTP (`deliverMail`), then
- * write the outcome (`writeOutcomes`, sequencer.outcomes.ts).
+ * one-off mails (POST /api/outreach/emails): compose (`composeIntent`), open the mailbox's transport
+ * (`mailboxTransport`), record and charge (`recordPaid`), hand to SMTP (`deliverMail`), then write the outcome
+ * (`writeOutcomes`, sequencer.outcomes.ts). The steps that carry the mail live here, so its path stays in this room
+ * but for one call into shared/mail for the transport (docs/architecture-mail-path.md).
  */
 
 type MessagesRepository = ReturnType<typeof messagesRepository>;
@@ -87,6 +93,24 @@ export function composeIntent(
     bodyText: renderTemplate(step.body, vars),
     createdAt: now,
   };
+}
+
+/**
+ * The mailbox's pooled transport, opened once per run and checked once (a connection and AUTH, nodemailer
+ * `verify`) before anything is recorded for the mailbox: a wrong password or a server that is down records and
+ * charges nothing, and rests the mailbox for the run (a failed opening or check).
+ */
+export function mailboxTransport(
+  deps: Pick<AppDeps, 'config'>,
+  box: SecretBox,
+  mailbox: { row: MailboxRow; transport?: Promise<Transporter> },
+  options: SmtpTransportOptions,
+): Promise<Transporter> {
+  if (!mailbox.transport) {
+    mailbox.transport = openMailboxSmtp(deps, box, mailbox.row, { ...options, verify: true });
+    mailbox.transport.catch(() => {});
+  }
+  return mailbox.transport;
 }
 
 /** A recorded mail: its record's id (the links' tokens name it) and whether its campaign tracks opens. */

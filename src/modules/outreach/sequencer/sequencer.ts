@@ -16,7 +16,6 @@ import {
   startAllowance,
   suppressedOf,
   takeRunLease,
-  verifiedTransport,
 } from './sequencer.batch.ts';
 import {
   afterExistingMail,
@@ -31,7 +30,7 @@ import { publicUrlOf, sessionFailure } from './sequencer.mail.ts';
 import { emptyOutcomes, writeOutcomes } from './sequencer.outcomes.ts';
 import { boundedPipeline } from './sequencer.pipeline.ts';
 import { type DueEnrollment, sequencerRepository } from './sequencer.repository.ts';
-import { composeIntent, deliverMail, recordPaid } from './sequencer.steps.ts';
+import { composeIntent, deliverMail, mailboxTransport, recordPaid } from './sequencer.steps.ts';
 
 type Deps = Pick<AppDeps, 'db' | 'clock' | 'config' | 'logger' | 'credits'>;
 
@@ -77,7 +76,7 @@ export function createSequencer(deps: Deps) {
   const SEND_LEASE_MS = deps.config.OUTREACH_SEND_LEASE_SECONDS * 1000;
 
   const transportOf = (mailbox: MailboxState) =>
-    verifiedTransport(deps, box, mailbox, { pool: true, maxConnections: Math.min(concurrency, 5) });
+    mailboxTransport(deps, box, mailbox, { pool: true, maxConnections: Math.min(concurrency, 5) });
 
   /** A mailbox whose server refused the session (or could not be reached) sends nothing more in this run. */
   function mailboxUnavailable(mailbox: MailboxState, err: unknown) {
