@@ -35,21 +35,27 @@ function peerInode(peer: string[], ours: string[]): string | undefined {
   return undefined;
 }
 
-/** Pids whose process group is `pgid`. */
-function groupMembers(pgid: number): number[] {
-  const pids: number[] = [];
+/** A process's group and start time (clock ticks since boot): a pid and its start time name one process for good. */
+function statOf(pid: number): { pgrp: number; start: string } | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) start at the 3rd: state, ppid, pgrp, … starttime (22nd).
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { pgrp: Number(fields[2]), start: fields[19]! };
+  } catch {
+    return undefined; // gone
+  }
+}
+
+/** Pids whose process group is `pgid`, with their start times. */
+function groupMembers(pgid: number): Map<number, string> {
+  const members = new Map<number, string>();
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // Fields after the command name (which may hold spaces): state, ppid, pgrp, …
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(fields[2]) === pgid) pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
+    const stat = statOf(Number(entry));
+    if (stat?.pgrp === pgid) members.set(Number(entry), stat.start);
   }
-  return pids;
+  return members;
 }
 
 function holds(pid: number, link: string): boolean {
@@ -67,6 +73,32 @@ function holds(pid: number, link: string): boolean {
   return false;
 }
 
+/**
+ * Per process group, the members that held a connection before (pid → start time): Chromium opens its connections
+ * from one or two processes (the network service), so a page that opens many is judged by looking at those first
+ * instead of scanning every process of the host each time. An entry counts only while the same process (same pid
+ * and start time) is still in the group, so a reused pid is never admitted on an old judgement. Bounded, and
+ * dropped when the group's Chromium exits (`forgetGroup`).
+ */
+const known = new Map<number, Map<number, string>>();
+const MAX_GROUPS = 256;
+const MAX_MEMBERS = 8;
+
+/** Forgets what was learnt of group `pgid` (its Chromium has exited). */
+export function forgetGroup(pgid: number): void {
+  known.delete(pgid);
+}
+
+function remember(pgid: number, pid: number, start: string): void {
+  let members = known.get(pgid);
+  if (!members) {
+    if (known.size >= MAX_GROUPS) known.delete(known.keys().next().value!);
+    known.set(pgid, (members = new Map()));
+  }
+  if (members.size >= MAX_MEMBERS) members.delete(members.keys().next().value!);
+  members.set(pid, start);
+}
+
 /** Whether the process at the other end of `socket` (a loopback connection we accepted) is in group `pgid`. */
 export function peerInGroup(socket: net.Socket, pgid: number): boolean {
   const { remoteAddress, remotePort, localAddress, localPort } = socket;
@@ -74,5 +106,21 @@ export function peerInGroup(socket: net.Socket, pgid: number): boolean {
   const inode = peerInode(hexEndpoint(remoteAddress, remotePort), hexEndpoint(localAddress, localPort));
   if (!inode || inode === '0') return false;
   const link = `socket:[${inode}]`;
-  return groupMembers(pgid).some((pid) => holds(pid, link));
+  const members = known.get(pgid);
+  for (const [pid, start] of members ?? []) {
+    const stat = statOf(pid);
+    if (stat?.pgrp !== pgid || stat.start !== start) {
+      members!.delete(pid); // gone, left the group, or its pid now names another process
+      continue;
+    }
+    if (holds(pid, link)) return true;
+  }
+  for (const [pid, start] of groupMembers(pgid)) {
+    if (members?.has(pid)) continue; // looked at above
+    if (holds(pid, link)) {
+      remember(pgid, pid, start);
+      return true;
+    }
+  }
+  return false;
 }
