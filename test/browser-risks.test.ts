@@ -193,21 +193,20 @@ describe('a suspended user', () => {
 });
 
 describe("the guard proxy's peer check", () => {
-  /** A process in a group of its own that opens `count` connections to `port`, one after the other. */
-  const connector = (port: number, count: number) =>
+  /** A process in a group of its own that opens `count` connections to `port`, `burst` at a time. */
+  const connector = (port: number, count: number, burst = 1) =>
     spawn(
       process.execPath,
       [
         '-e',
         `const net = require('node:net');
          (async () => {
-           for (let i = 0; i < ${count}; i++) {
-             await new Promise((resolve) => {
-               const s = net.connect(${port}, '127.0.0.1');
-               s.once('data', () => { s.destroy(); resolve(); });
-               s.once('error', resolve);
-             });
-           }
+           const one = () => new Promise((resolve) => {
+             const s = net.connect(${port}, '127.0.0.1');
+             s.once('data', () => { s.destroy(); resolve(); });
+             s.once('error', resolve);
+           });
+           for (let i = 0; i < ${count}; i += ${burst}) await Promise.all(Array.from({ length: ${burst} }, one));
          })();`,
       ],
       { detached: true, stdio: 'ignore' },
@@ -216,8 +215,8 @@ describe("the guard proxy's peer check", () => {
   it("admits the group's connections, scanning /proc once for the group, and nobody else's", async () => {
     const verdicts: boolean[] = [];
     let pgid = 0;
-    const server = net.createServer((socket) => {
-      verdicts.push(peerInGroup(socket, pgid));
+    const server = net.createServer(async (socket) => {
+      verdicts.push(await peerInGroup(socket, pgid));
       socket.end('x');
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -243,6 +242,20 @@ describe("the guard proxy's peer check", () => {
       own.destroy();
       assert.equal(verdicts[20], false);
       assert.equal(procScans, 2);
+
+      // Many at once (a page's first requests): they share reads of the socket table.
+      const readFile = fs.promises.readFile;
+      let tableReads = 0;
+      mock.method(fs.promises, 'readFile', (...args: Parameters<typeof readFile>) => {
+        if (args[0] === '/proc/net/tcp') tableReads++;
+        return readFile(...args);
+      });
+      const burst = connector(port, 20, 20);
+      pgid = burst.pid!;
+      await new Promise((resolve) => burst.once('exit', resolve));
+      assert.equal(verdicts.length, 41);
+      assert.ok(verdicts.slice(21).every(Boolean), 'every connection of the burst admitted');
+      assert.ok(tableReads <= 10, `${tableReads} reads of /proc/net/tcp for 20 connections`);
     } finally {
       mock.restoreAll();
       server.close();

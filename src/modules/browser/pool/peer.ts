@@ -2,7 +2,9 @@
  * Which process is at the other end of a loopback TCP connection (Linux): the peer's socket is the row of
  * /proc/net/tcp{,6} whose local end is our remote end, and its inode appears as `socket:[inode]` among the
  * descriptors of the process holding it. The guard proxy of a session admits connections of its Chromium's
- * process group only, since Chromium cannot send proxy credentials given on its command line.
+ * process group only, since Chromium cannot send proxy credentials given on its command line. The tables are read
+ * without blocking and shared by the connections accepted before a read began; the group's members that opened
+ * connections before are looked at first (a /proc scan only for a member not seen yet).
  */
 import fs from 'node:fs';
 import type net from 'node:net';
@@ -18,21 +20,59 @@ function hexEndpoint(address: string, port: number): string[] {
   return [`${le}:${hexPort}`, `0000000000000000FFFF0000${le}:${hexPort}`];
 }
 
-/** The inode of the socket whose local end is `peer` and remote end `ours`, if any. */
-function peerInode(peer: string[], ours: string[]): string | undefined {
-  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text: string;
-    try {
-      text = fs.readFileSync(file, 'utf8');
-    } catch {
-      continue;
-    }
-    for (const line of text.split('\n').slice(1)) {
-      const cols = line.trim().split(/\s+/);
-      if (cols.length > 9 && peer.includes(cols[1]!) && ours.includes(cols[2]!)) return cols[9];
-    }
+/** Rows of a /proc/net/tcp{,6} table: "local remote" endpoints → socket inode. */
+async function socketTable(file: string): Promise<Map<string, string>> {
+  const rows = new Map<string, string>();
+  const text = await fs.promises.readFile(file, 'utf8').catch(() => '');
+  for (const line of text.split('\n').slice(1)) {
+    const cols = line.trim().split(/\s+/);
+    if (cols.length > 9) rows.set(`${cols[1]} ${cols[2]}`, cols[9]!);
   }
-  return undefined;
+  return rows;
+}
+
+/**
+ * The IPv4 table, read as few times as the guard's connections allow. A read costs the same for one connection as
+ * for many (several ms, growing with the host's sockets), and a page opens many at once. A read that began after
+ * a connection was accepted holds that connection's row (its endpoints name it alone while it is open), so it
+ * serves every connection accepted before it began; those accepted while it runs share the one read that follows
+ * it. A read begun earlier is never used, so a row of a closed connection cannot stand for a new one.
+ */
+interface TableRead {
+  startedAt: bigint;
+  rows: Promise<Map<string, string>>;
+  done: boolean;
+}
+let lastRead: TableRead | undefined;
+let nextRead: Promise<Map<string, string>> | undefined;
+
+function readIpv4Table(): TableRead {
+  const read: TableRead = { startedAt: process.hrtime.bigint(), rows: socketTable('/proc/net/tcp'), done: false };
+  void read.rows.finally(() => {
+    read.done = true;
+  });
+  lastRead = read;
+  return read;
+}
+
+function ipv4TableSince(acceptedAt: bigint): Promise<Map<string, string>> {
+  if (lastRead && lastRead.startedAt >= acceptedAt) return lastRead.rows;
+  if (!lastRead || lastRead.done) return readIpv4Table().rows;
+  nextRead ??= lastRead.rows.then(() => {
+    nextRead = undefined;
+    return readIpv4Table().rows;
+  });
+  return nextRead;
+}
+
+/** The inode of the socket whose local end is `peer` and remote end `ours`, if any. */
+async function peerInode(peer: string[], ours: string[], acceptedAt: bigint): Promise<string | undefined> {
+  const [peer4, peer6] = peer;
+  const [ours4, ours6] = ours;
+  if (!peer4 || !ours4) return undefined;
+  const inode = (await ipv4TableSince(acceptedAt)).get(`${peer4} ${ours4}`);
+  // A dual-stack listener sees IPv4 peers as IPv4-mapped IPv6 rows.
+  return inode ?? (await socketTable('/proc/net/tcp6')).get(`${peer6} ${ours6}`);
 }
 
 /** A process's group and start time (clock ticks since boot): a pid and its start time name one process for good. */
@@ -99,11 +139,19 @@ function remember(pgid: number, pid: number, start: string): void {
   members.set(pid, start);
 }
 
-/** Whether the process at the other end of `socket` (a loopback connection we accepted) is in group `pgid`. */
-export function peerInGroup(socket: net.Socket, pgid: number): boolean {
+/**
+ * Whether the process at the other end of `socket` (a loopback connection we accepted) is in group `pgid`.
+ * Call it when the connection is accepted: the socket tables it reads are those read since then.
+ */
+export async function peerInGroup(socket: net.Socket, pgid: number): Promise<boolean> {
+  const acceptedAt = process.hrtime.bigint();
   const { remoteAddress, remotePort, localAddress, localPort } = socket;
   if (!remoteAddress || !remotePort || !localAddress || !localPort || pgid <= 0) return false;
-  const inode = peerInode(hexEndpoint(remoteAddress, remotePort), hexEndpoint(localAddress, localPort));
+  const inode = await peerInode(
+    hexEndpoint(remoteAddress, remotePort),
+    hexEndpoint(localAddress, localPort),
+    acceptedAt,
+  );
   if (!inode || inode === '0') return false;
   const link = `socket:[${inode}]`;
   const members = known.get(pgid);
