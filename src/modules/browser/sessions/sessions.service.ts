@@ -223,9 +223,17 @@ export function createBrowserSessions(deps: AppDeps) {
       const killed = host.start();
       if (killed) logger.warn({ killed }, 'killed Chromium processes left by a previous run of this host');
       for (const row of await repo.liveOnHost(db, hostId)) await end(row.id, 'FAILED', 'the host restarted', false);
-      unwatchUsers = deps.apiKeys.watchUsers((userId) => {
+      const recheck = (userId: string) =>
         releaseIfAccountEnded(userId).catch((err) => logger.warn({ err, userId }, 'releasing sessions failed'));
+      const unwatch = deps.apiKeys.watchUsers(recheck);
+      // Notifications sent while the listener was down are lost: every user with a session here is looked at again.
+      const unreconnect = deps.notifier.onReconnect(() => {
+        for (const userId of new Set(host.sessions().map((s) => s.userId))) void recheck(userId);
       });
+      unwatchUsers = () => {
+        unwatch();
+        unreconnect();
+      };
       reaper = setInterval(() => void reap(), REAP_INTERVAL_MS);
       reaper.unref();
     },
