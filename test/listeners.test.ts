@@ -1,7 +1,9 @@
 /**
  * Nothing the service opens listens beyond loopback, and what listens on loopback asks for a credential
  * (docs/CONVENTIONS.md, Listeners): the guard proxy of DYNAMIC crawls (made per crawl, with its own
- * credentials) and, after a real DYNAMIC job in a real service process, every socket that process listens on.
+ * credentials) and, after a real DYNAMIC job in a real service process, every socket that process listens on; and
+ * with a live cloud browser session (a CDP client attached, a page navigated through its guard proxy), every socket
+ * the service and that session's Chromium processes listen on.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -10,6 +12,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { chromium } from 'playwright-core';
 import { startGuardProxy } from '../src/shared/guard-proxy.ts';
 import { CHROMIUM_PATH, CHROMIUM_SKIP, chromiumMissing } from './fixtures/crawl-run.ts';
 import { DIRECTORY_SELECTORS, type FixtureSite, startFixtureSite } from './fixtures/sites.ts';
@@ -184,6 +187,128 @@ describe('a service process after a DYNAMIC job', { skip: chromiumMissing ? CHRO
     } finally {
       service.child.kill('SIGKILL');
       await service.exited;
+      await site.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** A process's parent and group, from /proc/<pid>/stat (undefined once it is gone). */
+function parentAndGroup(pid: number): { ppid: number; pgrp: number } | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { ppid: Number(fields[1]), pgrp: Number(fields[2]) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every process in the groups led by children of `pid` (a session's Chromium is a group of its own). */
+function childGroupMembers(pid: number): number[] {
+  const stats = fs
+    .readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .map((e) => ({ pid: Number(e), ...parentAndGroup(Number(e)) }));
+  const leaders = new Set(stats.filter((s) => s.ppid === pid && s.pgrp === s.pid).map((s) => s.pid));
+  return stats.filter((s) => s.pgrp !== undefined && leaders.has(s.pgrp)).map((s) => s.pid);
+}
+
+describe('a service process with a live browser session', { skip: chromiumMissing ? CHROMIUM_SKIP : false }, () => {
+  it('the service and its Chromium listen on loopback only, and the guard proxy refuses what has no credential', {
+    timeout: 300_000,
+  }, async () => {
+    const site = await startFixtureSite({ pages: 1, leadsPerPage: 1 });
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-listeners-'));
+    const port = await freePort();
+    const service = startService({
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      // The session's traffic goes through its guard proxy only when private networks are off.
+      ALLOW_PRIVATE_NETWORK: 'false',
+      RUN_BROWSERS: 'true',
+      CHROMIUM_PATH,
+      LOG_LEVEL: 'warn',
+    });
+    let chromiumPids: number[] = [];
+    try {
+      await waitHealthy(port, service);
+      const api = async (method: string, url: string, body?: unknown, key?: string) => {
+        const res = await fetch(`http://127.0.0.1:${port}${url}`, {
+          method,
+          headers: {
+            ...(body ? { 'content-type': 'application/json' } : {}),
+            ...(key ? { authorization: `Bearer ${key}` } : {}),
+          },
+          body: body ? JSON.stringify(body) : undefined,
+        });
+        return (await res.json()) as { success: boolean; data: Record<string, any> };
+      };
+      const signup = await api('POST', '/api/auth/signup', {
+        email: 'browser-listeners@example.com',
+        password: 'a long password',
+        termsAccepted: true,
+        privacyAccepted: true,
+      });
+      const key = signup.data.apiKey as string;
+      const created = await api('POST', '/api/browser/sessions', {}, key);
+      const session = created.data.session as { id: string; cdpUrl: string };
+      assert.ok(session?.cdpUrl, JSON.stringify(created));
+      const browser = await chromium.connectOverCDP(session.cdpUrl);
+      try {
+        const page = await browser.contexts()[0]!.newPage();
+        // Loopback is private: the guard admitted Chromium's connection, then refused the address (403).
+        const response = await page.goto(`${site.origin}/`);
+        assert.equal(response?.status(), 403, 'the navigation went through the guard proxy');
+        // A REST operation too: the service's own Playwright on its loopback CDP endpoint.
+        const content = await api(
+          'GET',
+          `/api/browser/sessions/${session.id}/page/content?format=text`,
+          undefined,
+          key,
+        );
+        assert.equal(content.success, true, JSON.stringify(content));
+
+        const pid = service.child.pid!;
+        chromiumPids = childGroupMembers(pid);
+        assert.ok(chromiumPids.length > 1, 'the session runs Chromium processes');
+        for (const p of [pid, ...chromiumPids]) {
+          assert.deepEqual(nonLoopbackListeners(p), [], `process ${p} listens on loopback only`);
+        }
+        // Chromium's DevTools endpoint is a pipe: none of its processes listens at all.
+        for (const p of chromiumPids) assert.deepEqual(listenersOf(p), [], `Chromium process ${p} listens on nothing`);
+
+        // Beyond the API: the guard proxy and the internal CDP endpoint. No request without a credential passes
+        // either, and the guard answers one from outside Chromium's group 407 whatever credential it carries.
+        const others = listenersOf(pid).filter((l) => l.port !== port);
+        assert.ok(others.length >= 2, JSON.stringify(others));
+        const target = `${site.origin}/robots.txt`;
+        const authority = new URL(site.origin).host;
+        const answers = await Promise.all(others.map((l) => viaProxy(`http://127.0.0.1:${l.port}`, target)));
+        assert.ok(answers.includes(407), `the guard proxy is among them: ${answers}`);
+        assert.ok(
+          answers.every((status) => status >= 400),
+          `nothing answers without a credential: ${answers}`,
+        );
+        const guard = `http://127.0.0.1:${others[answers.indexOf(407)]!.port}`;
+        assert.equal(await viaProxy(guard, target, basic('crawl-x', 'guess')), 407);
+        assert.match(await connectViaProxy(guard, authority), /^HTTP\/1\.1 407 /);
+      } finally {
+        await browser.close();
+      }
+      await api('DELETE', `/api/browser/sessions/${session.id}`, undefined, key);
+    } finally {
+      service.child.kill('SIGTERM');
+      const code = await Promise.race([service.exited, new Promise((r) => setTimeout(() => r('timeout'), 30_000))]);
+      if (code === 'timeout') service.child.kill('SIGKILL');
+      for (const p of chromiumPids) {
+        try {
+          process.kill(p, 'SIGKILL');
+        } catch {
+          // gone, as it should be
+        }
+      }
       await site.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
     }

@@ -49,10 +49,12 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
   const repo = apiKeyRepository(deps.db);
   const cache = new Map<string, CacheEntry>();
 
+  const userWatchers = new Set<(userId: string) => void>();
   const evict = (payload: string) => {
     if (!payload.startsWith('user:')) return void cache.delete(payload);
     const userId = payload.slice(5);
     for (const [hash, entry] of cache) if (entry.identity.userId === userId) cache.delete(hash);
+    for (const watcher of userWatchers) watcher(userId);
   };
   void deps.notifier.subscribe(INVALIDATE_CHANNEL, evict);
   // Revocations sent while the listener was down are lost: forget every cached key.
@@ -175,6 +177,15 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
       const row = await findManageable(principal, id);
       await repo.update(row.id, { revokedAt: deps.clock.now() });
       await invalidate(row.keyHash);
+    },
+
+    /**
+     * Runs `watcher` in this process whenever a user's account changes (suspension, reactivation, deletion), for
+     * credentials other than keys that must follow it (a browser session's cdpUrl). Returns its removal.
+     */
+    watchUsers(watcher: (userId: string) => void): () => void {
+      userWatchers.add(watcher);
+      return () => void userWatchers.delete(watcher);
     },
 
     /** Drops cached identities of a user (suspension, deletion) in every process. */

@@ -4,4 +4,4 @@
  */
 export { userRoutes } from './users.routes.ts';
 export { emailInput, password, toUserView, userView } from './users.schemas.ts';
-export { createUserService, findUserByEmail, lockUser, setUserAccountState } from './users.service.ts';
+export { accountStatusOf, createUserService, findUserByEmail, lockUser, setUserAccountState } from './users.service.ts';

@@ -28,6 +28,9 @@ export function createUserService(deps: Pick<AppDeps, 'db' | 'clock'>) {
 /** The user with this email, if any (sign-in). */
 export const findUserByEmail = (db: Db | Tx, email: string) => userRepository(db).findByEmail(email);
 
+/** The account's status ('active' | 'suspended'), undefined once it is deleted: for credentials that outlive a check. */
+export const accountStatusOf = async (db: Db | Tx, id: string) => (await userRepository(db).findById(id))?.status;
+
 /** Locks the user's row in the caller's transaction, so account changes to one user apply one after the other. */
 export const lockUser = (tx: Db | Tx, id: string) => userRepository(tx).lockById(id);
 

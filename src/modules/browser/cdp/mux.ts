@@ -45,10 +45,15 @@ export class CdpMux {
   #input: Writable;
   #nextId = 1;
   #pending = new Map<number, { resolve: (m: Message) => void }>();
-  #routes = new Map<number, { client: ClientState; id: number }>();
+  #routes = new Map<number, { client: ClientState; id: number; closesBrowser?: boolean }>();
   #owners = new Map<string, ClientState>();
   #clients = new Set<ClientState>();
   #closed = false;
+  /**
+   * A client's `Browser.close` that Chromium accepted: the browser then exits because it was asked to, which ends
+   * the session as released by its client, not as a failure.
+   */
+  #closeAsked = false;
   /** Called on every message a client sends (idleness is measured by the session host). */
   onActivity: () => void = () => {};
 
@@ -70,6 +75,11 @@ export class CdpMux {
       if (start < data.length) chunks.push(data.subarray(start));
     });
     output.once('close', () => this.close('the browser closed'));
+  }
+
+  /** Whether a client closed the browser (`Browser.close`, accepted or still unanswered). */
+  get closedByClient(): boolean {
+    return this.#closeAsked;
   }
 
   get clientCount(): number {
@@ -108,6 +118,7 @@ export class CdpMux {
       const route = this.#routes.get(message.id);
       if (!route) return;
       this.#routes.delete(message.id);
+      if (route.closesBrowser && message.error) this.#closeAsked = false;
       message.id = route.id;
       this.#deliver(route.client, message);
       return;
@@ -186,7 +197,10 @@ export class CdpMux {
       return;
     }
     const id = this.#nextId++;
-    this.#routes.set(id, { client, id: message.id });
+    // Chromium answers Browser.close and exits right after: the exit must be known as asked for before it comes.
+    const closesBrowser = message.method === 'Browser.close';
+    if (closesBrowser) this.#closeAsked = true;
+    this.#routes.set(id, { client, id: message.id, ...(closesBrowser ? { closesBrowser } : {}) });
     this.#write({ ...message, id, sessionId: message.sessionId ?? client.browserSession });
   }
 

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { killGroup, USER_DATA_PREFIX } from './chromium.ts';
+import { forgetGroup } from './peer.ts';
 
 interface Entry {
   pid: number;
@@ -67,7 +68,9 @@ export class ProcessRecord {
     this.#write();
   }
 
+  /** The group of `pid` is gone: no record of it, and nothing learnt of its members admits anyone any more. */
   remove(pid: number): void {
+    forgetGroup(pid);
     if (this.#entries.delete(pid)) this.#write();
   }
 

@@ -8,10 +8,11 @@ import os from 'node:os';
 import type { FastifyRequest } from 'fastify';
 import type { AppDeps } from '../../../deps.ts';
 import { secretKeyMaterial } from '../../../shared/crypto.ts';
-import { AppError, notFound, validationError } from '../../../shared/errors.ts';
+import { AppError, accountSuspended, notFound, validationError } from '../../../shared/errors.ts';
 import { emitEvent } from '../../../shared/events.ts';
 import { storedId } from '../../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
+import { accountStatusOf } from '../../users/index.ts';
 import { CDP_TOKEN_TTL_MS, type CdpGrant, cdpTokenKey, signCdpToken, verifyCdpToken } from '../cdp/token.ts';
 import { BrowserHost, type LiveSession } from './host.ts';
 import { admit, dueEnding, minutesOf } from './lifecycle.ts';
@@ -30,6 +31,9 @@ const DEFAULT_VIEWPORT = { width: 1280, height: 720 };
 const REAP_INTERVAL_MS = 1000;
 /** Reaper rounds between looks for rows of this host that say LIVE without a browser here. */
 const LOST_SWEEP_EVERY = 30;
+
+/** endReason of a session whose CDP client closed the browser. */
+export const CLOSED_BY_CLIENT = 'closed by a CDP client (Browser.close)';
 
 const defaultHostId = (dataDir: string) =>
   `${os.hostname()}-${crypto.createHash('sha256').update(dataDir).digest('hex').slice(0, 8)}`;
@@ -60,7 +64,11 @@ export function createBrowserSessions(deps: AppDeps) {
         defaultViewport: DEFAULT_VIEWPORT,
         allowPrivateNetwork: config.ALLOW_PRIVATE_NETWORK,
         now,
-        onDied: (session, reason) => void end(session.id, 'FAILED', reason),
+        onDied: (session, reason) =>
+          // A client's Browser.close is a release by that client, not a failure.
+          void (session.mux.closedByClient
+            ? end(session.id, 'RELEASED', CLOSED_BY_CLIENT)
+            : end(session.id, 'FAILED', reason)),
       })
     : undefined;
 
@@ -99,6 +107,20 @@ export function createBrowserSessions(deps: AppDeps) {
     }
     return pending;
   }
+
+  /**
+   * A suspended or deleted user's sessions on this host are released, which closes their CDP clients: a cdpUrl
+   * must not outlive the account (its token stays valid for minutes). Told by the API keys' per-user invalidation.
+   */
+  async function releaseIfAccountEnded(userId: string): Promise<void> {
+    const mine = host?.sessions().filter((s) => s.userId === userId) ?? [];
+    if (mine.length === 0) return;
+    const status = await accountStatusOf(db, userId);
+    if (status === 'active') return;
+    const reason = status === 'suspended' ? 'the account was suspended' : 'the account was deleted';
+    await Promise.all(mine.map((s) => end(s.id, 'RELEASED', reason).catch(() => {})));
+  }
+  let unwatchUsers: (() => void) | undefined;
 
   let sweeps = 0;
   async function reap(): Promise<void> {
@@ -201,6 +223,17 @@ export function createBrowserSessions(deps: AppDeps) {
       const killed = host.start();
       if (killed) logger.warn({ killed }, 'killed Chromium processes left by a previous run of this host');
       for (const row of await repo.liveOnHost(db, hostId)) await end(row.id, 'FAILED', 'the host restarted', false);
+      const recheck = (userId: string) =>
+        releaseIfAccountEnded(userId).catch((err) => logger.warn({ err, userId }, 'releasing sessions failed'));
+      const unwatch = deps.apiKeys.watchUsers(recheck);
+      // Notifications sent while the listener was down are lost: every user with a session here is looked at again.
+      const unreconnect = deps.notifier.onReconnect(() => {
+        for (const userId of new Set(host.sessions().map((s) => s.userId))) void recheck(userId);
+      });
+      unwatchUsers = () => {
+        unwatch();
+        unreconnect();
+      };
       reaper = setInterval(() => void reap(), REAP_INTERVAL_MS);
       reaper.unref();
     },
@@ -208,6 +241,7 @@ export function createBrowserSessions(deps: AppDeps) {
     /** Every session of this host released, then every Chromium gone. */
     async stop(): Promise<void> {
       clearInterval(reaper);
+      unwatchUsers?.();
       if (!host) return;
       await Promise.all(host.sessions().map((s) => end(s.id, 'RELEASED', 'the service stopped').catch(() => {})));
       await Promise.all([...ending.values()].map((p) => p.catch(() => {})));
@@ -382,6 +416,9 @@ export function createBrowserSessions(deps: AppDeps) {
 
     /** The session a valid grant names, when it is still live (404 otherwise, 503 on another host). */
     async liveForGrant(grant: CdpGrant, id: string): Promise<LiveSession> {
+      // The token outlives checks of the account: a suspended user's is refused as the API key is, a deleted one's 404.
+      const account = await accountStatusOf(db, grant.userId);
+      if (account !== 'active') throw account === 'suspended' ? accountSuspended() : notFound('Browser session');
       const key = storedId(id);
       const row = key === grant.sessionId ? await repo.find(db, { userId: grant.userId }, key) : undefined;
       if (!row || row.clientRef !== grant.clientRef || row.status !== 'LIVE') throw notFound('Browser session');
