@@ -13,8 +13,10 @@ import { emitEvent } from '../../../shared/events.ts';
 import { storedId } from '../../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
 import { CDP_TOKEN_TTL_MS, type CdpGrant, cdpTokenKey, signCdpToken, verifyCdpToken } from '../cdp/token.ts';
+import { persistedHostId } from '../hosts/registry.ts';
 import { BrowserHost, type LiveSession } from './host.ts';
 import { admit, dueEnding, minutesOf } from './lifecycle.ts';
+import { createScaleOut } from './scale-out.ts';
 import { sessionsRepository as repo, type SessionRow, type SessionScope } from './sessions.repository.ts';
 import type {
   CreateSessionBody,
@@ -31,8 +33,14 @@ const REAP_INTERVAL_MS = 1000;
 /** Reaper rounds between looks for rows of this host that say LIVE without a browser here. */
 const LOST_SWEEP_EVERY = 30;
 
-const defaultHostId = (dataDir: string) =>
-  `${os.hostname()}-${crypto.createHash('sha256').update(dataDir).digest('hex').slice(0, 8)}`;
+/**
+ * This process's host id: BROWSER_HOST_ID, else the random one kept in DATA_DIR. A process without browsers holds
+ * no session, so it gets an id of its own that matches no host's.
+ */
+const hostIdOf = (config: AppDeps['config']) =>
+  config.RUN_BROWSERS
+    ? (config.BROWSER_HOST_ID ?? persistedHostId(config.dataDir))
+    : `no-browsers-${crypto.randomUUID()}`;
 
 /** ws(s)://… of the service as this request reached it, or PUBLIC_URL. */
 export function webSocketBase(publicUrl: string | undefined, request: FastifyRequest): string {
@@ -46,7 +54,7 @@ export function createBrowserSessions(deps: AppDeps) {
   const { config, db, clock, logger } = deps;
   const now = () => clock.now().getTime();
   const tokenKey = cdpTokenKey(secretKeyMaterial(config));
-  const hostId = config.BROWSER_HOST_ID ?? defaultHostId(config.dataDir);
+  const hostId = hostIdOf(config);
   let starting = 0;
   let reaper: NodeJS.Timeout | undefined;
   const ending = new Map<string, Promise<SessionRow | undefined>>();
@@ -63,6 +71,7 @@ export function createBrowserSessions(deps: AppDeps) {
         onDied: (session, reason) => void end(session.id, 'FAILED', reason),
       })
     : undefined;
+  const scaleOut = createScaleOut(deps, { hostId, host, end });
 
   /** Ends a session once (Chromium closed first), charging its minutes and telling the webhooks in one transaction. */
   function end(id: string, status: SessionStatus, reason: string, charge = true): Promise<SessionRow | undefined> {
@@ -196,7 +205,10 @@ export function createBrowserSessions(deps: AppDeps) {
     hostId,
     host,
 
+    scaleOut,
+
     async start(): Promise<void> {
+      await scaleOut.start();
       if (!host) return;
       const killed = host.start();
       if (killed) logger.warn({ killed }, 'killed Chromium processes left by a previous run of this host');
@@ -208,10 +220,12 @@ export function createBrowserSessions(deps: AppDeps) {
     /** Every session of this host released, then every Chromium gone. */
     async stop(): Promise<void> {
       clearInterval(reaper);
-      if (!host) return;
-      await Promise.all(host.sessions().map((s) => end(s.id, 'RELEASED', 'the service stopped').catch(() => {})));
-      await Promise.all([...ending.values()].map((p) => p.catch(() => {})));
-      await host.stop();
+      if (host) {
+        await Promise.all(host.sessions().map((s) => end(s.id, 'RELEASED', 'the service stopped').catch(() => {})));
+        await Promise.all([...ending.values()].map((p) => p.catch(() => {})));
+        await host.stop();
+      }
+      await scaleOut.stop();
     },
 
     async create(request: FastifyRequest, body: CreateSessionBody, base: string): Promise<SessionView> {
@@ -263,7 +277,7 @@ export function createBrowserSessions(deps: AppDeps) {
             extensionIds: body.extensionIds,
             metadata: body.metadata,
             hostId,
-            hostAddress: null,
+            hostAddress: scaleOut.internalUrl,
             expiresAt: new Date(createdAt.getTime() + timeoutMs),
             createdAt,
             updatedAt: createdAt,
