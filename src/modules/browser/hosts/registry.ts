@@ -61,10 +61,9 @@ export function bootId(): string {
   }
 }
 
-/** BROWSER_INTERNAL_URL's default: the API listener on loopback when it binds every or a loopback address. */
+/** BROWSER_INTERNAL_URL's default: the API listener on loopback when it binds every address, else HOST itself. */
 export function defaultInternalUrl(host: string, port: number): string {
-  const local = ['0.0.0.0', '::', '[::]', '127.0.0.1', '::1', '[::1]', 'localhost'].includes(host);
-  if (local) return `http://127.0.0.1:${port}`;
+  if (host === '0.0.0.0' || host === '::' || host === '[::]') return `http://127.0.0.1:${port}`;
   return `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
 }
 
