@@ -53,7 +53,7 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
   let siteUrl: string;
   let alice: ApiClient;
   let bob: ApiClient;
-  const dirs = [1, 2, 3].map((n) => fs.mkdtempSync(path.join(os.tmpdir(), `quarry-scale-${n}-`)));
+  let dirs: string[] = [];
   const env = (extra: Record<string, string>) => ({
     DATABASE_URL: db.url!,
     RUN_WORKERS: 'false',
@@ -65,6 +65,7 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
   const baseB = () => `http://127.0.0.1:${portB}`;
 
   before(async () => {
+    dirs = [1, 2, 3].map((n) => fs.mkdtempSync(path.join(os.tmpdir(), `quarry-scale-${n}-`)));
     db = await createTestDatabase();
     site = http.createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html' });
@@ -82,7 +83,7 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
   });
 
   after(async () => {
-    const chromiumLeft = recordedChromium(dirs[0]!).map((e) => e.pid);
+    const chromiumLeft = dirs[0] ? recordedChromium(dirs[0]).map((e) => e.pid) : [];
     for (const service of [a, b]) service?.child.kill('SIGKILL');
     await Promise.all([a?.exited, b?.exited]);
     // A was killed with -9: its Chromium is ours to end.
@@ -164,6 +165,12 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
     } finally {
       await browser.close();
     }
+    // The client's close crossed the relay: the host counts no client any more.
+    await pollUntil(
+      async () => (await alice.call('GET', `${S}/${session.id}`)).body.data.session.connectedClients,
+      (n) => n === 0,
+      5000,
+    );
 
     const patched = await alice.call('PATCH', `${S}/${session.id}`, { extendMs: 60_000 });
     assert.equal(patched.status, 200, JSON.stringify(patched.body));
