@@ -5,6 +5,7 @@
  * forwarded again; a second live process cannot take A's host id; a kill -9 of A fails its session within 30 s.
  */
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,8 +13,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium } from 'playwright-core';
+import { cdpTokenKey, signCdpToken } from '../src/modules/browser/cdp/token.ts';
 import { forwardedHeaders, HOP_HEADER, openUpstream, wasForwarded } from '../src/modules/browser/hosts/forward.ts';
-import { recordedChromium, running } from './helpers/browser.ts';
+import { recordedChromium, running, upgradeStatus } from './helpers/browser.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { type ApiClient, signedUpClient } from './helpers/http-client.ts';
 import { freePort, pollUntil, type ServiceProcess, startService, waitHealthy } from './helpers/process.ts';
@@ -22,6 +24,7 @@ const skip = process.env.TEST_DATABASE_URL
   ? false
   : 'scale-out runs on PostgreSQL only (set TEST_DATABASE_URL): PGlite serves one process';
 const S = '/api/browser/sessions';
+const SECRET = 'scale-out-test-secret-material-0123456789';
 
 describe('the forwarding loop guard', () => {
   it('a forwarded request carries the hop mark, and a marked request counts as forwarded', () => {
@@ -59,7 +62,7 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
     RUN_WORKERS: 'false',
     LOG_LEVEL: 'warn',
     ALLOW_PRIVATE_NETWORK: 'true',
-    SECRET_KEY: 'scale-out-test-secret-material-0123456789',
+    SECRET_KEY: SECRET,
     ...extra,
   });
   const baseB = () => `http://127.0.0.1:${portB}`;
@@ -189,20 +192,18 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
     // Bob's own token names Alice's session nowhere: his cdpUrl cannot reach it (404 before the upgrade).
     const own = (await bob.call('POST', S, {})).body.data.session;
     const crossed = own.cdpUrl.replace(own.id, sessionId);
-    const status = await new Promise<number>((resolve) => {
-      const req = http.get(crossed.replace(/^ws/, 'http'), {
-        headers: {
-          connection: 'upgrade',
-          upgrade: 'websocket',
-          'sec-websocket-version': '13',
-          'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
-        },
-      });
-      req.on('response', (res) => resolve(res.statusCode!));
-      req.on('upgrade', () => resolve(101));
-    });
+    const status = await upgradeStatus(crossed);
     assert.equal(status, 404);
     assert.equal((await bob.call('DELETE', `${S}/${own.id}`)).status, 200);
+    // A token that names Alice's session for another user passes B's signature check and is forwarded: the host
+    // refuses it, and B gives the client that refusal before the upgrade.
+    const foreign = signCdpToken(cdpTokenKey(SECRET), {
+      sessionId,
+      userId: crypto.randomUUID(),
+      clientRef: null,
+      expiresAt: Date.now() + 60_000,
+    });
+    assert.equal(await upgradeStatus(`ws://127.0.0.1:${portB}${S}/${sessionId}/cdp?token=${foreign}`), 404);
 
     // Marked as forwarded already, B answers itself: it holds no browser, so 503, never a second hop.
     const looped = await request(

@@ -133,9 +133,12 @@ export function openUpstream(base: string, path: string, headers: Record<string,
       abandon.unref();
       resolve({ socket, early, abandon });
     });
+    // The refusal is read before the handshake is dropped (dropping it first would end in a bare error).
     socket.once('unexpected-response', (_request, response) => {
-      void refusalOf(response).then(reject);
-      socket.terminate();
+      void refusalOf(response).then((refusal) => {
+        reject(refusal);
+        socket.terminate();
+      });
     });
     socket.once('error', () => reject(unreachable()));
   });

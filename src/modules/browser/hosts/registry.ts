@@ -52,6 +52,15 @@ export function persistedHostId(dataDir: string): string {
   return read();
 }
 
+/**
+ * This process's host id: BROWSER_HOST_ID, else the random one kept in DATA_DIR. A process without browsers holds
+ * no session, so it gets an id of its own that matches no host's.
+ */
+export const hostIdOf = (config: { RUN_BROWSERS: boolean; BROWSER_HOST_ID?: string; dataDir: string }): string =>
+  config.RUN_BROWSERS
+    ? (config.BROWSER_HOST_ID ?? persistedHostId(config.dataDir))
+    : `no-browsers-${crypto.randomUUID()}`;
+
 /** Tells this boot of this machine from another machine (or a reboot), where a pid means nothing. */
 export function bootId(): string {
   try {

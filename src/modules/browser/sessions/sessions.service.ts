@@ -3,7 +3,6 @@
  * sessions at their deadline, when idle, or when their Chromium died. One per process (`browserSessionsOf`):
  * the Chromium processes it holds are the process's.
  */
-import crypto from 'node:crypto';
 import os from 'node:os';
 import type { FastifyRequest } from 'fastify';
 import type { AppDeps } from '../../../deps.ts';
@@ -13,7 +12,7 @@ import { emitEvent } from '../../../shared/events.ts';
 import { storedId } from '../../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
 import { CDP_TOKEN_TTL_MS, type CdpGrant, cdpTokenKey, signCdpToken, verifyCdpToken } from '../cdp/token.ts';
-import { persistedHostId } from '../hosts/registry.ts';
+import { hostIdOf } from '../hosts/registry.ts';
 import { BrowserHost, type LiveSession } from './host.ts';
 import { admit, dueEnding, minutesOf } from './lifecycle.ts';
 import { createScaleOut } from './scale-out.ts';
@@ -32,15 +31,6 @@ const DEFAULT_VIEWPORT = { width: 1280, height: 720 };
 const REAP_INTERVAL_MS = 1000;
 /** Reaper rounds between looks for rows of this host that say LIVE without a browser here. */
 const LOST_SWEEP_EVERY = 30;
-
-/**
- * This process's host id: BROWSER_HOST_ID, else the random one kept in DATA_DIR. A process without browsers holds
- * no session, so it gets an id of its own that matches no host's.
- */
-const hostIdOf = (config: AppDeps['config']) =>
-  config.RUN_BROWSERS
-    ? (config.BROWSER_HOST_ID ?? persistedHostId(config.dataDir))
-    : `no-browsers-${crypto.randomUUID()}`;
 
 /** ws(s)://… of the service as this request reached it, or PUBLIC_URL. */
 export function webSocketBase(publicUrl: string | undefined, request: FastifyRequest): string {
@@ -204,7 +194,6 @@ export function createBrowserSessions(deps: AppDeps) {
   return {
     hostId,
     host,
-
     scaleOut,
 
     async start(): Promise<void> {
