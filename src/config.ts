@@ -166,10 +166,18 @@ const envSchema = z.object({
   // ---- Cloud browser (docs/configuration.md) ----
   /** This process hosts browser sessions (each a Chromium of its own). */
   RUN_BROWSERS: bool.default(true),
-  /** Names this host on the sessions it holds; default the machine's name and DATA_DIR, stable across restarts. */
+  /** Names this host on the sessions it holds; default a random id kept in DATA_DIR/browser-host-id. */
   BROWSER_HOST_ID: z
     .string()
     .regex(/^[\w.:-]{1,100}$/, 'letters, digits, . : _ -')
+    .optional(),
+  /**
+   * Base URL (http[s]://host:port, no path) of this process's API listener as the other API processes reach it, to
+   * forward requests for the sessions it holds; default derived from HOST and PORT (docs/browser.md "Scale-out").
+   */
+  BROWSER_INTERNAL_URL: z
+    .url({ protocol: /^https?$/ })
+    .refine((url) => /^https?:\/\/[^/?#]+\/?$/.test(url), 'must be a base URL without path, query or fragment')
     .optional(),
   /** Live sessions per host, per user, per clientRef (429 CAPACITY_EXCEEDED beyond). */
   BROWSER_MAX_SESSIONS: z.coerce.number().int().min(0).max(1000).default(10),

@@ -4,7 +4,7 @@ import { users } from './users.ts';
 
 /**
  * A cloud browser session: one Chromium on one host. Ended sessions stay for history with their
- * `end_reason`; `host_id`/`host_address` name the process holding a live one (forwarding between hosts comes later).
+ * `end_reason`; `host_id`/`host_address` name the process holding a live one (other API processes forward to it).
  */
 export const browserSessions = pgTable(
   'browser_sessions',
@@ -42,3 +42,20 @@ export const browserSessions = pgTable(
     index('browser_sessions_host_status_idx').on(t.hostId, t.status),
   ],
 );
+
+/**
+ * The processes that host browser sessions (RUN_BROWSERS on PostgreSQL): where other API processes reach them and
+ * when each last said it was alive. A host whose heartbeat is stale has its live sessions failed by any process.
+ */
+export const browserHosts = pgTable('browser_hosts', {
+  hostId: text('host_id').primaryKey(),
+  /** Base URL of the host's API listener, as other API processes reach it (BROWSER_INTERNAL_URL). */
+  internalUrl: text('internal_url').notNull(),
+  /** The process holding the id now, with the machine's boot id: tells a second live process from a restart. */
+  pid: integer('pid').notNull(),
+  bootId: text('boot_id').notNull(),
+  maxSessions: integer('max_sessions').notNull(),
+  liveSessions: integer('live_sessions').notNull().default(0),
+  startedAt: tsColumn('started_at').notNull(),
+  heartbeatAt: tsColumn('heartbeat_at').notNull(),
+});

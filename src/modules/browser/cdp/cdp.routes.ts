@@ -7,6 +7,7 @@ import fastifyWebsocket from '@fastify/websocket';
 import { z } from 'zod';
 import type { RouteModule } from '../../../route-module.ts';
 import { AppError } from '../../../shared/errors.ts';
+import { forwardedHeaders, openUpstream, relayWebSocket, type Upstream } from '../hosts/forward.ts';
 import type { LiveSession } from '../sessions/host.ts';
 import { browserSessionsOf } from '../sessions/sessions.service.ts';
 import { attachWebSocket, CDP_MAX_PAYLOAD } from './websocket.ts';
@@ -19,6 +20,8 @@ export const browserCdpRoutes: RouteModule = (app, deps) => {
   app.register(async (scoped) => {
     await scoped.register(fastifyWebsocket, { options: { maxPayload: CDP_MAX_PAYLOAD, perMessageDeflate: false } });
     const live = new WeakMap<object, LiveSession>();
+    /** Scale-out: the same endpoint on the host that holds the session, opened before this upgrade is accepted. */
+    const relayed = new WeakMap<object, Upstream>();
     scoped.get(
       '/api/browser/sessions/:id/cdp',
       {
@@ -31,10 +34,14 @@ export const browserCdpRoutes: RouteModule = (app, deps) => {
           if (!grant)
             throw new AppError('UNAUTHORIZED', 'Invalid or expired cdpUrl token: GET the session for a fresh one');
           const { id } = params.parse(request.params);
-          live.set(request, await sessions.liveForGrant(grant, id));
+          const target = await sessions.scaleOut.targetForGrant(request, grant, id);
+          if (target) relayed.set(request, await openUpstream(target, request.url, forwardedHeaders(request)));
+          else live.set(request, await sessions.liveForGrant(grant, id));
         },
       },
       (socket, request) => {
+        const upstream = relayed.get(request);
+        if (upstream) return relayWebSocket(socket, upstream);
         const session = live.get(request);
         if (!session) return socket.close(1011, 'no session');
         attachWebSocket(session.mux, socket, {

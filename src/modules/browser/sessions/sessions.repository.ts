@@ -1,6 +1,6 @@
-import { and, count, desc, eq, inArray, lt, sql } from 'drizzle-orm';
+import { and, count, desc, eq, exists, inArray, lt, ne, sql } from 'drizzle-orm';
 import type { Db, Tx } from '../../../db/client.ts';
-import { browserSessions } from '../../../db/schema/index.ts';
+import { browserHosts, browserSessions } from '../../../db/schema/index.ts';
 import type { SessionStatus } from './sessions.schemas.ts';
 
 export type SessionRow = typeof browserSessions.$inferSelect;
@@ -123,6 +123,33 @@ export const sessionsRepository = {
       .where(and(eq(browserSessions.id, id), inArray(browserSessions.status, LIVE_STATUSES)))
       .returning();
     return row;
+  },
+
+  /** Which host holds a session, and whether it is live (any user's: the host it is forwarded to judges tenancy). */
+  async holderOf(db: Conn, id: string): Promise<{ hostId: string; status: string } | undefined> {
+    const [row] = await db
+      .select({ hostId: browserSessions.hostId, status: browserSessions.status })
+      .from(browserSessions)
+      .where(eq(browserSessions.id, id))
+      .limit(1);
+    return row;
+  },
+
+  /** Live rows of other hosts whose registry heartbeat is older than `staleMs` (hosts that died). */
+  async liveOnLostHosts(db: Conn, selfHostId: string, staleMs: number): Promise<SessionRow[]> {
+    const lost = db
+      .select({ one: sql`1` })
+      .from(browserHosts)
+      .where(
+        and(
+          eq(browserHosts.hostId, browserSessions.hostId),
+          lt(browserHosts.heartbeatAt, sql`now() - ${`${staleMs} milliseconds`}::interval`),
+        ),
+      );
+    return db
+      .select()
+      .from(browserSessions)
+      .where(and(inArray(browserSessions.status, LIVE_STATUSES), ne(browserSessions.hostId, selfHostId), exists(lost)));
   },
 
   /** Live rows a host holds (after a restart of that host: none of them runs any more). */

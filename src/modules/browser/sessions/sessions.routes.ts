@@ -1,7 +1,9 @@
+import type { preValidationAsyncHookHandler } from 'fastify';
 import { z } from 'zod';
 import type { RouteModule } from '../../../route-module.ts';
 import { envelope, errorResponses, idParams, ok } from '../../../shared/http.ts';
 import { nextCursor } from '../../../shared/pagination.ts';
+import { forwardHttp } from '../hosts/forward.ts';
 import { createSessionBody, listSessionsQuery, sessionView, updateSessionBody } from './sessions.schemas.ts';
 import { browserSessionsOf, webSocketBase } from './sessions.service.ts';
 
@@ -13,6 +15,31 @@ export const browserSessionRoutes: RouteModule = (app, deps) => {
   const sessions = browserSessionsOf(deps);
   app.addHook('onReady', () => sessions.start());
   app.addHook('onClose', () => sessions.stop());
+  app.addHook('onListen', function () {
+    const address = this.server.address();
+    if (address && typeof address === 'object') sessions.scaleOut.listening(address.port);
+  });
+  // Scale-out (PostgreSQL): a session held by another live host is served by that host, every route of
+  // /api/browser/sessions/{id} (the operation modules' too, declared after this) and a create on a process without
+  // browsers. Before validation, so the host validates the client's own body; after authentication, so only callers
+  // with a key cross. The CDP WebSocket is relayed by its own route.
+  const forward: preValidationAsyncHookHandler = async (request, reply) => {
+    const target = await sessions.scaleOut.targetOf(request);
+    if (!target) return;
+    try {
+      return await forwardHttp(request, reply, target);
+    } catch (err) {
+      // A host that just died is still in the registry for a few seconds: the session is read from the database.
+      if (request.method === 'GET' && request.routeOptions.url === '/api/browser/sessions/:id' && !reply.sent) return;
+      throw err;
+    }
+  };
+  app.addHook('onRoute', (route) => {
+    if (deps.database.kind !== 'postgres' || !route.url.startsWith('/api/browser/sessions')) return;
+    if (route.url.endsWith('/cdp')) return;
+    const own = route.preValidation;
+    route.preValidation = [forward, ...(own === undefined ? [] : Array.isArray(own) ? own : [own])];
+  });
   const tags = ['Cloud Browser'];
   const read = { scope: 'browser:read' };
   const write = { scope: 'browser:write' };

@@ -3,7 +3,6 @@
  * sessions at their deadline, when idle, or when their Chromium died. One per process (`browserSessionsOf`):
  * the Chromium processes it holds are the process's.
  */
-import crypto from 'node:crypto';
 import os from 'node:os';
 import type { FastifyRequest } from 'fastify';
 import type { AppDeps } from '../../../deps.ts';
@@ -14,8 +13,10 @@ import { storedId } from '../../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
 import { accountStatusOf } from '../../users/index.ts';
 import { CDP_TOKEN_TTL_MS, type CdpGrant, cdpTokenKey, signCdpToken, verifyCdpToken } from '../cdp/token.ts';
+import { hostIdOf } from '../hosts/registry.ts';
 import { BrowserHost, type LiveSession } from './host.ts';
 import { admit, dueEnding, minutesOf } from './lifecycle.ts';
+import { createScaleOut } from './scale-out.ts';
 import { sessionsRepository as repo, type SessionRow, type SessionScope } from './sessions.repository.ts';
 import type {
   CreateSessionBody,
@@ -35,9 +36,6 @@ const LOST_SWEEP_EVERY = 30;
 /** endReason of a session whose CDP client closed the browser. */
 export const CLOSED_BY_CLIENT = 'closed by a CDP client (Browser.close)';
 
-const defaultHostId = (dataDir: string) =>
-  `${os.hostname()}-${crypto.createHash('sha256').update(dataDir).digest('hex').slice(0, 8)}`;
-
 /** ws(s)://… of the service as this request reached it, or PUBLIC_URL. */
 export function webSocketBase(publicUrl: string | undefined, request: FastifyRequest): string {
   const base = publicUrl ? publicUrl.replace(/\/+$/, '') : `${request.protocol}://${request.host}`;
@@ -50,7 +48,7 @@ export function createBrowserSessions(deps: AppDeps) {
   const { config, db, clock, logger } = deps;
   const now = () => clock.now().getTime();
   const tokenKey = cdpTokenKey(secretKeyMaterial(config));
-  const hostId = config.BROWSER_HOST_ID ?? defaultHostId(config.dataDir);
+  const hostId = hostIdOf(config);
   let starting = 0;
   let reaper: NodeJS.Timeout | undefined;
   const ending = new Map<string, Promise<SessionRow | undefined>>();
@@ -71,6 +69,7 @@ export function createBrowserSessions(deps: AppDeps) {
             : end(session.id, 'FAILED', reason)),
       })
     : undefined;
+  const scaleOut = createScaleOut(deps, { hostId, host, end });
 
   /** Ends a session once (Chromium closed first), charging its minutes and telling the webhooks in one transaction. */
   function end(id: string, status: SessionStatus, reason: string, charge = true): Promise<SessionRow | undefined> {
@@ -217,8 +216,10 @@ export function createBrowserSessions(deps: AppDeps) {
   return {
     hostId,
     host,
+    scaleOut,
 
     async start(): Promise<void> {
+      await scaleOut.start();
       if (!host) return;
       const killed = host.start();
       if (killed) logger.warn({ killed }, 'killed Chromium processes left by a previous run of this host');
@@ -242,10 +243,12 @@ export function createBrowserSessions(deps: AppDeps) {
     async stop(): Promise<void> {
       clearInterval(reaper);
       unwatchUsers?.();
-      if (!host) return;
-      await Promise.all(host.sessions().map((s) => end(s.id, 'RELEASED', 'the service stopped').catch(() => {})));
-      await Promise.all([...ending.values()].map((p) => p.catch(() => {})));
-      await host.stop();
+      if (host) {
+        await Promise.all(host.sessions().map((s) => end(s.id, 'RELEASED', 'the service stopped').catch(() => {})));
+        await Promise.all([...ending.values()].map((p) => p.catch(() => {})));
+        await host.stop();
+      }
+      await scaleOut.stop();
     },
 
     async create(request: FastifyRequest, body: CreateSessionBody, base: string): Promise<SessionView> {
@@ -297,7 +300,7 @@ export function createBrowserSessions(deps: AppDeps) {
             extensionIds: body.extensionIds,
             metadata: body.metadata,
             hostId,
-            hostAddress: null,
+            hostAddress: scaleOut.internalUrl,
             expiresAt: new Date(createdAt.getTime() + timeoutMs),
             createdAt,
             updatedAt: createdAt,

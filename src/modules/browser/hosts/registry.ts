@@ -1,0 +1,211 @@
+/**
+ * The registry of browser hosts (PostgreSQL only): each RUN_BROWSERS process records its id, the internal URL of
+ * its API listener and a heartbeat every few seconds, so other API processes can forward a session's requests to
+ * it, and any process can tell a host that died (stale heartbeat) and fail its sessions.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { and, desc, eq, gt, lt, ne, sql } from 'drizzle-orm';
+import type { Db } from '../../../db/client.ts';
+import { DataDirLockedError } from '../../../db/lock.ts';
+import { browserHosts } from '../../../db/schema/index.ts';
+
+/** How often a host says it is alive. */
+export const HEARTBEAT_MS = 5000;
+/** A host silent for this long is gone: its sessions are failed (a heartbeat period plus a sweep stay under 30 s). */
+export const HOST_STALE_MS = 20_000;
+/** Rows of hosts silent for this long are deleted (their sessions ended long ago). */
+const FORGET_AFTER = '1 day';
+
+export type HostRow = typeof browserHosts.$inferSelect;
+
+/**
+ * A second live process claims a host id another one holds. A DataDirLockedError so that the entry point prints
+ * its one line and exits, as for a data directory another process holds.
+ */
+export class HostIdInUseError extends DataDirLockedError {}
+
+/** The default host id: random, kept in DATA_DIR so that a restart is the same host (and reaps its Chromium). */
+export function persistedHostId(dataDir: string): string {
+  const file = path.join(dataDir, 'browser-host-id');
+  const read = () => fs.readFileSync(file, 'utf8').trim();
+  if (fs.existsSync(file)) return read();
+  fs.mkdirSync(dataDir, { recursive: true });
+  // Written aside, then linked into place: two processes starting at once end up with the same id.
+  const draft = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}`;
+  fs.writeFileSync(
+    draft,
+    `${os
+      .hostname()
+      .replace(/[^\w.-]/g, '_')
+      .slice(0, 60)}-${crypto.randomUUID()}\n`,
+  );
+  try {
+    fs.linkSync(draft, file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  } finally {
+    fs.rmSync(draft, { force: true });
+  }
+  return read();
+}
+
+/**
+ * This process's host id: BROWSER_HOST_ID, else the random one kept in DATA_DIR. A process without browsers holds
+ * no session, so it gets an id of its own that matches no host's.
+ */
+export const hostIdOf = (config: { RUN_BROWSERS: boolean; BROWSER_HOST_ID?: string; dataDir: string }): string =>
+  config.RUN_BROWSERS
+    ? (config.BROWSER_HOST_ID ?? persistedHostId(config.dataDir))
+    : `no-browsers-${crypto.randomUUID()}`;
+
+/** Tells this boot of this machine from another machine (or a reboot), where a pid means nothing. */
+export function bootId(): string {
+  try {
+    return fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  } catch {
+    return `${os.hostname()}@${Math.round(Date.now() / 1000 - os.uptime())}`;
+  }
+}
+
+/** BROWSER_INTERNAL_URL's default: the API listener on loopback when it binds every address, else HOST itself. */
+export function defaultInternalUrl(host: string, port: number): string {
+  if (host === '0.0.0.0' || host === '::' || host === '[::]') return `http://127.0.0.1:${port}`;
+  return `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+const fresh = () => gt(browserHosts.heartbeatAt, sql`now() - ${`${HOST_STALE_MS} milliseconds`}::interval`);
+/** A host that has not listened yet (its URL is known once it does, unless BROWSER_INTERNAL_URL says it) is no target. */
+const reachable = () => ne(browserHosts.internalUrl, '');
+
+export const hostsRepository = {
+  find: async (db: Db, hostId: string): Promise<HostRow | undefined> =>
+    (await db.select().from(browserHosts).where(eq(browserHosts.hostId, hostId)).limit(1))[0],
+
+  /** The host when its heartbeat is fresh. */
+  findLive: async (db: Db, hostId: string): Promise<HostRow | undefined> =>
+    (
+      await db
+        .select()
+        .from(browserHosts)
+        .where(and(eq(browserHosts.hostId, hostId), fresh()))
+        .limit(1)
+    )[0],
+
+  /** A live host with room for another session, the emptiest first. */
+  withRoom: async (db: Db): Promise<HostRow | undefined> =>
+    (
+      await db
+        .select()
+        .from(browserHosts)
+        .where(and(fresh(), reachable(), gt(browserHosts.maxSessions, browserHosts.liveSessions)))
+        .orderBy(desc(sql`${browserHosts.maxSessions} - ${browserHosts.liveSessions}`))
+        .limit(1)
+    )[0],
+
+  async claim(db: Db, row: Omit<HostRow, 'startedAt' | 'heartbeatAt'>): Promise<void> {
+    const values = { ...row, startedAt: sql`now()`, heartbeatAt: sql`now()` };
+    await db.insert(browserHosts).values(values).onConflictDoUpdate({ target: browserHosts.hostId, set: values });
+  },
+
+  /** Upserted, so a host whose row was forgotten (a long database outage) comes back. */
+  async beat(db: Db, row: Omit<HostRow, 'startedAt' | 'heartbeatAt'>): Promise<void> {
+    await db
+      .insert(browserHosts)
+      .values({ ...row, startedAt: sql`now()`, heartbeatAt: sql`now()` })
+      .onConflictDoUpdate({
+        target: browserHosts.hostId,
+        set: { internalUrl: row.internalUrl, liveSessions: row.liveSessions, heartbeatAt: sql`now()` },
+      });
+  },
+
+  /**
+   * Leaves the registry at a clean stop: the row stays, stale at once, so no request is forwarded to it any more and
+   * a session whose release failed is still failed by the sweep (the row goes with forgetOld).
+   */
+  async retire(db: Db, hostId: string, pid: number): Promise<void> {
+    await db
+      .update(browserHosts)
+      .set({ heartbeatAt: sql`now() - ${`${HOST_STALE_MS + 1000} milliseconds`}::interval` })
+      .where(and(eq(browserHosts.hostId, hostId), eq(browserHosts.pid, pid)));
+  },
+
+  async forgetOld(db: Db): Promise<void> {
+    await db.delete(browserHosts).where(lt(browserHosts.heartbeatAt, sql`now() - ${FORGET_AFTER}::interval`));
+  },
+};
+
+export interface RegistryOptions {
+  db: Db;
+  hostId: string;
+  internalUrl: string;
+  maxSessions: number;
+  liveSessions: () => number;
+  onError: (err: unknown) => void;
+}
+
+/** This process's row in the registry: claimed at start, kept fresh, retired at a clean stop. */
+export class HostRegistry {
+  #options: RegistryOptions;
+  #timer: NodeJS.Timeout | undefined;
+  #boot = bootId();
+  internalUrl: string;
+
+  constructor(options: RegistryOptions) {
+    this.#options = options;
+    this.internalUrl = options.internalUrl;
+  }
+
+  #row() {
+    const { hostId, maxSessions, liveSessions } = this.#options;
+    return {
+      hostId,
+      internalUrl: this.internalUrl,
+      pid: process.pid,
+      bootId: this.#boot,
+      maxSessions,
+      liveSessions: liveSessions(),
+    };
+  }
+
+  /**
+   * Claims the host id: refused while another live process holds it (a fresh heartbeat from another machine, or
+   * from a running process of this one). A holder that died (kill -9, then a restart) is taken over.
+   */
+  async claim(): Promise<void> {
+    const { db, hostId } = this.#options;
+    const held = await hostsRepository.findLive(db, hostId);
+    if (held && !(held.bootId === this.#boot && held.pid === process.pid)) {
+      const sameMachine = held.bootId === this.#boot;
+      if (!sameMachine || processAlive(held.pid)) {
+        throw new HostIdInUseError(
+          `Browser host id ${hostId} is in use by another running process (pid ${held.pid}${sameMachine ? '' : ' on another machine'}): give each process its own DATA_DIR or BROWSER_HOST_ID`,
+        );
+      }
+    }
+    await hostsRepository.claim(db, this.#row());
+    this.#timer = setInterval(() => void this.beat(), HEARTBEAT_MS);
+    this.#timer.unref();
+  }
+
+  async beat(): Promise<void> {
+    await hostsRepository.beat(this.#options.db, this.#row()).catch(this.#options.onError);
+  }
+
+  async release(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await hostsRepository.retire(this.#options.db, this.#options.hostId, process.pid).catch(this.#options.onError);
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * Several API processes on one PostgreSQL database (docs/browser.md "Scale-out"): the hosts' registry, where a
+ * request for a session goes (the process holding it), and the sweep that fails the sessions of a host that died.
+ * On PGlite (one process) none of this runs.
+ */
+import type { FastifyRequest } from 'fastify';
+import type { AppDeps } from '../../../deps.ts';
+import { storedId } from '../../../shared/ids.ts';
+import type { CdpGrant } from '../cdp/token.ts';
+import { wasForwarded } from '../hosts/forward.ts';
+import { defaultInternalUrl, HOST_STALE_MS, HostRegistry, hostsRepository } from '../hosts/registry.ts';
+import type { BrowserHost } from './host.ts';
+import { LIVE_STATUSES, sessionsRepository as repo, type SessionRow } from './sessions.repository.ts';
+import type { SessionStatus } from './sessions.schemas.ts';
+
+/** How often every process looks for sessions of hosts that went silent (stale after 20 s: failed within 25 s). */
+const SWEEP_MS = 5000;
+/** Sweeps between clean-ups of hosts silent for a day. */
+const FORGET_EVERY = 720;
+
+const SESSIONS = '/api/browser/sessions';
+const CDP_ROUTE = `${SESSIONS}/:id/cdp`;
+
+export interface ScaleOutParts {
+  hostId: string;
+  host: BrowserHost | undefined;
+  end: (id: string, status: SessionStatus, reason: string) => Promise<SessionRow | undefined>;
+}
+
+export type ScaleOut = ReturnType<typeof createScaleOut>;
+
+export function createScaleOut(deps: AppDeps, { hostId, host, end }: ScaleOutParts) {
+  const { config, db, logger } = deps;
+  const enabled = deps.database.kind === 'postgres';
+  const onError = (err: unknown) => logger.warn({ err }, 'the browser hosts registry could not be written');
+  const registry =
+    enabled && host
+      ? new HostRegistry({
+          db,
+          hostId,
+          internalUrl: config.BROWSER_INTERNAL_URL?.replace(/\/+$/, '') ?? '',
+          maxSessions: config.BROWSER_MAX_SESSIONS,
+          liveSessions: () => host.liveCount,
+          onError,
+        })
+      : undefined;
+  let sweeper: NodeJS.Timeout | undefined;
+  let sweeps = 0;
+
+  async function sweep(): Promise<void> {
+    const rows = await repo.liveOnLostHosts(db, hostId, HOST_STALE_MS);
+    for (const row of rows) {
+      logger.warn({ sessionId: row.id, hostId: row.hostId }, 'a browser host went silent: its session failed');
+      await end(row.id, 'FAILED', 'host lost').catch(() => {});
+    }
+    if (++sweeps % FORGET_EVERY === 0) await hostsRepository.forgetOld(db);
+  }
+
+  /** The internal URL of a live host other than this one (only ever an address from the registry). */
+  async function liveHostUrl(holder: string): Promise<string | undefined> {
+    if (holder === hostId) return undefined;
+    const row = await hostsRepository.findLive(db, holder);
+    return row?.internalUrl || undefined;
+  }
+
+  /** Where a live session's requests go when another live host holds it; undefined: answered here. */
+  async function holderUrl(id: string): Promise<string | undefined> {
+    const key = storedId(id);
+    const holder = key ? await repo.holderOf(db, key) : undefined;
+    if (!holder || !LIVE_STATUSES.includes(holder.status as SessionStatus)) return undefined;
+    return liveHostUrl(holder.hostId);
+  }
+
+  return {
+    /** This host's internal URL once known, recorded on the sessions it starts. */
+    get internalUrl(): string | null {
+      return registry?.internalUrl || null;
+    },
+
+    /** Claims the host id (refusing a second live process with it) before this host touches any Chromium. */
+    async start(): Promise<void> {
+      if (!enabled) return;
+      await registry?.claim();
+      sweeper = setInterval(() => void sweep().catch(onError), SWEEP_MS);
+      sweeper.unref();
+    },
+
+    /** The API listener's port, once bound: the default internal URL is derived from it. */
+    listening(port: number): void {
+      if (!registry || config.BROWSER_INTERNAL_URL) return;
+      registry.internalUrl = defaultInternalUrl(config.HOST, port);
+      void registry.beat();
+    },
+
+    async stop(): Promise<void> {
+      clearInterval(sweeper);
+      await registry?.release();
+    },
+
+    /**
+     * The host a REST request should be forwarded to: a session's routes when another live host holds it, a
+     * create when this process runs no browsers (the live host with most room). Never a request that already
+     * crossed a hop: that one is answered here (503 when this process does not hold its session).
+     */
+    async targetOf(request: FastifyRequest): Promise<string | undefined> {
+      if (!enabled || wasForwarded(request)) return undefined;
+      const route = request.routeOptions.url;
+      if (route === SESSIONS) {
+        if (request.method !== 'POST' || host) return undefined;
+        return (await hostsRepository.withRoom(db))?.internalUrl;
+      }
+      if (!route?.startsWith(`${SESSIONS}/:id`) || route === CDP_ROUTE) return undefined;
+      const { id } = request.params as { id?: string };
+      return id === undefined ? undefined : holderUrl(id);
+    },
+
+    /** The host a CDP WebSocket should be relayed to (the token is checked again there, under the same key). */
+    async targetForGrant(request: FastifyRequest, grant: CdpGrant, id: string): Promise<string | undefined> {
+      if (!enabled || wasForwarded(request) || storedId(id) !== grant.sessionId) return undefined;
+      return holderUrl(id);
+    },
+  };
+}
