@@ -2,8 +2,8 @@
  * The full X-Client-Ref matrix (api-spec.md, Authentication 4; issue 21, "Tests"): requests with header `a`, with
  * header `b` and without the header, against sessions recorded with ref `a`, with `b` and with none, in every
  * endpoint family (session GET/PATCH/DELETE, the list and its filter, actions, page, tabs, cookies, storage, logs
- * and the CDP WebSocket). With the header only same-ref sessions exist (anything else answers exactly as an unknown
- * id does); without it the key-wide view. The cdpUrl token is bound to its session and ref; another user's sessions
+ * and their stream, the CDP WebSocket). With the header only same-ref sessions exist (anything else answers exactly
+ * as an unknown id does); without it the key-wide view. The cdpUrl token is bound to its session and ref; another user's sessions
  * are 404 everywhere, the WebSocket included.
  */
 import assert from 'node:assert/strict';
@@ -60,6 +60,17 @@ const call = async (user: TestUser, method: Method, url: string, body?: object, 
   return { status: res.statusCode, json: res.json() };
 };
 const refHeader = (ref: string | null) => (ref === null ? {} : { 'x-client-ref': ref });
+
+/** The status `GET logs/stream` (SSE, it never ends by itself) answers with, over real HTTP. */
+const streamStatus = async (user: TestUser, id: string, headers: object) => {
+  const stop = new AbortController();
+  const res = await fetch(`http://${ctx.hostPort}${S}/${id}/logs/stream`, {
+    headers: { ...user.headers, ...headers },
+    signal: stop.signal,
+  });
+  stop.abort();
+  return res.status;
+};
 
 interface Session {
   id: string;
@@ -132,6 +143,7 @@ describe('X-Client-Ref matrix', () => {
               `${probe.family}: answered as if absent`,
             );
         }
+        assert.equal(await streamStatus(alice, session.id, refHeader(viewer.ref)), expectVisible ? 200 : 404, 'stream');
         // The list (newest first), unfiltered and filtered by the session's own ref.
         const listed = async (query: string) =>
           (await call(alice, 'GET', `${S}?${query}`, undefined, refHeader(viewer.ref))).json.data.sessions.map(
@@ -206,6 +218,7 @@ describe('X-Client-Ref matrix', () => {
           assert.deepEqual({ status: res.status, code: res.json.error?.code }, absent.get(probe.family), probe.family);
         }
         assert.equal((await call(user, 'DELETE', `${S}/${session.id}`, undefined, headers)).status, 404);
+        assert.equal(await streamStatus(user, session.id, headers), 404, 'logs/stream');
       }
       const listed = (await call(bob, 'GET', S, undefined, headers)).json.data.sessions.map((s: Session) => s.id);
       assert.ok(!listed.includes(sessions.a.id) && !listed.includes(sessions.none.id));
