@@ -129,6 +129,7 @@ export class BrowserHost {
       guarded: guard !== undefined,
     });
     let timer: NodeJS.Timeout | undefined;
+    mux.prepareAttach();
     try {
       const ready = await Promise.race([
         mux.call('Browser.getVersion'),
