@@ -14,6 +14,7 @@ import { storedId } from '../../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
 import { accountStatusOf } from '../../users/index.ts';
 import { CDP_TOKEN_TTL_MS, type CdpGrant, cdpTokenKey, signCdpToken, verifyCdpToken } from '../cdp/token.ts';
+import { startRecording } from '../recording/recorder.ts'; // recording: started with the session (record: true)
 import { BrowserHost, type LiveSession } from './host.ts';
 import { admit, dueEnding, minutesOf } from './lifecycle.ts';
 import { sessionsRepository as repo, type SessionRow, type SessionScope } from './sessions.repository.ts';
@@ -315,6 +316,7 @@ export function createBrowserSessions(deps: AppDeps) {
             },
             viewport,
           );
+          if (row.record) await startRecording(await host.playwright(row.id), config.dataDir, row.id); // recording
         } catch (err) {
           await end(row.id, 'FAILED', `chromium did not start: ${(err as Error).message}`, false);
           logger.error({ err }, 'a browser session could not start');
