@@ -4,9 +4,18 @@
  * a real Chromium renders offline. Sessions not recorded, other users and other X-Client-Refs: 404.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium } from 'playwright-core';
 import puppeteer from 'puppeteer-core';
+import {
+  openRecording,
+  readRecording,
+  recordingPath,
+  sweepRecordings,
+} from '../src/modules/browser/recording/recording-store.ts';
 import { startRecordingPages } from './fixtures/recording-pages.ts';
 import type { TestUser } from './helpers/app.ts';
 import { type BrowserTestContext, createBrowserContext } from './helpers/browser.ts';
@@ -64,6 +73,10 @@ describe('a recorded session', () => {
     await act('wait', { selector: '#out:has-text("Hello Ada")' });
     await act('navigate', { url: `${site.url}/second` });
     await act('type', { selector: '#note', text: 'second note' });
+    // Typed, then at once a navigation (Enter submits the form): the keystrokes pending in the page are not lost.
+    await act('type', { selector: '#search', text: 'query' });
+    await act('press', { selector: '#search', key: 'Enter' });
+    await act('wait', { url: '**/third?q=query' });
 
     const pw = await chromium.connectOverCDP(recorded.cdpUrl);
     const client = await pw.contexts()[0].newPage();
@@ -73,12 +86,20 @@ describe('a recorded session', () => {
     const puppet = await pp.newPage();
     await puppet.goto(`${site.url}/puppet`);
     await puppet.type('#p', 'from puppeteer');
-    await new Promise((r) => setTimeout(r, 500)); // the pages' last batches (flushed every 200 ms)
+    // The keystrokes travel page → binding → service asynchronously: wait until the last one is in.
+    for (let tries = 0; ; tries++) {
+      const live = (await recording(alice, recorded.id)).json().data;
+      const puppetPage = live.pages.find((p: { url: string | null }) => p.url === `${site.url}/puppet`);
+      const events: Event[] = puppetPage
+        ? (await recording(alice, recorded.id, `?page=${puppetPage.id}`)).json().data.events
+        : [];
+      if (events.some((e) => e.data?.text === 'from puppeteer')) break;
+      assert.ok(tries < 50, 'the last keystrokes arrive within 5 s');
+      await new Promise((r) => setTimeout(r, 100));
+    }
     await pp.disconnect();
     await pw.close();
 
-    const live = await recording(alice, recorded.id);
-    assert.equal(live.statusCode, 200, 'readable while live');
     assert.equal((await ctx.api(alice, 'DELETE', `${S}/${recorded.id}`)).statusCode, 200);
 
     const res = await recording(alice, recorded.id);
@@ -106,6 +127,11 @@ describe('a recorded session', () => {
       'typed text as an input event',
     );
     assert.ok(inputs.some((e) => e.data.text === 'second note'));
+    assert.ok(
+      inputs.some((e) => e.data.text === 'query'),
+      'keystrokes right before a navigation',
+    );
+    assert.match(text, /Third Page/);
     assert.match(text, /Hello Ada/, 'the click changed the DOM: a mutation');
     assert.match(text, /Inside the cross-origin frame/, 'the cross-origin frame is recorded too');
     for (const [path, typed] of [
@@ -176,5 +202,36 @@ describe('a recorded session', () => {
     assert.equal((await recording(alice, tenant.id, '', A)).statusCode, 200, 'its own ref');
     assert.equal((await recording(bob, tenant.id, '', A)).statusCode, 404);
     assert.equal((await recording(alice, 'not-a-session')).statusCode, 404);
+  });
+});
+
+describe('the recording file', () => {
+  it('stops at its cap with a truncated marker; the sweep removes old recordings only', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-recording-'));
+    try {
+      const writer = openRecording(dir, 's1', 1000);
+      const event = (n: number) => ({ type: 3, timestamp: n, data: { source: 5, text: 'x'.repeat(100) } });
+      for (let n = 0; n < 20; n++) writer.append(n % 2 ? 'page_2' : 'page_1', [event(n)]);
+      await writer.close();
+      const read = await readRecording(dir, 's1');
+      assert.ok(read);
+      assert.equal(read.truncated, true);
+      const kept = read.pages.reduce((sum, p) => sum + p.events, 0);
+      assert.ok(kept > 0 && kept < 20, `${kept} events kept`);
+      assert.ok(fs.statSync(recordingPath(dir, 's1')).size <= 1000 + 20);
+      assert.deepEqual(
+        read.events('page_1').map((e) => e.timestamp),
+        [0, 2, 4, 6].slice(0, read.pages[0].events),
+      );
+      assert.equal(await readRecording(dir, 'nothing'), undefined);
+      await openRecording(dir, 's2').close();
+      const old = Date.now() - 31 * 86_400_000;
+      fs.utimesSync(recordingPath(dir, 's1'), old / 1000, old / 1000);
+      assert.equal(await sweepRecordings(dir, Date.now()), 1);
+      assert.equal(fs.existsSync(recordingPath(dir, 's1')), false);
+      assert.equal(fs.existsSync(recordingPath(dir, 's2')), true);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -13,8 +13,9 @@ const BINDING = '__quarryRecord';
 /**
  * The page side. Top documents and cross-origin frames run a recorder; a cross-origin frame's rrweb passes its
  * events to the parent's (recordCrossOriginIframes), and a same-origin frame is recorded by its parent's DOM
- * observer, so it runs none. Frequent events are batched (a binding call per event costs a CDP message each) and
- * flushed within 200 ms, at the next other event, or on pagehide.
+ * observer, so it runs none. Events go out at the end of the task that made them (those of one task in one binding
+ * call): anything held longer is lost when a navigation follows (a flush on pagehide does not reach the service).
+ * rrweb itself throttles the frequent kinds (mouse moves, scrolls).
  */
 function pageScript(): string {
   return `(() => {
@@ -24,23 +25,17 @@ function pageScript(): string {
   const send = window[${JSON.stringify(BINDING)}];
   if (typeof send !== 'function') return;
   const rrweb = ${isolatedUmd(rrwebBundles().record, 'rrwebRecord')};
-  const frequent = [1, 3, 5, 6, 12];
   let queue = [];
-  let timer;
-  const flush = () => { clearTimeout(timer); timer = undefined; if (queue.length) { const batch = queue; queue = []; send(batch); } };
+  // The binding answers a promise, rejected when the document is gone meanwhile: nothing to do about it here.
+  const flush = () => { const batch = queue; queue = []; Promise.resolve(send(batch)).catch(() => {}); };
   const start = () => rrweb.record({
     emit(event) {
-      queue.push(event);
-      // Only the frequent kinds wait (mouse moves, scrolls, keystrokes, drags): a batch pending at a navigation
-      // may be lost, so what changes the page is sent at once.
-      if (queue.length >= 100 || !(event.type === 3 && frequent.includes(event.data.source))) flush();
-      else if (!timer) timer = setTimeout(flush, 200);
+      if (queue.push(event) === 1) queueMicrotask(flush);
     },
     recordCrossOriginIframes: true,
     recordAfter: 'DOMContentLoaded',
   });
   try { start(); } catch (err) { console.debug('recording could not start', err); }
-  addEventListener('pagehide', flush);
 })();`;
 }
 
