@@ -162,6 +162,7 @@ describe('a recorded session', () => {
     });
     assert.equal(res.statusCode, 200);
     assert.match(String(res.headers['content-type']), /^text\/html/);
+    assert.match(String(res.headers['content-security-policy']), /connect-src 'none'/);
     const html = res.body;
     assert.doesNotMatch(html, /<script[^>]+src=/i, 'no script loaded from anywhere');
     assert.doesNotMatch(html, /<link[^>]+href=/i, 'no stylesheet loaded from anywhere');
@@ -181,6 +182,7 @@ describe('a recorded session', () => {
       });
       const errors: string[] = [];
       page.on('pageerror', (err) => errors.push(err.message));
+      page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
       await page.goto(`http://${ctx.hostPort}${S}/${recorded.id}/recording?format=html`);
       await page.waitForSelector('.rr-player');
       const replay = page.frameLocator('.replayer-wrapper iframe');

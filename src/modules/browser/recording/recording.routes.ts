@@ -5,7 +5,7 @@ import { envelope, errorResponses, ok } from '../../../shared/http.ts';
 import { browserSessionsOf } from '../sessions/sessions.service.ts';
 import { browserTags, readScope, sessionParams, sessionPath } from '../tabs/route-parts.ts';
 import { readRecording, sweepRecordings } from './recording-store.ts';
-import { replayPage } from './replay-page.ts';
+import { REPLAY_CSP, replayPage } from './replay-page.ts';
 
 const SWEEP_INTERVAL_MS = 6 * 3600_000;
 
@@ -90,7 +90,11 @@ export const browserRecordingRoutes = (): RouteModule => (app, deps) => {
       if (request.query.format === 'html') {
         const url = recording.pages.find((p) => p.id === pageId)?.url;
         const html = replayPage(`Recording of ${session.id}${url ? ` — ${url}` : ''}`, events);
-        return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(html);
+        return reply
+          .type('text/html; charset=utf-8')
+          .header('cache-control', 'no-store')
+          .header('content-security-policy', REPLAY_CSP)
+          .send(html);
       }
       return ok({ page: pageId, events, truncated: recording.truncated, pages: recording.pages });
     },

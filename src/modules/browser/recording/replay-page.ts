@@ -1,6 +1,24 @@
 import { rrwebBundles } from './bundles.ts';
 import type { RecordedEvent } from './recording-store.ts';
 
+/**
+ * The replay page's own code is inline; the recorded page's images, fonts and stylesheets may load from where they
+ * were (the replay shows them), nothing may connect anywhere, and the replayed DOM (its scripts are removed by rrweb,
+ * and its iframe is sandboxed) cannot run code even if an event smuggled some in.
+ */
+export const REPLAY_CSP = [
+  "default-src 'none'",
+  "script-src 'unsafe-inline'",
+  "style-src 'unsafe-inline' *",
+  'img-src * data: blob:',
+  'font-src * data:',
+  'media-src * data: blob:',
+  'worker-src blob:',
+  "connect-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+].join('; ');
+
 /** JSON safe inside a <script> element: no `</script>`, no `<!--`. */
 const scriptJson = (value: unknown) =>
   JSON.stringify(value)
