@@ -253,6 +253,7 @@ export const operationIds: Record<string, string> = {
   'PUT /api/browser/sessions/{id}/storage': 'setBrowserStorage',
   'GET /api/browser/sessions/{id}/logs': 'listBrowserLogs',
   'GET /api/browser/sessions/{id}/logs/stream': 'streamBrowserLogs',
+  'GET /api/browser/sessions/{id}/recording': 'getBrowserRecording',
 };
 
 /** `/api/leads/:id` → `/api/leads/{id}` (the document's form of a path). */

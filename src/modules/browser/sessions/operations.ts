@@ -5,6 +5,7 @@ import { AppError } from '../../../shared/errors.ts';
 import { browserActionRoutes } from '../actions/actions.routes.ts';
 import { browserLogRoutes } from '../logs/logs.routes.ts';
 import { browserPageRoutes } from '../page/page.routes.ts';
+import { browserRecordingRoutes } from '../recording/recording.routes.ts';
 import { browserStateRoutes } from '../state/state.routes.ts';
 import { createSessionOperations, type SessionOperations, type SessionResolver } from '../tabs/session-browser.ts';
 import { browserTabRoutes } from '../tabs/tabs.routes.ts';
@@ -47,6 +48,7 @@ export function operationsResolverOf(deps: AppDeps): SessionResolver {
 /** Actions, page, tabs, cookies and storage, logs: `/api/browser/sessions/{id}/…` on a live session. */
 export const browserOperationRoutes: RouteModule = (app, deps) => {
   const resolve = operationsResolverOf(deps);
+  browserRecordingRoutes()(app, deps); // read after release too: it looks the session up itself, not via resolve
   for (const routes of [browserActionRoutes, browserPageRoutes, browserTabRoutes, browserStateRoutes, browserLogRoutes])
     routes(resolve)(app, deps);
 };

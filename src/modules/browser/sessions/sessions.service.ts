@@ -14,6 +14,7 @@ import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
 import { accountStatusOf } from '../../users/index.ts';
 import { CDP_TOKEN_TTL_MS, type CdpGrant, cdpTokenKey, signCdpToken, verifyCdpToken } from '../cdp/token.ts';
 import { hostIdOf } from '../hosts/registry.ts';
+import { startRecording } from '../recording/recorder.ts';
 import { BrowserHost, type LiveSession } from './host.ts';
 import { admit, dueEnding, minutesOf } from './lifecycle.ts';
 import { createScaleOut } from './scale-out.ts';
@@ -318,6 +319,8 @@ export function createBrowserSessions(deps: AppDeps) {
             },
             viewport,
           );
+          // Recording starts before the session is answered, so before any page can load.
+          if (row.record) await startRecording(await host.playwright(row.id), config.dataDir, row.id);
         } catch (err) {
           await end(row.id, 'FAILED', `chromium did not start: ${(err as Error).message}`, false);
           logger.error({ err }, 'a browser session could not start');
