@@ -9,6 +9,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { ourChromiumPids } from './helpers/browser.ts';
 import { printCoverage } from './helpers/coverage.ts';
 import { ensurePgliteTemplate, ensurePostgresTemplate } from './helpers/template.ts';
 
@@ -37,6 +38,10 @@ const coverageArgs = [
   '--test-reporter=lcov',
   `--test-reporter-destination=${lcov}`,
 ];
+// The whole suite leaves no Chromium behind (sessions, crawls, kill -9 tests): the ones running now are counted
+// before it, and any other still running a few seconds after it fails the run.
+const wholeSuite = files.length === 0;
+const chromiumBefore = new Set(wholeSuite ? ourChromiumPids() : []);
 const result = spawnSync(
   process.execPath,
   [
@@ -51,4 +56,14 @@ const result = spawnSync(
   { stdio: 'inherit', env },
 );
 if (coverage) printCoverage(lcov);
-process.exit(result.status ?? 1);
+let leftChromium: number[] = [];
+if (wholeSuite) {
+  for (let waited = 0; waited <= 5000; waited += 250) {
+    leftChromium = ourChromiumPids().filter((pid) => !chromiumBefore.has(pid));
+    if (!leftChromium.length) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  console.log(`Chromium processes of the service's browsers left after the suite: ${leftChromium.length}`);
+  if (leftChromium.length) console.error(`left running: ${leftChromium.join(', ')}`);
+}
+process.exit(leftChromium.length ? 1 : (result.status ?? 1));
