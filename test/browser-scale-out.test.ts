@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -226,6 +226,39 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
     assert.equal(released.body.data.session.endReason, 'released');
   });
 
+  it('a request line in absolute form is forwarded to the host, never to the server it names', async () => {
+    let reached = 0;
+    const evil = http.createServer((_req, res) => {
+      reached++;
+      res.end('{"data":"evil"}');
+    });
+    await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
+    const created = await alice.call('POST', S, {});
+    assert.equal(created.status, 201);
+    const id = created.body.data.session.id;
+    try {
+      const evilUrl = `http://127.0.0.1:${(evil.address() as AddressInfo).port}${S}/${id}/logs`;
+      const raw = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect(portB, '127.0.0.1', () => {
+          socket.write(
+            `GET ${evilUrl} HTTP/1.1\r\nHost: 127.0.0.1:${portB}\r\n` +
+              `Authorization: ${alice.headers.authorization}\r\nConnection: close\r\n\r\n`,
+          );
+        });
+        let text = '';
+        socket.on('data', (d) => (text += d));
+        socket.on('end', () => resolve(text));
+        socket.on('error', reject);
+      });
+      assert.equal(reached, 0, 'the server the request line names is never contacted');
+      assert.match(raw, /^HTTP\/1\.1 200/, raw.slice(0, 200));
+      assert.doesNotMatch(raw, /evil/);
+    } finally {
+      evil.close();
+      await alice.call('DELETE', `${S}/${id}`);
+    }
+  });
+
   it("release-all through B releases the request's sessions on A, and only those (X-Client-Ref)", async () => {
     const make = async (clientRef?: string) => {
       const created = await alice.call('POST', S, clientRef ? { clientRef } : {});
@@ -233,7 +266,16 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
       return created.body.data.session.id as string;
     };
     const [first, second, other] = [await make('tenant-1'), await make('tenant-1'), await make('tenant-2')];
-    const all = await request(alice, 'POST', `${S}/release-all`, {}, { 'x-client-ref': 'tenant-1' });
+    const all = await request(
+      alice,
+      'POST',
+      `${S}/release-all`,
+      {},
+      {
+        'x-client-ref': 'tenant-1',
+        'idempotency-key': `release-all-${Date.now()}`,
+      },
+    );
     assert.equal(all.status, 200);
     assert.deepEqual(((await all.json()) as any).data, { released: 2, elsewhere: 0 });
     for (const id of [first, second])

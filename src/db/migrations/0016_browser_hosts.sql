@@ -1,4 +1,5 @@
-CREATE TABLE "browser_hosts" (
+-- IF NOT EXISTS: development databases may hold this table from its first number (0015).
+CREATE TABLE IF NOT EXISTS "browser_hosts" (
 	"host_id" text PRIMARY KEY NOT NULL,
 	"internal_url" text NOT NULL,
 	"pid" integer NOT NULL,

@@ -45,15 +45,17 @@ export class CdpMux {
   #input: Writable;
   #nextId = 1;
   #pending = new Map<number, { resolve: (m: Message) => void }>();
-  #routes = new Map<number, { client: ClientState; id: number; closesBrowser?: boolean }>();
+  #routes = new Map<number, { client: ClientState; id: number }>();
   #owners = new Map<string, ClientState>();
   #clients = new Set<ClientState>();
   #closed = false;
   /**
-   * A client's `Browser.close` that Chromium accepted: the browser then exits because it was asked to, which ends
-   * the session as released by its client, not as a failure.
+   * Clients' `Browser.close` commands not yet answered (by pipe id, whoever sent them, a client that left since
+   * included), and whether Chromium accepted one: the browser then exits because it was asked to, which ends the
+   * session as released by its client, not as a failure.
    */
-  #closeAsked = false;
+  #closesUnanswered = new Set<number>();
+  #closeAccepted = false;
   /** A browser session attached ahead of the first client (see `prepareAttach`). */
   #spare: Promise<Message> | undefined;
   /** Called on every message a client sends (idleness is measured by the session host). */
@@ -81,7 +83,7 @@ export class CdpMux {
 
   /** Whether a client closed the browser (`Browser.close`, accepted or still unanswered). */
   get closedByClient(): boolean {
-    return this.#closeAsked;
+    return this.#closeAccepted || this.#closesUnanswered.size > 0;
   }
 
   get clientCount(): number {
@@ -117,10 +119,10 @@ export class CdpMux {
         own.resolve(message);
         return;
       }
+      if (this.#closesUnanswered.delete(message.id) && !message.error) this.#closeAccepted = true;
       const route = this.#routes.get(message.id);
       if (!route) return;
       this.#routes.delete(message.id);
-      if (route.closesBrowser && message.error) this.#closeAsked = false;
       message.id = route.id;
       this.#deliver(route.client, message);
       return;
@@ -210,9 +212,8 @@ export class CdpMux {
     }
     const id = this.#nextId++;
     // Chromium answers Browser.close and exits right after: the exit must be known as asked for before it comes.
-    const closesBrowser = message.method === 'Browser.close';
-    if (closesBrowser) this.#closeAsked = true;
-    this.#routes.set(id, { client, id: message.id, ...(closesBrowser ? { closesBrowser } : {}) });
+    if (message.method === 'Browser.close') this.#closesUnanswered.add(id);
+    this.#routes.set(id, { client, id: message.id });
     this.#write({ ...message, id, sessionId: message.sessionId ?? client.browserSession });
   }
 

@@ -47,6 +47,19 @@ export function forwardedHeaders(request: FastifyRequest): Record<string, string
   return headers;
 }
 
+/**
+ * The host's address of a request: `base` with the request's path and query only. A request line may be in
+ * absolute form (`GET http://elsewhere/api/… HTTP/1.1`), which routes by its path but whose URL names another
+ * server: resolved against `base` as it is, it would replace the host's address (an open proxy). Never that.
+ */
+export function onHost(requestUrl: string, base: string): URL {
+  const parsed = URL.parse(requestUrl, 'http://request.invalid');
+  const target = new URL(base);
+  target.pathname = parsed?.pathname ?? '/';
+  target.search = parsed?.search ?? '';
+  return target;
+}
+
 const unreachable = () =>
   new AppError('SERVICE_UNAVAILABLE', 'The browser host holding this session cannot be reached', {
     headers: { 'retry-after': '5' },
@@ -62,7 +75,7 @@ export async function forwardHttp(request: FastifyRequest, reply: FastifyReply, 
   reply.raw.once('close', () => aborted.abort());
   let answer: Awaited<ReturnType<typeof undiciRequest>>;
   try {
-    answer = await undiciRequest(new URL(request.url, base), {
+    answer = await undiciRequest(onHost(request.url, base), {
       method: request.method as 'GET',
       headers,
       body: hasBody ? JSON.stringify(request.body) : undefined,
@@ -88,6 +101,8 @@ const sendable = (code: number) =>
 /** What a forwarded CDP connection may receive from its host in one message (screenshots run to tens of MB). */
 const UPSTREAM_MAX_PAYLOAD = 1024 * 1024 * 1024;
 const UPGRADE_TIMEOUT_MS = 15_000;
+/** What one side may leave unsent before the relay drops it (the multiplexer's bound for a direct client). */
+const MAX_BUFFERED_BYTES = 256 * 1024 * 1024;
 
 /** A host's CDP WebSocket, open, with what it sent before the client's side was attached. */
 export interface Upstream {
@@ -115,7 +130,7 @@ async function refusalOf(response: NodeJS.ReadableStream & { statusCode?: number
  * (token, tenancy, ended) is the client's refusal too, with the same status.
  */
 export function openUpstream(base: string, path: string, headers: Record<string, string>): Promise<Upstream> {
-  const url = new URL(path, base);
+  const url = onHost(path, base);
   url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
   const socket = new WebSocket(url, {
     headers,
@@ -135,10 +150,13 @@ export function openUpstream(base: string, path: string, headers: Record<string,
     });
     // The refusal is read before the handshake is dropped (dropping it first would end in a bare error).
     socket.once('unexpected-response', (_request, response) => {
-      void refusalOf(response).then((refusal) => {
-        reject(refusal);
-        socket.terminate();
-      });
+      // A refusal whose body breaks off (the host died meanwhile) is the host being unreachable.
+      void refusalOf(response)
+        .catch(() => unreachable())
+        .then((refusal) => {
+          reject(refusal);
+          socket.terminate();
+        });
     });
     socket.once('error', () => reject(unreachable()));
   });
@@ -148,13 +166,20 @@ export function openUpstream(base: string, path: string, headers: Record<string,
 export function relayWebSocket(client: WebSocket, { socket: upstream, early, abandon }: Upstream): void {
   clearTimeout(abandon);
   upstream.removeAllListeners('message');
-  upstream.on('message', (data, isBinary) => {
-    if (client.readyState === WebSocket.OPEN) client.send(data, { binary: isBinary });
-  });
+  // The host's multiplexer drops a client that stops reading, but it sees this relay, which reads at once: the same
+  // bound applies here, in both directions, so a slow reader cannot grow this process's memory.
+  const pass = (to: WebSocket, from: WebSocket, data: RawData, isBinary: boolean) => {
+    if (to.readyState !== WebSocket.OPEN) return;
+    if (to.bufferedAmount > MAX_BUFFERED_BYTES) {
+      to.close(1013, 'the other side does not read fast enough');
+      from.terminate();
+      return;
+    }
+    to.send(data, { binary: isBinary });
+  };
+  upstream.on('message', (data, isBinary) => pass(client, upstream, data, isBinary));
   for (const [data, isBinary] of early.splice(0)) client.send(data, { binary: isBinary });
-  client.on('message', (data, isBinary) => {
-    if (upstream.readyState === WebSocket.OPEN) upstream.send(data, { binary: isBinary });
-  });
+  client.on('message', (data, isBinary) => pass(upstream, client, data, isBinary));
   client.on('close', (code, reason) => {
     if (upstream.readyState === WebSocket.OPEN) upstream.close(sendable(code) ? code : 1000, reason);
   });

@@ -24,9 +24,13 @@ const CDP_ROUTE = `${SESSIONS}/:id/cdp`;
 /** A host releasing its sessions closes each Chromium: seconds, not minutes. */
 const RELEASE_TIMEOUT_MS = 30_000;
 
-/** The headers of a request sent on without its body (release-all takes none). */
-function withoutBody(headers: Record<string, string>): Record<string, string> {
+/**
+ * The headers of the release-all each other host is asked: without the body's type (none is sent) and without the
+ * client's Idempotency-Key, which this process has already taken for this request (the host would answer 409).
+ */
+function releaseAllHeaders(headers: Record<string, string>): Record<string, string> {
   delete headers['content-type'];
+  delete headers['idempotency-key'];
   return headers;
 }
 
@@ -136,7 +140,7 @@ export function createScaleOut(deps: AppDeps, { hostId, host, end }: ScaleOutPar
           try {
             const answer = await undiciRequest(new URL(`${SESSIONS}/release-all`, url), {
               method: 'POST',
-              headers: withoutBody(forwardedHeaders(request)),
+              headers: releaseAllHeaders(forwardedHeaders(request)),
               headersTimeout: RELEASE_TIMEOUT_MS,
               bodyTimeout: RELEASE_TIMEOUT_MS,
             });
