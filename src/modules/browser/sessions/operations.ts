@@ -3,6 +3,7 @@ import type { AppDeps } from '../../../deps.ts';
 import type { RouteModule } from '../../../route-module.ts';
 import { AppError } from '../../../shared/errors.ts';
 import { browserActionRoutes } from '../actions/actions.routes.ts';
+import { browserFileRoutes } from '../files/files.routes.ts';
 import { browserLogRoutes } from '../logs/logs.routes.ts';
 import { browserPageRoutes } from '../page/page.routes.ts';
 import { browserStateRoutes } from '../state/state.routes.ts';
@@ -47,6 +48,13 @@ export function operationsResolverOf(deps: AppDeps): SessionResolver {
 /** Actions, page, tabs, cookies and storage, logs: `/api/browser/sessions/{id}/…` on a live session. */
 export const browserOperationRoutes: RouteModule = (app, deps) => {
   const resolve = operationsResolverOf(deps);
-  for (const routes of [browserActionRoutes, browserPageRoutes, browserTabRoutes, browserStateRoutes, browserLogRoutes])
+  for (const routes of [
+    browserActionRoutes,
+    browserPageRoutes,
+    browserTabRoutes,
+    browserStateRoutes,
+    browserLogRoutes,
+    browserFileRoutes,
+  ])
     routes(resolve)(app, deps);
 };
