@@ -12,6 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { unzipSync } from 'fflate';
+import { contentDisposition } from '../src/modules/browser/files/files.service.ts';
+import { sanitizeFileName } from '../src/modules/browser/files/files.store.ts';
 import { browserSessionsOf } from '../src/modules/browser/sessions/sessions.service.ts';
 import { eventually, type TestUser } from './helpers/app.ts';
 import { type BrowserTestContext, createBrowserContext } from './helpers/browser.ts';
@@ -140,6 +142,39 @@ after(async () => {
   site?.finishSlow();
   await ctx?.close();
   await site?.close();
+});
+
+describe('file names', () => {
+  it('sanitized by themselves, whatever the parser already did (busboy keeps only the last segment)', () => {
+    const cases: Array<[string, string]> = [
+      ['../../etc/passwd', 'passwd'],
+      ['/etc/shadow', 'shadow'],
+      ['..\\..\\windows\\win.ini', 'win.ini'],
+      ['a/b\\c/../d.txt', 'd.txt'],
+      ['nul\0byte.txt', 'nulbyte.txt'],
+      ['line\nbreak\r.txt', 'linebreak.txt'],
+      ['quote"and<angle>?.txt', 'quote_and_angle__.txt'],
+      ['trailing. . ', 'trailing'],
+      ['..', 'file'],
+      ['.', 'file'],
+      ['', 'file'],
+      ['/', 'file'],
+      ['\u202e\u2066', 'file'],
+      ['aux', '_aux'],
+      ['.hidden', '.hidden'],
+      ['\ud800lone.txt', '\ufffdlone.txt'],
+    ];
+    for (const [given, expected] of cases) assert.equal(sanitizeFileName(given), expected, JSON.stringify(given));
+    const long = sanitizeFileName(`${'€'.repeat(100)}.tar.gz`);
+    assert.ok(Buffer.byteLength(long) <= 200 && long.endsWith('.gz'), long);
+  });
+
+  it('a Content-Disposition no name breaks out of', () => {
+    assert.equal(
+      contentDisposition('a "b"\\c;d é.txt'),
+      `attachment; filename="a _b__c;d _.txt"; filename*=UTF-8''a%20%22b%22%5Cc%3Bd%20%C3%A9.txt`,
+    );
+  });
 });
 
 describe('files of a session', () => {
@@ -426,6 +461,9 @@ describe('files of a session', () => {
     const res = await ctx.api(alice, 'GET', `${S}/${tenant.id}/files`, undefined, A);
     assert.equal(res.statusCode, 400);
     assert.equal(res.json().error.code, 'INVALID_STATE');
-    assert.ok(!fs.existsSync(dir));
+    const late = await upload(alice, tenant.id, 'late.txt', Buffer.from('late'), A);
+    assert.equal(late.statusCode, 400, late.body);
+    assert.equal(late.json().error.code, 'INVALID_STATE');
+    assert.ok(!fs.existsSync(dir), 'nothing made the directory again');
   });
 });

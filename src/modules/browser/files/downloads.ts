@@ -21,10 +21,14 @@ interface Event {
 export class DownloadWatcher implements DownloadNames {
   #names = new Map<string, string>();
   #writing = new Set<string>();
-  #closed = false;
+  #closed = new AbortController();
 
-  get closed(): boolean {
-    return this.#closed;
+  /**
+   * Aborted when the session's browser closes, before its directory is removed: writes into the directory stop
+   * then (a file created while it is being removed would make the removal fail).
+   */
+  get closed(): AbortSignal {
+    return this.#closed.signal;
   }
 
   nameOf(entry: string): string | undefined {
@@ -75,7 +79,7 @@ export class DownloadWatcher implements DownloadNames {
         else watcher.#event(message);
       },
       close() {
-        watcher.#closed = true;
+        watcher.#closed.abort(new Error('the browser closed'));
         answered({ error: { message: 'the browser closed' } });
       },
       bufferedAmount: 0,

@@ -3,6 +3,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { RouteModule, TypedApp } from '../../../route-module.ts';
+import { notFound } from '../../../shared/errors.ts';
 import { done, envelope, errorResponses, ok, successOnly } from '../../../shared/http.ts';
 import { browserSessionsOf } from '../sessions/sessions.service.ts';
 import { browserTags, readScope, sessionParams, sessionPath, writeScope } from '../tabs/route-parts.ts';
@@ -28,8 +29,9 @@ export const browserFileRoutes =
     const sessions = browserSessionsOf(deps);
     const maxBytes = deps.config.BROWSER_FILE_MAX_MB * 1024 * 1024;
     /** The session's files (X-Client-Ref, ownership and state checked as for every operation). */
-    const storeOf = async (request: FastifyRequest, id: string) =>
+    const filesOfRequest = async (request: FastifyRequest, id: string) =>
       filesOf(await sessions.findLiveSession(request, id), deps.clock.now());
+    const storeOf = async (request: FastifyRequest, id: string) => (await filesOfRequest(request, id)).store;
 
     app.get(sessionPath('files'), {
       config: readScope,
@@ -77,11 +79,15 @@ export const browserFileRoutes =
       handler: async (request, reply) => {
         const store = await storeOf(request, request.params.id);
         const file = await findFile(store, request.params.fileId);
+        // Opened before the answer starts: a file deleted meanwhile is a 404, not a broken download.
+        const handle = await fs.promises.open(file.path).catch(() => undefined);
+        if (!handle) throw notFound('File');
+        const { size } = await handle.stat();
         return reply
           .type(file.mimeType ?? 'application/octet-stream')
           .headers({ ...SERVE_HEADERS, 'content-disposition': contentDisposition(file.name) })
-          .header('content-length', file.size)
-          .send(fs.createReadStream(file.path));
+          .header('content-length', size)
+          .send(handle.createReadStream());
       },
     });
 
@@ -141,8 +147,8 @@ export const browserFileRoutes =
           response: { 201: envelope(fileView), ...errorResponses(400, 401, 403, 404, 413, 415) },
         },
         handler: async (request, reply) => {
-          const store = await storeOf(request, request.params.id);
-          return reply.code(201).send(ok(await upload(request, store, maxBytes, deps.clock.now())));
+          const files = await filesOfRequest(request, request.params.id);
+          return reply.code(201).send(ok(await upload(request, files, maxBytes, deps.clock.now())));
         },
       });
     });

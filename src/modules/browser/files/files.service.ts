@@ -53,20 +53,29 @@ export async function followDownloads(live: LiveSession): Promise<DownloadWatche
     return await state.watcher;
   } catch (error) {
     state.watcher = undefined;
-    throw new AppError('INVALID_STATE', `The browser session cannot be driven now: ${(error as Error).message}`, {
-      details: [{ field: 'id', message: 'session is ending' }],
-    });
+    throw ending((error as Error).message);
   }
 }
 
+const ending = (why: string) =>
+  new AppError('INVALID_STATE', `The browser session cannot be driven now: ${why}`, {
+    details: [{ field: 'id', message: 'session is ending' }],
+  });
+
+/** A live session's files, and the signal that its browser closed (its directory is about to go). */
+export interface SessionFileAccess {
+  store: FileStore;
+  closed: AbortSignal;
+}
+
 /** The files of a live session, its complete downloads taken in first (following its downloads from then on). */
-export async function filesOf(live: LiveSession, now: Date): Promise<FileStore> {
+export async function filesOf(live: LiveSession, now: Date): Promise<SessionFileAccess> {
   const watcher = await followDownloads(live);
   const state = stateOf(live);
-  const pass = state.queue.then(() => state.store.takeDownloads(watcher, now.toISOString()));
+  const pass = state.queue.then(() => state.store.takeDownloads(watcher, now.toISOString(), watcher.closed));
   state.queue = pass.catch(() => {});
   await pass;
-  return state.store;
+  return { store: state.store, closed: watcher.closed };
 }
 
 /** What the API shows of a file (the path stays inside). */
@@ -89,7 +98,7 @@ export async function findFile(store: FileStore, fileId: string, field?: string)
  * Stores the one file part of a multipart upload (field `file`), streamed to disk and cut at `maxBytes`: 413
  * PAYLOAD_TOO_LARGE beyond, 400 naming `file` for no file, a second file or a body cut short.
  */
-export async function upload(request: FastifyRequest, store: FileStore, maxBytes: number, now: Date) {
+export async function upload(request: FastifyRequest, files: SessionFileAccess, maxBytes: number, now: Date) {
   if (!request.isMultipart()) throw validationError('file', 'upload the file as multipart/form-data, field `file`');
   const errors = request.server.multipartErrors;
   const tooLarge = () => {
@@ -106,10 +115,13 @@ export async function upload(request: FastifyRequest, store: FileStore, maxBytes
       reading = 'file';
       const meta = { name: part.filename, mimeType: cleanMimeType(part.mimetype), source: 'upload' as const };
       const cut = () => part.file.truncated;
-      stored = await store.write(part.file, { ...meta, createdAt: now.toISOString() }, { maxBytes, cut });
+      const limit = { maxBytes, cut, signal: files.closed };
+      stored = await files.store.write(part.file, { ...meta, createdAt: now.toISOString() }, limit);
       reading = 'body';
     }
   } catch (error) {
+    // The session ended meanwhile: its directory is gone (or going), and the file with it.
+    if (files.closed.aborted || (error as NodeJS.ErrnoException).code === 'ENOENT') throw ending('it ended');
     if (error instanceof FileTooLargeError || error instanceof errors.RequestFileTooLargeError) throw tooLarge();
     if (error instanceof errors.FilesLimitError) throw validationError('file', 'send one file per request');
     // The parser's own errors (a body cut short, a malformed part) carry no status: the client's to fix.

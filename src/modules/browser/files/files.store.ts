@@ -119,6 +119,16 @@ export class FileStore {
     this.downloadDir = path.join(sessionDir, 'Downloads');
   }
 
+  /**
+   * The files directory, made inside the session's directory if need be, never the session's directory itself: one
+   * removed with its ended session is not made again (ENOENT then).
+   */
+  async #ensureRoot(): Promise<void> {
+    await fs.promises.mkdir(this.root, { mode: 0o700 }).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EEXIST') throw error;
+    });
+  }
+
   #bytes = (id: string) => path.join(this.root, id);
   #meta = (id: string) => path.join(this.root, `${id}.json`);
 
@@ -176,13 +186,14 @@ export class FileStore {
   async write(
     content: NodeJS.ReadableStream,
     meta: Meta,
-    limit: { maxBytes: number; cut?: () => boolean },
+    limit: { maxBytes: number; cut?: () => boolean; signal: AbortSignal },
   ): Promise<StoredFile> {
-    await fs.promises.mkdir(this.root, { recursive: true, mode: 0o700 });
+    await this.#ensureRoot();
     const id = crypto.randomUUID();
     const part = `${this.#bytes(id)}.part`;
     try {
-      await pipeline(content, byteLimit(limit.maxBytes), fs.createWriteStream(part, { flags: 'wx', mode: 0o600 }));
+      const target = fs.createWriteStream(part, { flags: 'wx', mode: 0o600 });
+      await pipeline(content, byteLimit(limit.maxBytes), target, { signal: limit.signal });
       if (limit.cut?.()) throw new FileTooLargeError(`larger than ${limit.maxBytes} bytes`);
       await this.#describe(id, meta);
       await fs.promises.rename(part, this.#bytes(id));
@@ -216,7 +227,7 @@ export class FileStore {
    * named as the page suggested when the watcher saw it begin, else as Chromium named the file. Partial downloads
    * (`.crdownload`, or still in progress by the watcher's account) and anything but a regular file stay where they are.
    */
-  async takeDownloads(names: DownloadNames, createdAt: string): Promise<number> {
+  async takeDownloads(names: DownloadNames, createdAt: string, signal: AbortSignal): Promise<number> {
     let entries: fs.Dirent[];
     try {
       entries = await fs.promises.readdir(this.downloadDir, { withFileTypes: true });
@@ -227,7 +238,8 @@ export class FileStore {
     let taken = 0;
     for (const entry of entries) {
       if (!entry.isFile() || entry.name.endsWith(PARTIAL) || names.inProgress(entry.name)) continue;
-      await fs.promises.mkdir(this.root, { recursive: true, mode: 0o700 });
+      if (signal.aborted) break;
+      await this.#ensureRoot();
       const id = crypto.randomUUID();
       await this.#describe(id, { name: names.nameOf(entry.name) ?? entry.name, source: 'download', createdAt });
       try {
