@@ -4,10 +4,11 @@
  * PostgreSQL: BENCH_DATABASE_URL, else TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test
  * (a scratch database is made).
  * Sections: `npm run bench -- foundation`, `scraping`, `lead-insert`, `matching`, `accounts`, `events`, `analytics`,
- * `deliverability`, `outreach` (default: all).
+ * `deliverability`, `outreach`, `browser` (default: all).
  */
 import { benchAccounts } from './accounts.ts';
 import { benchAnalytics } from './analytics.ts';
+import { benchBrowser } from './browser.ts';
 import { benchDeliverability } from './deliverability.ts';
 import { benchEvents } from './events.ts';
 import { benchFoundation } from './foundation.ts';
@@ -27,6 +28,7 @@ const sections: Record<string, () => Promise<Row[]>> = {
   analytics: benchAnalytics,
   deliverability: benchDeliverability,
   outreach: benchOutreach,
+  browser: benchBrowser,
 };
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const unknown = wanted.filter((name) => !(name in sections));

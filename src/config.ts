@@ -235,6 +235,9 @@ export type Config = z.output<typeof checkedEnvSchema> & { dataDir: string };
 
 export class ConfigError extends Error {}
 
+/** A start-up problem the operator must fix (a data directory or host id in use): printed as one line, exit 1. */
+export class StartupError extends Error {}
+
 /** Parses the environment; throws a ConfigError whose message is one readable line. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));

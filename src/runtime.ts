@@ -7,9 +7,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import { assembleDeps } from './assemble-deps.ts';
-import { type Config, ConfigError, loadConfig } from './config.ts';
+import { type Config, ConfigError, loadConfig, StartupError } from './config.ts';
 import { type Database, openDatabase } from './db/client.ts';
-import { DataDirLockedError } from './db/lock.ts';
 import { migrate } from './db/migrate.ts';
 import type { AppDeps } from './deps.ts';
 import { creditsMode } from './modules/credits/index.ts';
@@ -200,7 +199,7 @@ export async function main(role: { http: boolean; workers: boolean }): Promise<v
           process.exit(0);
         },
         (err) => {
-          if (!(err instanceof DataDirLockedError)) logger.error({ err }, 'shutdown failed');
+          if (!(err instanceof StartupError)) logger.error({ err }, 'shutdown failed');
           process.exit(1);
         },
       );
@@ -211,7 +210,7 @@ export async function main(role: { http: boolean; workers: boolean }): Promise<v
   try {
     runtime = await starting;
   } catch (err) {
-    if (err instanceof DataDirLockedError) {
+    if (err instanceof StartupError) {
       console.error(err.message);
       process.exit(1);
     }

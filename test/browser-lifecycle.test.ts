@@ -3,6 +3,7 @@
  * holding a session, keepAlive, Chromium killed → FAILED, capacity 429 with Retry-After, minutes charged.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'drizzle-orm';
 import WebSocket from 'ws';
@@ -179,6 +180,38 @@ describe('a warm pool', () => {
       assert.equal(host.warmCount, 1, 'another viewport launches its own');
     } finally {
       await ctx.close();
+    }
+  });
+});
+
+/** Our direct Chromium children (each the leader of its session's process group). */
+function childChromium(): number[] {
+  return ourChromiumPids().filter((pid) => {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid;
+    } catch {
+      return false;
+    }
+  });
+}
+
+describe('a warm pool that is refilling', () => {
+  it('stopping the service waits for the launch under way: no Chromium outlives stop()', async () => {
+    const ctx = await createBrowserContext({ env: { BROWSER_WARM_POOL: '1' } });
+    let closed = false;
+    try {
+      const user = await ctx.signup();
+      const host = browserSessionsOf(ctx.deps).host!;
+      await eventually(async () => host.warmCount === 1, 15_000);
+      assert.equal((await ctx.api(user, 'POST', '/api/browser/sessions', {})).statusCode, 201);
+      // The pool refills a moment after the session took its warm Chromium: stop while that launch runs.
+      await eventually(async () => host.warmingCount === 1, 5_000, 10);
+      await ctx.close();
+      closed = true;
+      assert.deepEqual(childChromium(), [], 'no Chromium of this service runs after stop()');
+    } finally {
+      if (!closed) await ctx.close();
     }
   });
 });

@@ -226,6 +226,22 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
     assert.equal(released.body.data.session.endReason, 'released');
   });
 
+  it("release-all through B releases the request's sessions on A, and only those (X-Client-Ref)", async () => {
+    const make = async (clientRef?: string) => {
+      const created = await alice.call('POST', S, clientRef ? { clientRef } : {});
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      return created.body.data.session.id as string;
+    };
+    const [first, second, other] = [await make('tenant-1'), await make('tenant-1'), await make('tenant-2')];
+    const all = await request(alice, 'POST', `${S}/release-all`, {}, { 'x-client-ref': 'tenant-1' });
+    assert.equal(all.status, 200);
+    assert.deepEqual(((await all.json()) as any).data, { released: 2, elsewhere: 0 });
+    for (const id of [first, second])
+      assert.equal((await alice.call('GET', `${S}/${id}`)).body.data.session.status, 'RELEASED');
+    assert.equal((await alice.call('GET', `${S}/${other}`)).body.data.session.status, 'LIVE', "another ref's stays");
+    assert.equal((await alice.call('DELETE', `${S}/${other}`)).status, 200);
+  });
+
   it("a second live process with A's host id is refused at start, in one line", async () => {
     const hostId = fs.readFileSync(path.join(dirs[0]!, 'browser-host-id'), 'utf8').trim();
     const c = startService(

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { StartupError } from '../config.ts';
 
-export class DataDirLockedError extends Error {}
+export class DataDirLockedError extends StartupError {}
 
 function processAlive(pid: number): boolean {
   try {

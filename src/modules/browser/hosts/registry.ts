@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { and, desc, eq, gt, lt, ne, sql } from 'drizzle-orm';
+import { StartupError } from '../../../config.ts';
 import type { Db } from '../../../db/client.ts';
-import { DataDirLockedError } from '../../../db/lock.ts';
 import { browserHosts } from '../../../db/schema/index.ts';
 
 /** How often a host says it is alive. */
@@ -21,11 +21,8 @@ const FORGET_AFTER = '1 day';
 
 export type HostRow = typeof browserHosts.$inferSelect;
 
-/**
- * A second live process claims a host id another one holds. A DataDirLockedError so that the entry point prints
- * its one line and exits, as for a data directory another process holds.
- */
-export class HostIdInUseError extends DataDirLockedError {}
+/** A second live process claims a host id another one holds: the entry point prints its one line and exits. */
+export class HostIdInUseError extends StartupError {}
 
 /** The default host id: random, kept in DATA_DIR so that a restart is the same host (and reaps its Chromium). */
 export function persistedHostId(dataDir: string): string {

@@ -13,7 +13,7 @@ import type { Readable, Writable } from 'node:stream';
 export const USER_DATA_PREFIX = 'quarry-browser-';
 
 /** Flags of the scraping guide: no background traffic, no QUIC (the guard proxy speaks TCP), no bfcache surprises. */
-const BASE_FLAGS = [
+export const BASE_FLAGS = [
   '--headless=new',
   '--no-sandbox',
   '--remote-debugging-pipe',

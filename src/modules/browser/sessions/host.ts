@@ -55,6 +55,8 @@ interface Launched {
 }
 
 const READY_TIMEOUT_MS = 30_000;
+/** How long after a session takes a warm Chromium its replacement is launched. */
+const REPLENISH_DELAY_MS = 250;
 
 export class BrowserHost {
   readonly hostId: string;
@@ -62,6 +64,8 @@ export class BrowserHost {
   #sessions = new Map<string, LiveSession>();
   #warm: Launched[] = [];
   #warming = 0;
+  /** Launches of the warm pool under way: stop() waits for them (and their Chromium's end). */
+  #launching = new Set<Promise<unknown>>();
   #record: ProcessRecord;
   #internal = new InternalCdpServer((id) => this.#sessions.get(id)?.mux);
   #stopped = false;
@@ -85,6 +89,11 @@ export class BrowserHost {
 
   get warmCount(): number {
     return this.#warm.length;
+  }
+
+  /** Warm-pool launches under way. */
+  get warmingCount(): number {
+    return this.#warming;
   }
 
   sessions(): LiveSession[] {
@@ -120,6 +129,7 @@ export class BrowserHost {
       guarded: guard !== undefined,
     });
     let timer: NodeJS.Timeout | undefined;
+    mux.prepareAttach();
     try {
       const ready = await Promise.race([
         mux.call('Browser.getVersion'),
@@ -145,10 +155,13 @@ export class BrowserHost {
     const { warmPool, defaultViewport } = this.#options;
     while (!this.#stopped && this.#warm.length + this.#warming < warmPool) {
       this.#warming++;
-      this.#launch(defaultViewport).then(
+      const launching = this.#launch(defaultViewport).then(
         (launched) => {
           this.#warming--;
-          if (this.#stopped) return launched.chromium.kill();
+          if (this.#stopped) {
+            launched.chromium.kill();
+            return launched.chromium.exited;
+          }
           this.#warm.push(launched);
           // A warm Chromium that dies waits no more.
           void launched.chromium.exited.then(() => {
@@ -160,6 +173,8 @@ export class BrowserHost {
           this.#warming--;
         },
       );
+      this.#launching.add(launching);
+      void launching.finally(() => this.#launching.delete(launching));
     }
   }
 
@@ -171,7 +186,9 @@ export class BrowserHost {
     const { defaultViewport } = this.#options;
     const sameAsWarm = viewport.width === defaultViewport.width && viewport.height === defaultViewport.height;
     const launched = (sameAsWarm && this.#warm.shift()) || (await this.#launch(viewport));
-    this.#replenish();
+    // Spawning Chromium blocks the event loop for as long as fork() copies this process's page tables (30–90 ms
+    // at 800 MB RSS): refill the pool after this session has been answered and its first client served.
+    setTimeout(() => this.#replenish(), REPLENISH_DELAY_MS).unref();
     const live: LiveSession = {
       ...session,
       ...launched,
@@ -236,6 +253,7 @@ export class BrowserHost {
     await Promise.all([
       ...warm.map((w) => w.chromium.exited),
       ...[...this.#sessions.keys()].map((id) => this.close(id)),
+      ...this.#launching,
     ]);
     await this.#internal.close();
   }

@@ -4,10 +4,11 @@
  * On PGlite (one process) none of this runs.
  */
 import type { FastifyRequest } from 'fastify';
+import { request as undiciRequest } from 'undici';
 import type { AppDeps } from '../../../deps.ts';
 import { storedId } from '../../../shared/ids.ts';
 import type { CdpGrant } from '../cdp/token.ts';
-import { wasForwarded } from '../hosts/forward.ts';
+import { forwardedHeaders, wasForwarded } from '../hosts/forward.ts';
 import { defaultInternalUrl, HOST_STALE_MS, HostRegistry, hostsRepository } from '../hosts/registry.ts';
 import type { BrowserHost } from './host.ts';
 import { LIVE_STATUSES, sessionsRepository as repo, type SessionRow } from './sessions.repository.ts';
@@ -20,6 +21,14 @@ const FORGET_EVERY = 720;
 
 const SESSIONS = '/api/browser/sessions';
 const CDP_ROUTE = `${SESSIONS}/:id/cdp`;
+/** A host releasing its sessions closes each Chromium: seconds, not minutes. */
+const RELEASE_TIMEOUT_MS = 30_000;
+
+/** The headers of a request sent on without its body (release-all takes none). */
+function withoutBody(headers: Record<string, string>): Record<string, string> {
+  delete headers['content-type'];
+  return headers;
+}
 
 export interface ScaleOutParts {
   hostId: string;
@@ -112,6 +121,34 @@ export function createScaleOut(deps: AppDeps, { hostId, host, end }: ScaleOutPar
       if (!route?.startsWith(`${SESSIONS}/:id`) || route === CDP_ROUTE) return undefined;
       const { id } = request.params as { id?: string };
       return id === undefined ? undefined : holderUrl(id);
+    },
+
+    /**
+     * The same release-all on each of `hostIds` that is live (one hop, the request's own credentials and clientRef,
+     * so each host releases what this request may see there); answers how many they released.
+     */
+    async releaseAllOn(request: FastifyRequest, hostIds: string[]): Promise<number> {
+      if (!enabled || wasForwarded(request)) return 0;
+      const counts = await Promise.all(
+        hostIds.map(async (holder) => {
+          const url = await liveHostUrl(holder);
+          if (!url) return 0;
+          try {
+            const answer = await undiciRequest(new URL(`${SESSIONS}/release-all`, url), {
+              method: 'POST',
+              headers: withoutBody(forwardedHeaders(request)),
+              headersTimeout: RELEASE_TIMEOUT_MS,
+              bodyTimeout: RELEASE_TIMEOUT_MS,
+            });
+            const body = (await answer.body.json()) as { data?: { released?: number } };
+            return answer.statusCode === 200 ? (body.data?.released ?? 0) : 0;
+          } catch (err) {
+            logger.warn({ err, hostId: holder }, 'a browser host could not be asked to release its sessions');
+            return 0;
+          }
+        }),
+      );
+      return counts.reduce((a, b) => a + b, 0);
     },
 
     /** The host a CDP WebSocket should be relayed to (the token is checked again there, under the same key). */

@@ -82,12 +82,12 @@ export const sessionsRepository = {
       .limit(filters.limit + 1);
   },
 
-  async listLiveIds(db: Conn, scope: SessionScope): Promise<string[]> {
-    const rows = await db
-      .select({ id: browserSessions.id })
+  /** The live sessions a scope sees, with the host holding each. */
+  async listLive(db: Conn, scope: SessionScope): Promise<Array<{ id: string; hostId: string }>> {
+    return db
+      .select({ id: browserSessions.id, hostId: browserSessions.hostId })
       .from(browserSessions)
       .where(and(inScope(scope), inArray(browserSessions.status, LIVE_STATUSES)));
-    return rows.map((r) => r.id);
   },
 
   async update(

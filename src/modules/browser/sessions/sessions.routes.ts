@@ -126,7 +126,10 @@ export const browserSessionRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'Release every live session (of the X-Client-Ref when sent)',
-      description: '`elsewhere` counts live sessions held by another host, which this process cannot release yet.',
+      description:
+        "Every live session the request sees, on whichever host holds it (with X-Client-Ref: that clientRef's). " +
+        '`elsewhere` counts live sessions whose host could not be reached (they end when it answers again, or ' +
+        'FAILED within 30 s once it is gone).',
       response: {
         200: envelope(z.object({ released: z.number().int(), elsewhere: z.number().int() })),
         ...errorResponses(400, 401, 403),

@@ -393,12 +393,20 @@ export function createBrowserSessions(deps: AppDeps) {
       return view(await findRow({ userId: row.userId }, row.id), base);
     },
 
-    /** Releases every live session the request sees on this host; those elsewhere are counted, not touched. */
+    /**
+     * Releases every live session the request sees: those of this host here, those of other live hosts by the same
+     * request on each of them (scale-out); `elsewhere` counts the ones no host could be asked to release.
+     */
     async releaseAll(request: FastifyRequest): Promise<{ released: number; elsewhere: number }> {
-      const ids = await repo.listLiveIds(db, scopeOf(request));
-      const here = ids.filter((id) => host?.get(id));
-      const ended = await Promise.all(here.map((id) => end(id, 'RELEASED', 'released')));
-      return { released: ended.filter(Boolean).length, elsewhere: ids.length - here.length };
+      const live = await repo.listLive(db, scopeOf(request));
+      const here = live.filter((s) => host?.get(s.id));
+      const others = [...new Set(live.filter((s) => !host?.get(s.id)).map((s) => s.hostId))];
+      const [ended, releasedElsewhere] = await Promise.all([
+        Promise.all(here.map((s) => end(s.id, 'RELEASED', 'released'))),
+        scaleOut.releaseAllOn(request, others),
+      ]);
+      const released = ended.filter(Boolean).length + releasedElsewhere;
+      return { released, elsewhere: Math.max(0, live.length - released) };
     },
 
     /** The live session a request names, for the session's operations (actions, page, tabs, state, logs). */
