@@ -6,8 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -15,74 +13,20 @@ import { unzipSync } from 'fflate';
 import { contentDisposition } from '../src/modules/browser/files/files.service.ts';
 import { sanitizeFileName } from '../src/modules/browser/files/files.store.ts';
 import { browserSessionsOf } from '../src/modules/browser/sessions/sessions.service.ts';
+import { type FilesSite, multipart, REPORT, startFilesSite } from './fixtures/browser-files-site.ts';
 import { eventually, type TestUser } from './helpers/app.ts';
 import { type BrowserTestContext, createBrowserContext } from './helpers/browser.ts';
 
 const S = '/api/browser/sessions';
 const A = { 'x-client-ref': 'tenant-a' };
-const REPORT = Buffer.from('name,email\nAda,ada@example.org\n');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 let ctx: BrowserTestContext;
-let site: { url: string; close(): Promise<void>; finishSlow(): void };
+let site: FilesSite;
 let alice: TestUser;
 let bob: TestUser;
 let session: { id: string };
 let tenant: { id: string };
-
-/** A page with a file input that reports what it was given, and download links (one finishes only when told). */
-async function startSite(): Promise<typeof site> {
-  let finish: () => void = () => {};
-  const slowDone = new Promise<void>((resolve) => {
-    finish = resolve;
-  });
-  const server = http.createServer((req, res) => {
-    if (req.url === '/report') {
-      res.writeHead(200, { 'content-type': 'text/csv', 'content-disposition': 'attachment; filename="report.csv"' });
-      return res.end(REPORT);
-    }
-    if (req.url === '/hostile') {
-      const disposition = 'attachment; filename="../../escape.txt"';
-      res.writeHead(200, { 'content-type': 'text/plain', 'content-disposition': disposition });
-      return res.end('outside?');
-    }
-    if (req.url === '/slow') {
-      res.writeHead(200, {
-        'content-type': 'application/octet-stream',
-        'content-disposition': 'attachment; filename="slow.bin"',
-      });
-      res.write(Buffer.alloc(64 * 1024, 1));
-      void slowDone.then(() => res.end(Buffer.alloc(10, 2)));
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-    res.end(`<!doctype html><title>Files</title><input id="pick" type="file" multiple>
-      <a id="report" href="/report">report</a><a id="hostile" href="/hostile">hostile</a><a id="slow" href="/slow">slow</a>`);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    finishSlow: finish,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-
-/** A multipart body built by hand, so the file name reaches the service exactly as given (NUL, `..`, `\`). */
-function multipart(filename: string, content: Buffer, type = 'application/octet-stream') {
-  const boundary = '----quarry-test-boundary';
-  const head = Buffer.from(
-    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\n` +
-      `Content-Type: ${type}\r\n\r\n`,
-  );
-  return {
-    payload: Buffer.concat([head, content, Buffer.from(`\r\n--${boundary}--\r\n`)]),
-    headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
-  };
-}
 
 const upload = (
   user: TestUser,
@@ -130,7 +74,7 @@ const evaluate = async (fn: string) => {
 };
 
 before(async () => {
-  site = await startSite();
+  site = await startFilesSite();
   ctx = await createBrowserContext({ env: { ALLOW_PRIVATE_NETWORK: 'true', BROWSER_FILE_MAX_MB: '1' } });
   [alice, bob] = await Promise.all([ctx.signup(), ctx.signup()]);
   const [plain, ref] = await Promise.all([ctx.api(alice, 'POST', S, {}), ctx.api(alice, 'POST', S, {}, A)]);
