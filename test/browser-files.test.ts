@@ -13,6 +13,7 @@ import { unzipSync } from 'fflate';
 import { contentDisposition } from '../src/modules/browser/files/files.service.ts';
 import { sanitizeFileName } from '../src/modules/browser/files/files.store.ts';
 import { browserSessionsOf } from '../src/modules/browser/sessions/sessions.service.ts';
+import { operationIds } from '../src/shared/openapi.ts';
 import { type FilesSite, multipart, REPORT, startFilesSite } from './fixtures/browser-files-site.ts';
 import { eventually, type TestUser } from './helpers/app.ts';
 import { type BrowserTestContext, createBrowserContext } from './helpers/browser.ts';
@@ -390,11 +391,14 @@ describe('files of a session', () => {
     const document = (await ctx.app.inject({ method: 'GET', url: '/api/openapi.json' })).json();
     const operations = Object.entries(document.paths as Record<string, Record<string, Record<string, unknown>>>)
       .filter(([p]) => p.startsWith('/api/browser/sessions/{id}/files'))
-      .flatMap(([, methods]) => Object.values(methods));
+      .flatMap(([p, methods]) =>
+        Object.entries(methods).map(([method, op]) => ({ key: `${method.toUpperCase()} ${p}`, op })),
+      );
     assert.equal(operations.length, 6);
-    for (const op of operations) {
-      assert.deepEqual(op.tags, ['Cloud Browser']);
-      assert.ok(op.summary && op.operationId, JSON.stringify(op));
+    for (const { key, op } of operations) {
+      assert.deepEqual(op.tags, ['Cloud Browser'], key);
+      assert.ok(op.summary, key);
+      assert.equal(op.operationId, operationIds[key], key);
     }
   });
 
