@@ -191,6 +191,8 @@ const envSchema = z.object({
   BROWSER_IDLE_TIMEOUT_MS: z.coerce.number().int().min(1000).max(86_400_000).default(300_000),
   /** Chromium processes kept launched and ready, so a new session starts without waiting for one. */
   BROWSER_WARM_POOL: z.coerce.number().int().min(0).max(100).default(0),
+  /** The largest file an upload into a session may be (413 PAYLOAD_TOO_LARGE beyond). */
+  BROWSER_FILE_MAX_MB: z.coerce.number().int().min(1).max(1024).default(32),
   // ---- end of cloud browser ----
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_URL: z.url().optional(),

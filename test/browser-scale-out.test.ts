@@ -133,6 +133,19 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
     const nav = await alice.call('POST', `${S}/${session.id}/actions/navigate`, { url: siteUrl });
     assert.equal(nav.status, 200, JSON.stringify(nav.body));
 
+    // A multipart upload crosses as a stream (its body is not parsed before the handler reads it).
+    const form = new FormData();
+    form.append('file', new Blob(['hello through B']), 'note.txt');
+    const uploaded = await fetch(`${baseB()}${S}/${session.id}/files`, {
+      method: 'POST',
+      headers: { authorization: alice.headers.authorization! },
+      body: form,
+    });
+    assert.equal(uploaded.status, 201, await uploaded.clone().text());
+    const fileId = ((await uploaded.json()) as any).data.id;
+    const bytes = await request(alice, 'GET', `${S}/${session.id}/files/${fileId}`);
+    assert.equal(await bytes.text(), 'hello through B');
+
     const shot = await request(alice, 'GET', `${S}/${session.id}/page/screenshot`);
     assert.equal(shot.status, 200);
     assert.equal(shot.headers.get('content-type'), 'image/png');

@@ -254,6 +254,12 @@ export const operationIds: Record<string, string> = {
   'GET /api/browser/sessions/{id}/logs': 'listBrowserLogs',
   'GET /api/browser/sessions/{id}/logs/stream': 'streamBrowserLogs',
   'GET /api/browser/sessions/{id}/recording': 'getBrowserRecording',
+  'GET /api/browser/sessions/{id}/files': 'listBrowserFiles',
+  'POST /api/browser/sessions/{id}/files': 'uploadBrowserFile',
+  'GET /api/browser/sessions/{id}/files/archive': 'getBrowserFilesArchive',
+  'GET /api/browser/sessions/{id}/files/{fileId}': 'getBrowserFile',
+  'DELETE /api/browser/sessions/{id}/files/{fileId}': 'deleteBrowserFile',
+  'POST /api/browser/sessions/{id}/files/attach': 'attachBrowserFiles',
 };
 
 /** `/api/leads/:id` → `/api/leads/{id}` (the document's form of a path). */

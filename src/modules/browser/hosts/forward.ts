@@ -68,8 +68,10 @@ const unreachable = () =>
 /** Replays a request on `base` (a host's internal URL) and relays its answer; the caller returns the reply. */
 export async function forwardHttp(request: FastifyRequest, reply: FastifyReply, base: string): Promise<FastifyReply> {
   const headers = forwardedHeaders(request);
-  // Called before validation: the body is the client's JSON as parsed, sent again as JSON.
-  const hasBody = request.body !== undefined && request.method !== 'GET' && request.method !== 'HEAD';
+  // Called before validation: a JSON body is the client's JSON as parsed, sent again as JSON; a multipart upload is
+  // not parsed before its handler reads it, so its raw stream is sent on as it comes.
+  const streamed = request.headers['content-type']?.startsWith('multipart/') === true;
+  const hasBody = !streamed && request.body !== undefined && request.method !== 'GET' && request.method !== 'HEAD';
   if (hasBody) headers['content-type'] ??= 'application/json';
   const aborted = new AbortController();
   reply.raw.once('close', () => aborted.abort());
@@ -78,7 +80,7 @@ export async function forwardHttp(request: FastifyRequest, reply: FastifyReply, 
     answer = await undiciRequest(onHost(request.url, base), {
       method: request.method as 'GET',
       headers,
-      body: hasBody ? JSON.stringify(request.body) : undefined,
+      body: streamed ? request.raw : hasBody ? JSON.stringify(request.body) : undefined,
       signal: aborted.signal,
       headersTimeout: HEADERS_TIMEOUT_MS,
       bodyTimeout: 0,

@@ -3,6 +3,7 @@ import type { AppDeps } from '../../../deps.ts';
 import type { RouteModule } from '../../../route-module.ts';
 import { AppError } from '../../../shared/errors.ts';
 import { browserActionRoutes } from '../actions/actions.routes.ts';
+import { browserFileRoutes } from '../files/files.routes.ts';
 import { browserLogRoutes } from '../logs/logs.routes.ts';
 import { browserPageRoutes } from '../page/page.routes.ts';
 import { browserRecordingRoutes } from '../recording/recording.routes.ts';
@@ -49,6 +50,13 @@ export function operationsResolverOf(deps: AppDeps): SessionResolver {
 export const browserOperationRoutes: RouteModule = (app, deps) => {
   const resolve = operationsResolverOf(deps);
   browserRecordingRoutes()(app, deps); // read after release too: it looks the session up itself, not via resolve
-  for (const routes of [browserActionRoutes, browserPageRoutes, browserTabRoutes, browserStateRoutes, browserLogRoutes])
+  for (const routes of [
+    browserActionRoutes,
+    browserPageRoutes,
+    browserTabRoutes,
+    browserStateRoutes,
+    browserLogRoutes,
+    browserFileRoutes,
+  ])
     routes(resolve)(app, deps);
 };

@@ -13,6 +13,7 @@ import { storedId } from '../../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
 import { accountStatusOf } from '../../users/index.ts';
 import { CDP_TOKEN_TTL_MS, type CdpGrant, cdpTokenKey, signCdpToken, verifyCdpToken } from '../cdp/token.ts';
+import { followDownloads } from '../files/files.service.ts';
 import { hostIdOf } from '../hosts/registry.ts';
 import { startRecording } from '../recording/recorder.ts';
 import { BrowserHost, type LiveSession } from './host.ts';
@@ -308,7 +309,7 @@ export function createBrowserSessions(deps: AppDeps) {
           });
         });
         try {
-          await host.open(
+          const live = await host.open(
             {
               id: row.id,
               userId: row.userId,
@@ -319,6 +320,9 @@ export function createBrowserSessions(deps: AppDeps) {
             },
             viewport,
           );
+          // Downloads go to the session's own directory from the start (Chromium's default is the service user's
+          // ~/Downloads until a client says otherwise), and become the session's files.
+          await followDownloads(live);
           // Recording starts before the session is answered, so before any page can load.
           if (row.record) await startRecording(await host.playwright(row.id), config.dataDir, row.id);
         } catch (err) {
@@ -336,7 +340,9 @@ export function createBrowserSessions(deps: AppDeps) {
             headers: { 'retry-after': '5' },
           });
         }
-        return view(liveRow, base);
+        // An account suspended while its session started: the watcher saw no session of it then.
+        await releaseIfAccountEnded(row.userId);
+        return view(await findRow({ userId: row.userId }, row.id), base);
       } finally {
         starting--;
       }
