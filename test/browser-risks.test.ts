@@ -132,38 +132,6 @@ describe("a client's Browser.close", () => {
     }, 10_000);
     assert.deepEqual(done, { status: 'RELEASED', end_reason: CLOSED_BY_CLIENT });
   });
-
-  it('a Browser.close Chromium refuses (sent on a page target) leaves a later crash a failure', async () => {
-    const session = await create(alice);
-    const live = browserSessionsOf(ctx.deps).host!.get(session.id)!;
-    const ws = await opened(session.cdpUrl);
-    const answers = new Map<number, any>();
-    ws.on('message', (data) => {
-      const m = JSON.parse(String(data));
-      if (m.id !== undefined) answers.set(m.id, m);
-    });
-    // Sent on a page's own session, the command reaches Chromium, which has no Browser domain there: refused.
-    ws.send(JSON.stringify({ id: 1, method: 'Target.getTargets' }));
-    await eventually(async () => answers.has(1), 5000);
-    const page = answers.get(1).result.targetInfos.find((t: { type: string }) => t.type === 'page');
-    ws.send(
-      JSON.stringify({ id: 2, method: 'Target.attachToTarget', params: { targetId: page.targetId, flatten: true } }),
-    );
-    await eventually(async () => answers.has(2), 5000);
-    const pageSession = answers.get(2).result.sessionId;
-    assert.equal(typeof pageSession, 'string');
-    ws.send(JSON.stringify({ id: 3, method: 'Browser.close', sessionId: pageSession }));
-    await eventually(async () => answers.has(3), 5000);
-    assert.ok(answers.get(3).error, 'refused by Chromium');
-    assert.equal(live.mux.closedByClient, false);
-    process.kill(live.chromium.pid, 'SIGKILL');
-    const done = await eventually(async () => {
-      const row = await rowOf(session.id);
-      return row.status === 'LIVE' ? undefined : row;
-    }, 10_000);
-    assert.equal(done.status, 'FAILED');
-    ws.terminate();
-  });
 });
 
 describe('a suspended user', () => {

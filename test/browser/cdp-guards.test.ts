@@ -101,3 +101,55 @@ test("the request log never shows a cdpUrl's token", async () => {
   assert.equal(scrubUrl('/a?x=1&Token=t&y=2'), '/a?x=1&Token=[redacted]&y=2');
   assert.equal(scrubUrl('/api/leads?limit=5'), '/api/leads?limit=5');
 });
+
+describe("a client's Browser.close", () => {
+  /** A browser over a pipe that answers Browser.close as told (`accept`), or not at all, and everything else at once. */
+  function browser(closeAnswer: 'accept' | 'refuse' | 'none' | 'refuse-first') {
+    const toBrowser = new PassThrough();
+    const fromBrowser = new PassThrough();
+    let closes = 0;
+    toBrowser.on('data', (data: Buffer) => {
+      for (const raw of data.toString().split('\0').filter(Boolean)) {
+        const { id, method } = JSON.parse(raw);
+        const nth = method === 'Browser.close' ? ++closes : 0;
+        if (nth && (closeAnswer === 'none' || (closeAnswer === 'refuse-first' && nth > 1))) continue;
+        const answer =
+          nth && (closeAnswer === 'refuse' || closeAnswer === 'refuse-first')
+            ? { id, error: { code: -32000, message: 'refused' } }
+            : { id, result: method === 'Target.attachToBrowserTarget' ? { sessionId: `browser-${id}` } : {} };
+        fromBrowser.write(`${JSON.stringify(answer)}\0`);
+      }
+    });
+    return new CdpMux(toBrowser, fromBrowser, policy);
+  }
+  const sink = { send: () => {}, close: () => {}, bufferedAmount: 0 };
+  const settle = () => new Promise((r) => setImmediate(r));
+
+  test('accepted, or sent and not answered yet: the browser exits because a client asked', async () => {
+    for (const answer of ['accept', 'none'] as const) {
+      const mux = browser(answer);
+      const client = await mux.attach(sink);
+      assert.equal(mux.closedByClient, false);
+      client.receive(JSON.stringify({ id: 1, method: 'Browser.close' }));
+      await settle();
+      assert.equal(mux.closedByClient, true, answer);
+      client.close(); // a client gone after asking still asked
+      assert.equal(mux.closedByClient, true, `${answer}, client gone`);
+    }
+  });
+
+  test('refused by the browser: a later exit is not a close a client asked for, nor does it undo another', async () => {
+    const refusing = browser('refuse');
+    const client = await refusing.attach(sink);
+    client.receive(JSON.stringify({ id: 1, method: 'Browser.close' }));
+    await settle();
+    assert.equal(refusing.closedByClient, false);
+
+    const twice = browser('refuse-first');
+    const [a, b] = [await twice.attach(sink), await twice.attach(sink)];
+    a.receive(JSON.stringify({ id: 1, method: 'Browser.close' }));
+    b.receive(JSON.stringify({ id: 1, method: 'Browser.close' }));
+    await settle();
+    assert.equal(twice.closedByClient, true, "one client's refused close leaves another's standing");
+  });
+});
