@@ -254,6 +254,10 @@ export const operationIds: Record<string, string> = {
   'GET /api/browser/sessions/{id}/logs': 'listBrowserLogs',
   'GET /api/browser/sessions/{id}/logs/stream': 'streamBrowserLogs',
   'GET /api/browser/sessions/{id}/recording': 'getBrowserRecording',
+  'POST /api/browser/extensions': 'uploadBrowserExtension',
+  'GET /api/browser/extensions': 'listBrowserExtensions',
+  'DELETE /api/browser/extensions/{id}': 'deleteBrowserExtension',
+  'GET /api/browser/usage': 'getBrowserUsage',
 };
 
 /** `/api/leads/:id` → `/api/leads/{id}` (the document's form of a path). */

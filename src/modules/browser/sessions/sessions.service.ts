@@ -13,6 +13,7 @@ import { storedId } from '../../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
 import { accountStatusOf } from '../../users/index.ts';
 import { CDP_TOKEN_TTL_MS, type CdpGrant, cdpTokenKey, signCdpToken, verifyCdpToken } from '../cdp/token.ts';
+import { createExtensions } from '../extensions/extensions.service.ts';
 import { hostIdOf } from '../hosts/registry.ts';
 import { startRecording } from '../recording/recorder.ts';
 import { BrowserHost, type LiveSession } from './host.ts';
@@ -71,6 +72,7 @@ export function createBrowserSessions(deps: AppDeps) {
       })
     : undefined;
   const scaleOut = createScaleOut(deps, { hostId, host, end });
+  const extensions = createExtensions(db, config.dataDir);
 
   /** Ends a session once (Chromium closed first), charging its minutes and telling the webhooks in one transaction. */
   function end(id: string, status: SessionStatus, reason: string, charge = true): Promise<SessionRow | undefined> {
@@ -259,6 +261,7 @@ export function createBrowserSessions(deps: AppDeps) {
         throw new AppError('SERVICE_UNAVAILABLE', 'This process hosts no browser sessions (RUN_BROWSERS=false)');
       }
       await deps.credits.assert(db, scope.userId, 'browser_minutes', 1);
+      const extensionDirs = await extensions.dirsFor(scope.userId, body.extensionIds);
       const limits = {
         maxPerHost: config.BROWSER_MAX_SESSIONS,
         maxPerUser: config.BROWSER_MAX_SESSIONS_PER_USER,
@@ -318,6 +321,7 @@ export function createBrowserSessions(deps: AppDeps) {
               keepAlive: row.keepAlive,
             },
             viewport,
+            extensionDirs,
           );
           // Recording starts before the session is answered, so before any page can load.
           if (row.record) await startRecording(await host.playwright(row.id), config.dataDir, row.id);
