@@ -5,6 +5,7 @@ CREATE TABLE "browser_extensions" (
 	"version" text NOT NULL,
 	"manifest_version" integer NOT NULL,
 	"size_bytes" integer NOT NULL,
+	"zip" "bytea" NOT NULL,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
