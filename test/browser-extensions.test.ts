@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type Zippable, zipSync } from 'fflate';
+import { browserHosts } from '../src/db/schema/index.ts';
 import { startBrowserPages } from './fixtures/browser-pages.ts';
 import type { TestUser } from './helpers/app.ts';
 import { type BrowserTestContext, createBrowserContext } from './helpers/browser.ts';
@@ -209,5 +210,24 @@ describe('sessions with extensions, and usage', () => {
     assert.equal(afterEnd.hosts[0].liveSessions, 1);
     await ctx.api(alice, 'DELETE', `${S}/${refd.json().data.session.id}`, undefined, { 'x-client-ref': 'tenant-a' });
     assert.equal((await usage(alice)).live, 0);
+  });
+
+  it('on PostgreSQL, lists every host of the registry with a fresh heartbeat, with its free memory', async (t) => {
+    if (ctx.deps.database.kind !== 'postgres') return t.skip('the hosts registry is PostgreSQL only');
+    const { db } = ctx.deps;
+    const [own] = await db.select().from(browserHosts);
+    assert.ok(own && own.freeMemoryMb > 0, 'the heartbeat row carries the free memory');
+    const now = new Date();
+    const other = { internalUrl: 'http://127.0.0.1:9', pid: 1, bootId: 'b', startedAt: now, heartbeatAt: now };
+    await db.insert(browserHosts).values([
+      { ...other, hostId: 'other-fresh', maxSessions: 7, liveSessions: 2, freeMemoryMb: 900 },
+      { ...other, hostId: 'other-stale', maxSessions: 7, liveSessions: 0, heartbeatAt: new Date(Date.now() - 60_000) },
+    ]);
+    const hosts = (await usage(alice)).hosts;
+    assert.deepEqual(
+      hosts.map((h: { hostId: string }) => h.hostId),
+      [own.hostId, 'other-fresh'],
+    );
+    assert.deepEqual(hosts[1], { hostId: 'other-fresh', maxSessions: 7, liveSessions: 2, freeMemoryMb: 900 });
   });
 });
