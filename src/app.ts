@@ -7,7 +7,13 @@ import { adminRoutes } from './modules/admin/index.ts';
 import { analyticsRoutes } from './modules/analytics/index.ts';
 import { apiKeyRoutes } from './modules/api-keys/index.ts';
 import { authRoutes } from './modules/auth/index.ts';
-import { browserCdpRoutes, browserOperationRoutes, browserSessionRoutes } from './modules/browser/index.ts';
+import {
+  browserCdpRoutes,
+  browserExtensionRoutes,
+  browserOperationRoutes,
+  browserSessionRoutes,
+  browserUsageRoutes,
+} from './modules/browser/index.ts';
 import { chatRoutes } from './modules/chat/index.ts';
 import { consentRoutes } from './modules/consent/index.ts';
 import { creditRoutes } from './modules/credits/index.ts';
@@ -88,6 +94,8 @@ const routeModules: RouteModule[] = [
   browserSessionRoutes,
   browserCdpRoutes,
   browserOperationRoutes,
+  browserExtensionRoutes,
+  browserUsageRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

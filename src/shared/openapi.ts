@@ -260,6 +260,10 @@ export const operationIds: Record<string, string> = {
   'GET /api/browser/sessions/{id}/files/{fileId}': 'getBrowserFile',
   'DELETE /api/browser/sessions/{id}/files/{fileId}': 'deleteBrowserFile',
   'POST /api/browser/sessions/{id}/files/attach': 'attachBrowserFiles',
+  'POST /api/browser/extensions': 'uploadBrowserExtension',
+  'GET /api/browser/extensions': 'listBrowserExtensions',
+  'DELETE /api/browser/extensions/{id}': 'deleteBrowserExtension',
+  'GET /api/browser/usage': 'getBrowserUsage',
 };
 
 /** `/api/leads/:id` → `/api/leads/{id}` (the document's form of a path). */

@@ -1,4 +1,4 @@
-import { boolean, index, integer, jsonb, pgTable, text, uuid } from 'drizzle-orm/pg-core';
+import { boolean, customType, index, integer, jsonb, pgTable, text, uuid } from 'drizzle-orm/pg-core';
 import { createdAt, idColumn, tsColumn, updatedAt } from './columns.ts';
 import { users } from './users.ts';
 
@@ -56,6 +56,34 @@ export const browserHosts = pgTable('browser_hosts', {
   bootId: text('boot_id').notNull(),
   maxSessions: integer('max_sessions').notNull(),
   liveSessions: integer('live_sessions').notNull().default(0),
+  /** The machine's free memory at the last heartbeat (MB), for GET /api/browser/usage. */
+  freeMemoryMb: integer('free_memory_mb').notNull().default(0),
   startedAt: tsColumn('started_at').notNull(),
   heartbeatAt: tsColumn('heartbeat_at').notNull(),
 });
+
+const bytea = customType<{ data: Uint8Array }>({ dataType: () => 'bytea' });
+
+/**
+ * Chrome extensions a user uploaded (an unpacked extension, extracted under DATA_DIR/browser-extensions/<id>/).
+ * Key-wide: every X-Client-Ref of the user sees and may load them (they are code of the integrator, not data of
+ * its end-users).
+ */
+export const browserExtensions = pgTable(
+  'browser_extensions',
+  {
+    id: idColumn(),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    version: text('version').notNull(),
+    manifestVersion: integer('manifest_version').notNull(),
+    /** Bytes of the extracted files. */
+    sizeBytes: integer('size_bytes').notNull(),
+    /** The uploaded ZIP: a host that has no folder for it yet (another API process took the upload) unpacks it. */
+    zip: bytea('zip').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('browser_extensions_user_idx').on(t.userId, t.id)],
+);

@@ -1,8 +1,10 @@
 // The cloud browser's face (docs/CONVENTIONS.md, "A module with sub-folders").
 export { browserCdpRoutes } from './cdp/cdp.routes.ts';
+export { browserExtensionRoutes } from './extensions/extensions.routes.ts';
 export type { LiveSession } from './sessions/host.ts';
 export { browserOperationRoutes } from './sessions/operations.ts';
 export { browserSessionRoutes } from './sessions/sessions.routes.ts';
 export type { SessionView } from './sessions/sessions.schemas.ts';
 export { type BrowserSessions, browserSessionsOf } from './sessions/sessions.service.ts';
 export { clientRefOf, scopeOf } from './sessions/tenancy.ts';
+export { browserUsageRoutes } from './usage/usage.routes.ts';

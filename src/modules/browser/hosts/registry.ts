@@ -123,7 +123,12 @@ export const hostsRepository = {
       .values({ ...row, startedAt: sql`now()`, heartbeatAt: sql`now()` })
       .onConflictDoUpdate({
         target: browserHosts.hostId,
-        set: { internalUrl: row.internalUrl, liveSessions: row.liveSessions, heartbeatAt: sql`now()` },
+        set: {
+          internalUrl: row.internalUrl,
+          liveSessions: row.liveSessions,
+          freeMemoryMb: row.freeMemoryMb,
+          heartbeatAt: sql`now()`,
+        },
       });
   },
 
@@ -137,6 +142,9 @@ export const hostsRepository = {
       .set({ heartbeatAt: sql`now() - ${`${HOST_STALE_MS + 1000} milliseconds`}::interval` })
       .where(and(eq(browserHosts.hostId, hostId), eq(browserHosts.pid, pid)));
   },
+
+  /** Every host with a fresh heartbeat (GET /api/browser/usage). */
+  live: (db: Db): Promise<HostRow[]> => db.select().from(browserHosts).where(fresh()).orderBy(browserHosts.hostId),
 
   async forgetOld(db: Db): Promise<void> {
     await db.delete(browserHosts).where(lt(browserHosts.heartbeatAt, sql`now() - ${FORGET_AFTER}::interval`));
@@ -173,6 +181,7 @@ export class HostRegistry {
       bootId: this.#boot,
       maxSessions,
       liveSessions: liveSessions(),
+      freeMemoryMb: Math.round(os.freemem() / 2 ** 20),
     };
   }
 

@@ -34,6 +34,8 @@ export interface LaunchOptions {
   viewport: { width: number; height: number };
   /** http://127.0.0.1:port of the guard proxy; loopback goes through it too (`<-loopback>`). */
   proxyServer?: string;
+  /** Unpacked extensions to load (and no other); headless=new runs them in the default browser context. */
+  extensionDirs?: string[];
 }
 
 export interface ChromiumProcess {
@@ -65,6 +67,10 @@ export function launchChromium(options: LaunchOptions): ChromiumProcess {
     `--user-data-dir=${userDataDir}`,
     `--window-size=${options.viewport.width},${options.viewport.height}`,
   ];
+  if (options.extensionDirs?.length) {
+    const dirs = options.extensionDirs.join(',');
+    args.push(`--load-extension=${dirs}`, `--disable-extensions-except=${dirs}`);
+  }
   if (options.proxyServer) args.push(`--proxy-server=${options.proxyServer}`, '--proxy-bypass-list=<-loopback>');
   args.push('about:blank');
   const child: ChildProcess = spawn(options.chromiumPath, args, {

@@ -104,7 +104,7 @@ export class BrowserHost {
     return this.#sessions.get(id);
   }
 
-  async #launch(viewport: Viewport): Promise<Launched> {
+  async #launch(viewport: Viewport, extensionDirs: string[] = []): Promise<Launched> {
     // The guard admits connections of this Chromium's process group only: it cannot send proxy credentials.
     let group = -1;
     const stopGuard = new AbortController();
@@ -115,7 +115,12 @@ export class BrowserHost {
           signal: stopGuard.signal,
           admitPeer: async (socket) => peerInGroup(socket, group),
         });
-    const chromium = launchChromium({ chromiumPath: this.#options.chromiumPath, viewport, proxyServer: guard?.url });
+    const chromium = launchChromium({
+      chromiumPath: this.#options.chromiumPath,
+      viewport,
+      proxyServer: guard?.url,
+      extensionDirs,
+    });
     group = chromium.pid;
     void chromium.exited.then(() => {
       stopGuard.abort();
@@ -178,14 +183,21 @@ export class BrowserHost {
     }
   }
 
-  /** Starts a session's Chromium (a warm one when the viewport is the default) and registers it. */
+  /**
+   * Starts a session's Chromium (a warm one when the viewport is the default and it loads no extensions: the warm
+   * ones load none) and registers it.
+   */
   async open(
     session: Omit<LiveSession, 'chromium' | 'mux' | 'clients' | 'lastActivity' | 'ending' | 'playwright'>,
     viewport: Viewport,
+    extensionDirs: string[] = [],
   ): Promise<LiveSession> {
     const { defaultViewport } = this.#options;
-    const sameAsWarm = viewport.width === defaultViewport.width && viewport.height === defaultViewport.height;
-    const launched = (sameAsWarm && this.#warm.shift()) || (await this.#launch(viewport));
+    const asWarm =
+      extensionDirs.length === 0 &&
+      viewport.width === defaultViewport.width &&
+      viewport.height === defaultViewport.height;
+    const launched = (asWarm && this.#warm.shift()) || (await this.#launch(viewport, extensionDirs));
     // Spawning Chromium blocks the event loop for as long as fork() copies this process's page tables (30–90 ms
     // at 800 MB RSS): refill the pool after this session has been answered and its first client served.
     setTimeout(() => this.#replenish(), REPLENISH_DELAY_MS).unref();

@@ -13,6 +13,7 @@ import { storedId } from '../../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
 import { accountStatusOf } from '../../users/index.ts';
 import { CDP_TOKEN_TTL_MS, type CdpGrant, cdpTokenKey, signCdpToken, verifyCdpToken } from '../cdp/token.ts';
+import { createExtensions } from '../extensions/extensions.service.ts';
 import { followDownloads } from '../files/files.service.ts';
 import { hostIdOf } from '../hosts/registry.ts';
 import { startRecording } from '../recording/recorder.ts';
@@ -72,6 +73,7 @@ export function createBrowserSessions(deps: AppDeps) {
       })
     : undefined;
   const scaleOut = createScaleOut(deps, { hostId, host, end });
+  const extensions = createExtensions(db, config.dataDir);
 
   /** Ends a session once (Chromium closed first), charging its minutes and telling the webhooks in one transaction. */
   function end(id: string, status: SessionStatus, reason: string, charge = true): Promise<SessionRow | undefined> {
@@ -260,6 +262,7 @@ export function createBrowserSessions(deps: AppDeps) {
         throw new AppError('SERVICE_UNAVAILABLE', 'This process hosts no browser sessions (RUN_BROWSERS=false)');
       }
       await deps.credits.assert(db, scope.userId, 'browser_minutes', 1);
+      const extensionDirs = await extensions.dirsFor(scope.userId, body.extensionIds);
       const limits = {
         maxPerHost: config.BROWSER_MAX_SESSIONS,
         maxPerUser: config.BROWSER_MAX_SESSIONS_PER_USER,
@@ -319,6 +322,7 @@ export function createBrowserSessions(deps: AppDeps) {
               keepAlive: row.keepAlive,
             },
             viewport,
+            extensionDirs,
           );
           // Downloads go to the session's own directory from the start (Chromium's default is the service user's
           // ~/Downloads until a client says otherwise), and become the session's files.
