@@ -111,7 +111,10 @@ describe('mail domain resolver (real DNS server on loopback)', () => {
   after(() => dns?.close());
 
   test('every answer maps to its status', async () => {
-    const resolver = createMailDomainResolver({ servers: [dns.address], timeoutMs: 300, tries: 1 });
+    // Answers get time to arrive on a busy machine; only the server that never answers is asked with a short timeout.
+    const resolver = createMailDomainResolver({ servers: [dns.address], timeoutMs: 5000, tries: 2 });
+    const impatient = createMailDomainResolver({ servers: [dns.address], timeoutMs: 300, tries: 1 });
+    assert.equal(await impatient.check('hang.test'), 'unknown', 'hang.test');
     const expected: Record<string, string> = {
       'acme.test': 'ok',
       'a-only.test': 'ok',
@@ -121,7 +124,6 @@ describe('mail domain resolver (real DNS server on loopback)', () => {
       'nomail.test': 'no_mx',
       'nothing-here.test': 'not_found',
       'servfail.test': 'unknown',
-      'hang.test': 'unknown',
     };
     for (const [domain, status] of Object.entries(expected)) assert.equal(await resolver.check(domain), status, domain);
   });
