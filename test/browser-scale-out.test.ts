@@ -315,6 +315,14 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
     assert.equal(hook.status, 201, JSON.stringify(hook.body));
     const live = (await alice.call('POST', S, {})).body.data.session;
     assert.equal(live.status, 'LIVE');
+    // A live row of a host the registry never heard of (an earlier version's host id) is lost too.
+    const orphan = crypto.randomUUID();
+    await db.database.query(
+      `INSERT INTO browser_sessions SELECT (jsonb_populate_record(NULL::browser_sessions,
+         to_jsonb(s) || jsonb_build_object('id', $2::uuid, 'host_id', 'a-host-of-old'))).* FROM browser_sessions s
+       WHERE s.id = $1`,
+      [live.id, orphan],
+    );
     a!.child.kill('SIGKILL');
     await a!.exited;
     const killedAt = Date.now();
@@ -335,5 +343,10 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
     assert.equal(events.length, 1, 'the ended event, once');
     assert.equal(events[0]!.data.status, 'FAILED');
     assert.equal(events[0]!.data.endReason, 'host lost');
+    const [gone] = await db.database.query<{ status: string; end_reason: string }>(
+      'SELECT status, end_reason FROM browser_sessions WHERE id = $1',
+      [orphan],
+    );
+    assert.deepEqual(gone, { status: 'FAILED', end_reason: 'host lost' });
   });
 });

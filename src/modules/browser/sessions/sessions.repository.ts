@@ -1,4 +1,4 @@
-import { and, count, desc, eq, exists, inArray, lt, ne, sql } from 'drizzle-orm';
+import { and, count, desc, eq, gte, inArray, lt, ne, notExists, notInArray, sql } from 'drizzle-orm';
 import type { Db, Tx } from '../../../db/client.ts';
 import { browserHosts, browserSessions } from '../../../db/schema/index.ts';
 import type { SessionStatus } from './sessions.schemas.ts';
@@ -137,19 +137,38 @@ export const sessionsRepository = {
 
   /** Live rows of other hosts whose registry heartbeat is older than `staleMs` (hosts that died). */
   async liveOnLostHosts(db: Conn, selfHostId: string, staleMs: number): Promise<SessionRow[]> {
-    const lost = db
+    // A host is lost when no fresh heartbeat of it is recorded: silent for `staleMs`, or with no row at all (a host
+    // of an older version, or one forgotten after a day of silence); every host records itself before its sessions.
+    const heard = db
       .select({ one: sql`1` })
       .from(browserHosts)
       .where(
         and(
           eq(browserHosts.hostId, browserSessions.hostId),
-          lt(browserHosts.heartbeatAt, sql`now() - ${`${staleMs} milliseconds`}::interval`),
+          gte(browserHosts.heartbeatAt, sql`now() - ${`${staleMs} milliseconds`}::interval`),
         ),
       );
     return db
       .select()
       .from(browserSessions)
-      .where(and(inArray(browserSessions.status, LIVE_STATUSES), ne(browserSessions.hostId, selfHostId), exists(lost)));
+      .where(
+        and(inArray(browserSessions.status, LIVE_STATUSES), ne(browserSessions.hostId, selfHostId), notExists(heard)),
+      );
+  },
+
+  /** Every live row, whatever its host (the embedded database: one process, so after its restart none runs). */
+  async liveAll(db: Conn): Promise<SessionRow[]> {
+    return db.select().from(browserSessions).where(inArray(browserSessions.status, LIVE_STATUSES));
+  },
+
+  /** Which of `ids` have ended (by this host, or by another process's sweep while this host's heartbeat lagged). */
+  async endedAmong(db: Conn, ids: string[]): Promise<string[]> {
+    if (!ids.length) return [];
+    const rows = await db
+      .select({ id: browserSessions.id })
+      .from(browserSessions)
+      .where(and(inArray(browserSessions.id, ids), notInArray(browserSessions.status, LIVE_STATUSES)));
+    return rows.map((r) => r.id);
   },
 
   /** Live rows a host holds (after a restart of that host: none of them runs any more). */

@@ -138,6 +138,10 @@ export function createBrowserSessions(deps: AppDeps) {
       const rows = await repo.liveOnHost(db, hostId).catch(() => []);
       for (const row of rows.filter(lostHere))
         await end(row.id, 'FAILED', 'its browser is gone from this host', false).catch(() => {});
+      // And browsers here whose rows another process ended (its sweep took this host for lost while its heartbeat
+      // lagged, a database outage say): they stop, instead of running unmetered until their deadline.
+      const ids = host.sessions().map((s) => s.id);
+      for (const id of await repo.endedAmong(db, ids).catch(() => [])) if (!ending.has(id)) await host.close(id);
     }
   }
 
@@ -224,10 +228,14 @@ export function createBrowserSessions(deps: AppDeps) {
 
     async start(): Promise<void> {
       await scaleOut.start();
-      if (!host) return;
-      const killed = host.start();
+      const killed = host?.start();
       if (killed) logger.warn({ killed }, 'killed Chromium processes left by a previous run of this host');
-      for (const row of await repo.liveOnHost(db, hostId)) await end(row.id, 'FAILED', 'the host restarted', false);
+      // The embedded database serves one process: after its restart no session runs, whatever host id it recorded
+      // (an earlier version's, or a run with other settings); on PostgreSQL, this host's own.
+      const stale =
+        deps.database.kind === 'pglite' ? await repo.liveAll(db) : host ? await repo.liveOnHost(db, hostId) : [];
+      for (const row of stale) await end(row.id, 'FAILED', 'the host restarted', false);
+      if (!host) return;
       const recheck = (userId: string) =>
         releaseIfAccountEnded(userId).catch((err) => logger.warn({ err, userId }, 'releasing sessions failed'));
       const unwatch = deps.apiKeys.watchUsers(recheck);
