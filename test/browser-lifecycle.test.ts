@@ -128,6 +128,18 @@ describe('sessions on a host', () => {
     assert.equal(mine.minutes, 1);
   });
 
+  it('a browser whose row another process ended (a sweep while this host lagged) is stopped here', async () => {
+    const s = await create(alice);
+    const host = browserSessionsOf(ctx.deps).host!;
+    const pid = host.get(s.id)!.chromium.pid;
+    await ctx.deps.db.execute(
+      sql`UPDATE browser_sessions SET status = 'FAILED', end_reason = 'host lost', ended_at = now() WHERE id = ${s.id}`,
+    );
+    // The host looks for such rows every 30 reaper rounds (one a second).
+    await eventually(async () => host.get(s.id) === undefined, 45_000, 250);
+    await eventually(async () => !ourChromiumPids().includes(pid), 10_000);
+  });
+
   it('capacity: per clientRef, per user and per host, 429 CAPACITY_EXCEEDED with Retry-After', async () => {
     const refused = async (user: TestUser, headers: Record<string, string> = {}) => {
       const res = await ctx.api(user, 'POST', S, {}, headers);
