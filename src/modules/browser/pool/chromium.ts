@@ -60,8 +60,24 @@ export function killGroup(pgid: number, signal: NodeJS.Signals = 'SIGKILL'): voi
   }
 }
 
+/**
+ * The profile's own preferences, written before Chromium starts: downloads go to `<profile>/Downloads` from the
+ * first moment (Chromium's default is the service user's ~/Downloads until a CDP client says otherwise), without
+ * asking. The session host pins the same directory for every download behaviour a client sets.
+ */
+function writePreferences(userDataDir: string): void {
+  const downloads = path.join(userDataDir, 'Downloads');
+  const preferences = {
+    download: { default_directory: downloads, prompt_for_download: false, directory_upgrade: true },
+    savefile: { default_directory: downloads },
+  };
+  fs.mkdirSync(path.join(userDataDir, 'Default'), { recursive: true });
+  fs.writeFileSync(path.join(userDataDir, 'Default', 'Preferences'), JSON.stringify(preferences));
+}
+
 export function launchChromium(options: LaunchOptions): ChromiumProcess {
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), USER_DATA_PREFIX));
+  writePreferences(userDataDir);
   const args = [
     ...BASE_FLAGS,
     `--user-data-dir=${userDataDir}`,

@@ -332,9 +332,9 @@ export function createBrowserSessions(deps: AppDeps) {
             viewport,
             extensionDirs,
           );
-          // Downloads go to the session's own directory from the start (Chromium's default is the service user's
-          // ~/Downloads until a client says otherwise), and become the session's files.
-          await followDownloads(live);
+          // Downloads become the session's files (they land in its directory anyway: the profile's preferences
+          // say so); followed from here on, without holding the create up for the round trips.
+          void followDownloads(live).catch((err) => logger.warn({ err, sessionId: row.id }, 'downloads not followed'));
           // Recording starts before the session is answered, so before any page can load.
           if (row.record) await startRecording(await host.playwright(row.id), config.dataDir, row.id);
         } catch (err) {
