@@ -7,19 +7,15 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { and, desc, eq, gt, lt, ne, sql } from 'drizzle-orm';
 import { StartupError } from '../../../config.ts';
 import type { Db } from '../../../db/client.ts';
-import { browserHosts } from '../../../db/schema/index.ts';
+import { processAlive } from '../../../db/lock.ts';
+import { hostsRepository } from './hosts.repository.ts';
 
 /** How often a host says it is alive. */
 export const HEARTBEAT_MS = 5000;
-/** A host silent for this long is gone: its sessions are failed (a heartbeat period plus a sweep stay under 30 s). */
-export const HOST_STALE_MS = 20_000;
-/** Rows of hosts silent for this long are deleted (their sessions ended long ago). */
-const FORGET_AFTER = '1 day';
-
-export type HostRow = typeof browserHosts.$inferSelect;
+// Kept importable from here (the usage routes read the live hosts through this file).
+export { HOST_STALE_MS, type HostRow, hostsRepository } from './hosts.repository.ts';
 
 /** A second live process claims a host id another one holds: the entry point prints its one line and exits. */
 export class HostIdInUseError extends StartupError {}
@@ -72,84 +68,6 @@ export function defaultInternalUrl(host: string, port: number): string {
   if (host === '0.0.0.0' || host === '::' || host === '[::]') return `http://127.0.0.1:${port}`;
   return `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
 }
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-const fresh = () => gt(browserHosts.heartbeatAt, sql`now() - ${`${HOST_STALE_MS} milliseconds`}::interval`);
-/** A host that has not listened yet (its URL is known once it does, unless BROWSER_INTERNAL_URL says it) is no target. */
-const reachable = () => ne(browserHosts.internalUrl, '');
-
-export const hostsRepository = {
-  find: async (db: Db, hostId: string): Promise<HostRow | undefined> =>
-    (await db.select().from(browserHosts).where(eq(browserHosts.hostId, hostId)).limit(1))[0],
-
-  /** The host when its heartbeat is fresh. */
-  findLive: async (db: Db, hostId: string): Promise<HostRow | undefined> =>
-    (
-      await db
-        .select()
-        .from(browserHosts)
-        .where(and(eq(browserHosts.hostId, hostId), fresh()))
-        .limit(1)
-    )[0],
-
-  /** A live host with room for another session, the emptiest first. */
-  withRoom: async (db: Db): Promise<HostRow | undefined> =>
-    (
-      await db
-        .select()
-        .from(browserHosts)
-        .where(and(fresh(), reachable(), gt(browserHosts.maxSessions, browserHosts.liveSessions)))
-        .orderBy(desc(sql`${browserHosts.maxSessions} - ${browserHosts.liveSessions}`))
-        .limit(1)
-    )[0],
-
-  async claim(db: Db, row: Omit<HostRow, 'startedAt' | 'heartbeatAt'>): Promise<void> {
-    const values = { ...row, startedAt: sql`now()`, heartbeatAt: sql`now()` };
-    await db.insert(browserHosts).values(values).onConflictDoUpdate({ target: browserHosts.hostId, set: values });
-  },
-
-  /** Upserted, so a host whose row was forgotten (a long database outage) comes back. */
-  async beat(db: Db, row: Omit<HostRow, 'startedAt' | 'heartbeatAt'>): Promise<void> {
-    await db
-      .insert(browserHosts)
-      .values({ ...row, startedAt: sql`now()`, heartbeatAt: sql`now()` })
-      .onConflictDoUpdate({
-        target: browserHosts.hostId,
-        set: {
-          internalUrl: row.internalUrl,
-          liveSessions: row.liveSessions,
-          freeMemoryMb: row.freeMemoryMb,
-          heartbeatAt: sql`now()`,
-        },
-      });
-  },
-
-  /**
-   * Leaves the registry at a clean stop: the row stays, stale at once, so no request is forwarded to it any more and
-   * a session whose release failed is still failed by the sweep (the row goes with forgetOld).
-   */
-  async retire(db: Db, hostId: string, pid: number): Promise<void> {
-    await db
-      .update(browserHosts)
-      .set({ heartbeatAt: sql`now() - ${`${HOST_STALE_MS + 1000} milliseconds`}::interval` })
-      .where(and(eq(browserHosts.hostId, hostId), eq(browserHosts.pid, pid)));
-  },
-
-  /** Every host with a fresh heartbeat (GET /api/browser/usage). */
-  live: (db: Db): Promise<HostRow[]> => db.select().from(browserHosts).where(fresh()).orderBy(browserHosts.hostId),
-
-  async forgetOld(db: Db): Promise<void> {
-    await db.delete(browserHosts).where(lt(browserHosts.heartbeatAt, sql`now() - ${FORGET_AFTER}::interval`));
-  },
-};
 
 export interface RegistryOptions {
   db: Db;
