@@ -39,9 +39,22 @@ export const hostsRepository = {
         .limit(1)
     )[0],
 
-  async claim(db: Db, row: Omit<HostRow, 'startedAt' | 'heartbeatAt'>): Promise<void> {
-    const values = { ...row, startedAt: sql`now()`, heartbeatAt: sql`now()` };
-    await db.insert(browserHosts).values(values).onConflictDoUpdate({ target: browserHosts.hostId, set: values });
+  /**
+   * Claims the host id in one transaction under a lock on the id, so two processes starting at once cannot both
+   * see it free: `refuse` is asked about the live holder (if any) and throws to keep it.
+   */
+  async claim(db: Db, row: Omit<HostRow, 'startedAt' | 'heartbeatAt'>, refuse: (held: HostRow) => void): Promise<void> {
+    await db.transaction(async (tx) => {
+      await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`quarry-browser-host:${row.hostId}`}, 0))`);
+      const [held] = await tx
+        .select()
+        .from(browserHosts)
+        .where(and(eq(browserHosts.hostId, row.hostId), fresh()))
+        .limit(1);
+      if (held) refuse(held);
+      const values = { ...row, startedAt: sql`now()`, heartbeatAt: sql`now()` };
+      await tx.insert(browserHosts).values(values).onConflictDoUpdate({ target: browserHosts.hostId, set: values });
+    });
   },
 
   /** Upserted, so a host whose row was forgotten (a long database outage) comes back. */
@@ -64,11 +77,11 @@ export const hostsRepository = {
    * Leaves the registry at a clean stop: the row stays, stale at once, so no request is forwarded to it any more and
    * a session whose release failed is still failed by the sweep (the row goes with forgetOld).
    */
-  async retire(db: Db, hostId: string, pid: number): Promise<void> {
+  async retire(db: Db, hostId: string, instance: string): Promise<void> {
     await db
       .update(browserHosts)
       .set({ heartbeatAt: sql`now() - ${`${HOST_STALE_MS + 1000} milliseconds`}::interval` })
-      .where(and(eq(browserHosts.hostId, hostId), eq(browserHosts.pid, pid)));
+      .where(and(eq(browserHosts.hostId, hostId), eq(browserHosts.instance, instance)));
   },
 
   /** Every host with a fresh heartbeat (GET /api/browser/usage). */

@@ -83,6 +83,8 @@ export class HostRegistry {
   #options: RegistryOptions;
   #timer: NodeJS.Timeout | undefined;
   #boot = bootId();
+  /** This process object's token in its row: tells it from another process with the same boot id and pid. */
+  #instance = crypto.randomUUID();
   internalUrl: string;
 
   constructor(options: RegistryOptions) {
@@ -97,6 +99,7 @@ export class HostRegistry {
       internalUrl: this.internalUrl,
       pid: process.pid,
       bootId: this.#boot,
+      instance: this.#instance,
       maxSessions,
       liveSessions: liveSessions(),
       freeMemoryMb: Math.round(os.freemem() / 2 ** 20),
@@ -109,16 +112,18 @@ export class HostRegistry {
    */
   async claim(): Promise<void> {
     const { db, hostId } = this.#options;
-    const held = await hostsRepository.findLive(db, hostId);
-    if (held && !(held.bootId === this.#boot && held.pid === process.pid)) {
+    await hostsRepository.claim(db, this.#row(), (held) => {
+      // This very process object claiming again. Same machine and pid alone do not say it: containers share a
+      // boot id and may each be pid 1.
+      if (held.instance === this.#instance) return;
       const sameMachine = held.bootId === this.#boot;
-      if (!sameMachine || processAlive(held.pid)) {
-        throw new HostIdInUseError(
-          `Browser host id ${hostId} is in use by another running process (pid ${held.pid}${sameMachine ? '' : ' on another machine'}): give each process its own DATA_DIR or BROWSER_HOST_ID`,
-        );
-      }
-    }
-    await hostsRepository.claim(db, this.#row());
+      const sameProcess = sameMachine && held.pid === process.pid;
+      // A dead holder of this machine (kill -9, then a restart) is taken over.
+      if (sameMachine && !sameProcess && !processAlive(held.pid)) return;
+      throw new HostIdInUseError(
+        `Browser host id ${hostId} is in use by another running process (pid ${held.pid}${sameMachine ? '' : ' on another machine'}): give each process its own DATA_DIR or BROWSER_HOST_ID`,
+      );
+    });
     this.#timer = setInterval(() => void this.beat(), HEARTBEAT_MS);
     this.#timer.unref();
   }
@@ -130,6 +135,6 @@ export class HostRegistry {
   async release(): Promise<void> {
     clearInterval(this.#timer);
     this.#timer = undefined;
-    await hostsRepository.retire(this.#options.db, this.#options.hostId, process.pid).catch(this.#options.onError);
+    await hostsRepository.retire(this.#options.db, this.#options.hostId, this.#instance).catch(this.#options.onError);
   }
 }
