@@ -10,7 +10,7 @@ import path from 'node:path';
 import { StartupError } from '../../../config.ts';
 import type { Db } from '../../../db/client.ts';
 import { processAlive } from '../../../db/lock.ts';
-import { hostsRepository } from './hosts.repository.ts';
+import { type HostRow, hostsRepository } from './hosts.repository.ts';
 
 /** How often a host says it is alive. */
 export const HEARTBEAT_MS = 5000;
@@ -61,6 +61,34 @@ export function bootId(): string {
   } catch {
     return `${os.hostname()}@${Math.round(Date.now() / 1000 - os.uptime())}`;
   }
+}
+
+/** Whether a URL names this machine's loopback (127.0.0.0/8, ::1, localhost). */
+export function isLoopbackUrl(url: string): boolean {
+  let hostname: string;
+  try {
+    hostname = new URL(url).hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  } catch {
+    return false;
+  }
+  return (
+    hostname === 'localhost' ||
+    hostname.endsWith('.localhost') ||
+    hostname === '::1' ||
+    /^127\./.test(hostname) ||
+    /^::ffff:127\./.test(hostname)
+  );
+}
+
+/**
+ * The URL a host's requests can be forwarded to from a process on the machine with boot id `thisBoot`: none when it
+ * has not listened yet, or when it is on another machine and records a loopback URL (BROWSER_INTERNAL_URL's default
+ * when HOST binds every address), which would reach this machine instead.
+ */
+export function forwardableUrl(row: Pick<HostRow, 'internalUrl' | 'bootId'>, thisBoot: string): string | undefined {
+  if (!row.internalUrl) return undefined;
+  if (row.bootId !== thisBoot && isLoopbackUrl(row.internalUrl)) return undefined;
+  return row.internalUrl;
 }
 
 /** BROWSER_INTERNAL_URL's default: the API listener on loopback when it binds every address, else HOST itself. */
@@ -124,6 +152,7 @@ export class HostRegistry {
         `Browser host id ${hostId} is in use by another running process (pid ${held.pid}${sameMachine ? '' : ' on another machine'}): give each process its own DATA_DIR or BROWSER_HOST_ID`,
       );
     });
+    clearInterval(this.#timer);
     this.#timer = setInterval(() => void this.beat(), HEARTBEAT_MS);
     this.#timer.unref();
   }
