@@ -4,7 +4,8 @@ import { StartupError } from '../config.ts';
 
 export class DataDirLockedError extends StartupError {}
 
-function processAlive(pid: number): boolean {
+/** Whether a process of this machine with this pid runs (EPERM: it does, as another user). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

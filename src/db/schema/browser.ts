@@ -54,6 +54,8 @@ export const browserHosts = pgTable('browser_hosts', {
   /** The process holding the id now, with the machine's boot id: tells a second live process from a restart. */
   pid: integer('pid').notNull(),
   bootId: text('boot_id').notNull(),
+  /** A random token of the holding process object, kept in its memory: containers share a boot id and a pid. */
+  instance: text('instance').notNull().default(''),
   maxSessions: integer('max_sessions').notNull(),
   liveSessions: integer('live_sessions').notNull().default(0),
   /** The machine's free memory at the last heartbeat (MB), for GET /api/browser/usage. */

@@ -117,7 +117,8 @@ export async function openSmtpTransport(
 }
 
 /**
- * A mailbox row's SMTP transport in one call, the only way outreach's mail reaches the wire (docs/architecture-mail-path.md):
+ * A mailbox row's SMTP transport in one call, the way the sequencer's mail reaches the wire (docs/architecture-mail-path.md;
+ * outreach's one-off emails still call `mailboxEndpoints` and `openSmtpTransport` themselves):
  * its sealed URL opened, the host resolved and checked, the transport built, and with `verify` a connection and AUTH
  * tried (nodemailer `verify`) so a wrong password or a server that is down fails here, before anything is recorded.
  * Rejects when the row has no SMTP URL.

@@ -7,19 +7,15 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { and, desc, eq, gt, lt, ne, sql } from 'drizzle-orm';
 import { StartupError } from '../../../config.ts';
 import type { Db } from '../../../db/client.ts';
-import { browserHosts } from '../../../db/schema/index.ts';
+import { processAlive } from '../../../db/lock.ts';
+import { type HostRow, hostsRepository } from './hosts.repository.ts';
 
 /** How often a host says it is alive. */
 export const HEARTBEAT_MS = 5000;
-/** A host silent for this long is gone: its sessions are failed (a heartbeat period plus a sweep stay under 30 s). */
-export const HOST_STALE_MS = 20_000;
-/** Rows of hosts silent for this long are deleted (their sessions ended long ago). */
-const FORGET_AFTER = '1 day';
-
-export type HostRow = typeof browserHosts.$inferSelect;
+// Kept importable from here (the usage routes read the live hosts through this file).
+export { HOST_STALE_MS, type HostRow, hostsRepository } from './hosts.repository.ts';
 
 /** A second live process claims a host id another one holds: the entry point prints its one line and exits. */
 export class HostIdInUseError extends StartupError {}
@@ -67,89 +63,39 @@ export function bootId(): string {
   }
 }
 
+/** Whether a URL names this machine's loopback (127.0.0.0/8, ::1, localhost). */
+export function isLoopbackUrl(url: string): boolean {
+  let hostname: string;
+  try {
+    hostname = new URL(url).hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  } catch {
+    return false;
+  }
+  return (
+    hostname === 'localhost' ||
+    hostname.endsWith('.localhost') ||
+    hostname === '::1' ||
+    /^127\./.test(hostname) ||
+    /^::ffff:127\./.test(hostname)
+  );
+}
+
+/**
+ * The URL a host's requests can be forwarded to from a process on the machine with boot id `thisBoot`: none when it
+ * has not listened yet, or when it is on another machine and records a loopback URL (BROWSER_INTERNAL_URL's default
+ * when HOST binds every address), which would reach this machine instead.
+ */
+export function forwardableUrl(row: Pick<HostRow, 'internalUrl' | 'bootId'>, thisBoot: string): string | undefined {
+  if (!row.internalUrl) return undefined;
+  if (row.bootId !== thisBoot && isLoopbackUrl(row.internalUrl)) return undefined;
+  return row.internalUrl;
+}
+
 /** BROWSER_INTERNAL_URL's default: the API listener on loopback when it binds every address, else HOST itself. */
 export function defaultInternalUrl(host: string, port: number): string {
   if (host === '0.0.0.0' || host === '::' || host === '[::]') return `http://127.0.0.1:${port}`;
   return `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
 }
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-const fresh = () => gt(browserHosts.heartbeatAt, sql`now() - ${`${HOST_STALE_MS} milliseconds`}::interval`);
-/** A host that has not listened yet (its URL is known once it does, unless BROWSER_INTERNAL_URL says it) is no target. */
-const reachable = () => ne(browserHosts.internalUrl, '');
-
-export const hostsRepository = {
-  find: async (db: Db, hostId: string): Promise<HostRow | undefined> =>
-    (await db.select().from(browserHosts).where(eq(browserHosts.hostId, hostId)).limit(1))[0],
-
-  /** The host when its heartbeat is fresh. */
-  findLive: async (db: Db, hostId: string): Promise<HostRow | undefined> =>
-    (
-      await db
-        .select()
-        .from(browserHosts)
-        .where(and(eq(browserHosts.hostId, hostId), fresh()))
-        .limit(1)
-    )[0],
-
-  /** A live host with room for another session, the emptiest first. */
-  withRoom: async (db: Db): Promise<HostRow | undefined> =>
-    (
-      await db
-        .select()
-        .from(browserHosts)
-        .where(and(fresh(), reachable(), gt(browserHosts.maxSessions, browserHosts.liveSessions)))
-        .orderBy(desc(sql`${browserHosts.maxSessions} - ${browserHosts.liveSessions}`))
-        .limit(1)
-    )[0],
-
-  async claim(db: Db, row: Omit<HostRow, 'startedAt' | 'heartbeatAt'>): Promise<void> {
-    const values = { ...row, startedAt: sql`now()`, heartbeatAt: sql`now()` };
-    await db.insert(browserHosts).values(values).onConflictDoUpdate({ target: browserHosts.hostId, set: values });
-  },
-
-  /** Upserted, so a host whose row was forgotten (a long database outage) comes back. */
-  async beat(db: Db, row: Omit<HostRow, 'startedAt' | 'heartbeatAt'>): Promise<void> {
-    await db
-      .insert(browserHosts)
-      .values({ ...row, startedAt: sql`now()`, heartbeatAt: sql`now()` })
-      .onConflictDoUpdate({
-        target: browserHosts.hostId,
-        set: {
-          internalUrl: row.internalUrl,
-          liveSessions: row.liveSessions,
-          freeMemoryMb: row.freeMemoryMb,
-          heartbeatAt: sql`now()`,
-        },
-      });
-  },
-
-  /**
-   * Leaves the registry at a clean stop: the row stays, stale at once, so no request is forwarded to it any more and
-   * a session whose release failed is still failed by the sweep (the row goes with forgetOld).
-   */
-  async retire(db: Db, hostId: string, pid: number): Promise<void> {
-    await db
-      .update(browserHosts)
-      .set({ heartbeatAt: sql`now() - ${`${HOST_STALE_MS + 1000} milliseconds`}::interval` })
-      .where(and(eq(browserHosts.hostId, hostId), eq(browserHosts.pid, pid)));
-  },
-
-  /** Every host with a fresh heartbeat (GET /api/browser/usage). */
-  live: (db: Db): Promise<HostRow[]> => db.select().from(browserHosts).where(fresh()).orderBy(browserHosts.hostId),
-
-  async forgetOld(db: Db): Promise<void> {
-    await db.delete(browserHosts).where(lt(browserHosts.heartbeatAt, sql`now() - ${FORGET_AFTER}::interval`));
-  },
-};
 
 export interface RegistryOptions {
   db: Db;
@@ -165,6 +111,8 @@ export class HostRegistry {
   #options: RegistryOptions;
   #timer: NodeJS.Timeout | undefined;
   #boot = bootId();
+  /** This process object's token in its row: tells it from another process with the same boot id and pid. */
+  #instance = crypto.randomUUID();
   internalUrl: string;
 
   constructor(options: RegistryOptions) {
@@ -179,6 +127,7 @@ export class HostRegistry {
       internalUrl: this.internalUrl,
       pid: process.pid,
       bootId: this.#boot,
+      instance: this.#instance,
       maxSessions,
       liveSessions: liveSessions(),
       freeMemoryMb: Math.round(os.freemem() / 2 ** 20),
@@ -191,16 +140,19 @@ export class HostRegistry {
    */
   async claim(): Promise<void> {
     const { db, hostId } = this.#options;
-    const held = await hostsRepository.findLive(db, hostId);
-    if (held && !(held.bootId === this.#boot && held.pid === process.pid)) {
+    await hostsRepository.claim(db, this.#row(), (held) => {
+      // This very process object claiming again. Same machine and pid alone do not say it: containers share a
+      // boot id and may each be pid 1.
+      if (held.instance === this.#instance) return;
       const sameMachine = held.bootId === this.#boot;
-      if (!sameMachine || processAlive(held.pid)) {
-        throw new HostIdInUseError(
-          `Browser host id ${hostId} is in use by another running process (pid ${held.pid}${sameMachine ? '' : ' on another machine'}): give each process its own DATA_DIR or BROWSER_HOST_ID`,
-        );
-      }
-    }
-    await hostsRepository.claim(db, this.#row());
+      const sameProcess = sameMachine && held.pid === process.pid;
+      // A dead holder of this machine (kill -9, then a restart) is taken over.
+      if (sameMachine && !sameProcess && !processAlive(held.pid)) return;
+      throw new HostIdInUseError(
+        `Browser host id ${hostId} is in use by another running process (pid ${held.pid}${sameMachine ? '' : ' on another machine'}): give each process its own DATA_DIR or BROWSER_HOST_ID`,
+      );
+    });
+    clearInterval(this.#timer);
     this.#timer = setInterval(() => void this.beat(), HEARTBEAT_MS);
     this.#timer.unref();
   }
@@ -212,6 +164,6 @@ export class HostRegistry {
   async release(): Promise<void> {
     clearInterval(this.#timer);
     this.#timer = undefined;
-    await hostsRepository.retire(this.#options.db, this.#options.hostId, process.pid).catch(this.#options.onError);
+    await hostsRepository.retire(this.#options.db, this.#options.hostId, this.#instance).catch(this.#options.onError);
   }
 }

@@ -9,7 +9,9 @@ import type { AppDeps } from '../../../deps.ts';
 import { storedId } from '../../../shared/ids.ts';
 import type { CdpGrant } from '../cdp/token.ts';
 import { forwardedHeaders, wasForwarded } from '../hosts/forward.ts';
-import { defaultInternalUrl, HOST_STALE_MS, HostRegistry, hostsRepository } from '../hosts/registry.ts';
+import type { HostRow } from '../hosts/hosts.repository.ts';
+import { HOST_STALE_MS, hostsRepository } from '../hosts/hosts.repository.ts';
+import { bootId, defaultInternalUrl, forwardableUrl, HostRegistry } from '../hosts/registry.ts';
 import type { BrowserHost } from './host.ts';
 import { LIVE_STATUSES, sessionsRepository as repo, type SessionRow } from './sessions.repository.ts';
 import type { SessionStatus } from './sessions.schemas.ts';
@@ -59,6 +61,25 @@ export function createScaleOut(deps: AppDeps, { hostId, host, end }: ScaleOutPar
       : undefined;
   let sweeper: NodeJS.Timeout | undefined;
   let sweeps = 0;
+  const thisBoot = bootId();
+  const warnedLoopback = new Set<string>();
+
+  /**
+   * Where a host's requests can be forwarded: a host on another machine recording a loopback URL is unreachable
+   * (forwarding there would reach this process itself), said once per host id.
+   */
+  function urlOf(row: HostRow | undefined): string | undefined {
+    if (!row?.internalUrl) return undefined;
+    const url = forwardableUrl(row, thisBoot);
+    if (!url && !warnedLoopback.has(row.hostId)) {
+      warnedLoopback.add(row.hostId);
+      logger.warn(
+        { hostId: row.hostId, internalUrl: row.internalUrl },
+        `browser host ${row.hostId} records a loopback BROWSER_INTERNAL_URL; set BROWSER_INTERNAL_URL on it`,
+      );
+    }
+    return url;
+  }
 
   async function sweep(): Promise<void> {
     const rows = await repo.liveOnLostHosts(db, hostId, HOST_STALE_MS);
@@ -72,8 +93,7 @@ export function createScaleOut(deps: AppDeps, { hostId, host, end }: ScaleOutPar
   /** The internal URL of a live host other than this one (only ever an address from the registry). */
   async function liveHostUrl(holder: string): Promise<string | undefined> {
     if (holder === hostId) return undefined;
-    const row = await hostsRepository.findLive(db, holder);
-    return row?.internalUrl || undefined;
+    return urlOf(await hostsRepository.findLive(db, holder));
   }
 
   /** Where a live session's requests go when another live host holds it; undefined: answered here. */
@@ -120,7 +140,7 @@ export function createScaleOut(deps: AppDeps, { hostId, host, end }: ScaleOutPar
       const route = request.routeOptions.url;
       if (route === SESSIONS) {
         if (request.method !== 'POST' || host) return undefined;
-        return (await hostsRepository.withRoom(db))?.internalUrl;
+        return urlOf(await hostsRepository.withRoom(db));
       }
       if (!route?.startsWith(`${SESSIONS}/:id`) || route === CDP_ROUTE) return undefined;
       const { id } = request.params as { id?: string };

@@ -12,14 +12,17 @@ import { emitEvent } from '../../../shared/events.ts';
 import { storedId } from '../../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
 import { accountStatusOf } from '../../users/index.ts';
-import { CDP_TOKEN_TTL_MS, type CdpGrant, cdpTokenKey, signCdpToken, verifyCdpToken } from '../cdp/token.ts';
+import { type CdpGrant, cdpTokenKey, verifyCdpToken } from '../cdp/token.ts';
 import { createExtensions } from '../extensions/extensions.service.ts';
 import { followDownloads } from '../files/files.service.ts';
 import { hostIdOf } from '../hosts/registry.ts';
 import { startRecording } from '../recording/recorder.ts';
+import { releaseIfAccountEnded, watchAccounts } from './account-watch.ts';
 import { BrowserHost, type LiveSession } from './host.ts';
-import { admit, dueEnding, minutesOf } from './lifecycle.ts';
+import { admit, minutesOf } from './lifecycle.ts';
+import { createReaper } from './reaper.ts';
 import { createScaleOut } from './scale-out.ts';
+import { sessionView } from './session-view.ts';
 import { sessionsRepository as repo, type SessionRow, type SessionScope } from './sessions.repository.ts';
 import type {
   CreateSessionBody,
@@ -33,8 +36,6 @@ import { refForCreate, scopeOf } from './tenancy.ts';
 const DEFAULT_VIEWPORT = { width: 1280, height: 720 };
 /** The reaper's period: a session ends within this of its deadline (the issue asks for 5 s at most). */
 const REAP_INTERVAL_MS = 1000;
-/** Reaper rounds between looks for rows of this host that say LIVE without a browser here. */
-const LOST_SWEEP_EVERY = 30;
 
 /** endReason of a session whose CDP client closed the browser. */
 export const CLOSED_BY_CLIENT = 'closed by a CDP client (Browser.close)';
@@ -111,79 +112,9 @@ export function createBrowserSessions(deps: AppDeps) {
     return pending;
   }
 
-  /**
-   * A suspended or deleted user's sessions on this host are released, which closes their CDP clients: a cdpUrl
-   * must not outlive the account (its token stays valid for minutes). Told by the API keys' per-user invalidation.
-   */
-  async function releaseIfAccountEnded(userId: string): Promise<void> {
-    const mine = host?.sessions().filter((s) => s.userId === userId) ?? [];
-    if (mine.length === 0) return;
-    const status = await accountStatusOf(db, userId);
-    if (status === 'active') return;
-    const reason = status === 'suspended' ? 'the account was suspended' : 'the account was deleted';
-    await Promise.all(mine.map((s) => end(s.id, 'RELEASED', reason).catch(() => {})));
-  }
   let unwatchUsers: (() => void) | undefined;
 
-  let sweeps = 0;
-  async function reap(): Promise<void> {
-    if (!host) return;
-    const at = now();
-    for (const live of host.sessions()) {
-      const due = dueEnding(live, at);
-      if (due) await end(live.id, due.status, due.reason).catch(() => {});
-    }
-    // Now and then, rows of this host that say LIVE without a browser here (an end whose write failed) end too.
-    if (++sweeps % LOST_SWEEP_EVERY === 0) {
-      const rows = await repo.liveOnHost(db, hostId).catch(() => []);
-      for (const row of rows.filter(lostHere))
-        await end(row.id, 'FAILED', 'its browser is gone from this host', false).catch(() => {});
-      // And browsers here whose rows another process ended (its sweep took this host for lost while its heartbeat
-      // lagged, a database outage say): they stop, instead of running unmetered until their deadline.
-      const ids = host.sessions().map((s) => s.id);
-      for (const id of await repo.endedAmong(db, ids).catch(() => [])) if (!ending.has(id)) await host.close(id);
-    }
-  }
-
-  function cdpUrl(row: SessionRow, base: string): { cdpUrl: string | null; cdpUrlExpiresAt: string | null } {
-    if (row.status !== 'LIVE') return { cdpUrl: null, cdpUrlExpiresAt: null };
-    const expiresAt = now() + CDP_TOKEN_TTL_MS;
-    const token = signCdpToken(tokenKey, {
-      sessionId: row.id,
-      userId: row.userId,
-      clientRef: row.clientRef,
-      expiresAt,
-    });
-    return {
-      cdpUrl: `${base}/api/browser/sessions/${row.id}/cdp?token=${token}`,
-      cdpUrlExpiresAt: new Date(expiresAt).toISOString(),
-    };
-  }
-
-  function view(row: SessionRow, base: string): SessionView {
-    const live = row.hostId === hostId ? host?.get(row.id) : undefined;
-    return {
-      id: row.id,
-      status: row.status as SessionStatus,
-      endReason: row.endReason,
-      ...cdpUrl(row, base),
-      expiresAt: row.expiresAt.toISOString(),
-      viewport: { width: row.viewportWidth, height: row.viewportHeight },
-      keepAlive: row.keepAlive,
-      timeoutMs: row.timeoutMs,
-      idleTimeoutMs: row.idleTimeoutMs,
-      profileId: row.profileId,
-      persistProfile: row.persistProfile,
-      proxyProfileId: row.proxyProfileId,
-      record: row.record,
-      extensionIds: row.extensionIds,
-      metadata: row.metadata,
-      clientRef: row.clientRef,
-      connectedClients: live ? live.clients : row.hostId === hostId || row.status !== 'LIVE' ? 0 : null,
-      createdAt: row.createdAt.toISOString(),
-      endedAt: row.endedAt?.toISOString() ?? null,
-    };
-  }
+  const view = (row: SessionRow, base: string): SessionView => sessionView(row, base, { hostId, host, tokenKey, now });
 
   async function findRow(scope: SessionScope, id: string): Promise<SessionRow> {
     const key = storedId(id);
@@ -236,17 +167,8 @@ export function createBrowserSessions(deps: AppDeps) {
         deps.database.kind === 'pglite' ? await repo.liveAll(db) : host ? await repo.liveOnHost(db, hostId) : [];
       for (const row of stale) await end(row.id, 'FAILED', 'the host restarted', false);
       if (!host) return;
-      const recheck = (userId: string) =>
-        releaseIfAccountEnded(userId).catch((err) => logger.warn({ err, userId }, 'releasing sessions failed'));
-      const unwatch = deps.apiKeys.watchUsers(recheck);
-      // Notifications sent while the listener was down are lost: every user with a session here is looked at again.
-      const unreconnect = deps.notifier.onReconnect(() => {
-        for (const userId of new Set(host.sessions().map((s) => s.userId))) void recheck(userId);
-      });
-      unwatchUsers = () => {
-        unwatch();
-        unreconnect();
-      };
+      unwatchUsers = watchAccounts(deps, host, end);
+      const reap = createReaper({ db, hostId, host, now, end, lostHere, ending });
       reaper = setInterval(() => void reap(), REAP_INTERVAL_MS);
       reaper.unref();
     },
@@ -353,7 +275,7 @@ export function createBrowserSessions(deps: AppDeps) {
           });
         }
         // An account suspended while its session started: the watcher saw no session of it then.
-        await releaseIfAccountEnded(row.userId);
+        await releaseIfAccountEnded(db, host, end, row.userId);
         return view(await findRow({ userId: row.userId }, row.id), base);
       } finally {
         starting--;

@@ -1,0 +1,1 @@
+ALTER TABLE "browser_hosts" ADD COLUMN "instance" text DEFAULT '' NOT NULL;
