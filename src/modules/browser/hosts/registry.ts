@@ -14,8 +14,6 @@ import { type HostRow, hostsRepository } from './hosts.repository.ts';
 
 /** How often a host says it is alive. */
 export const HEARTBEAT_MS = 5000;
-// Kept importable from here (the usage routes read the live hosts through this file).
-export { HOST_STALE_MS, type HostRow, hostsRepository } from './hosts.repository.ts';
 
 /** A second live process claims a host id another one holds: the entry point prints its one line and exits. */
 export class HostIdInUseError extends StartupError {}

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { browserSessions } from '../../../db/schema/index.ts';
 import type { RouteModule } from '../../../route-module.ts';
 import { envelope, errorResponses, isoDate, ok } from '../../../shared/http.ts';
-import { hostsRepository } from '../hosts/registry.ts';
+import { hostsRepository } from '../hosts/hosts.repository.ts';
 import { LIVE_STATUSES } from '../sessions/sessions.repository.ts';
 import { browserSessionsOf } from '../sessions/sessions.service.ts';
 import { scopeOf } from '../sessions/tenancy.ts';
