@@ -10,19 +10,20 @@ import type { SessionStatus } from './sessions.schemas.ts';
 
 type End = (id: string, status: SessionStatus, reason: string) => Promise<SessionRow | undefined>;
 
-/** Releases the user's sessions on this host when the account is no longer active. */
+/** Releases the user's sessions on this host when the account is no longer active; whether it did. */
 export async function releaseIfAccountEnded(
   db: AppDeps['db'],
   host: BrowserHost | undefined,
   end: End,
   userId: string,
-): Promise<void> {
+): Promise<boolean> {
   const mine = host?.sessions().filter((s) => s.userId === userId) ?? [];
-  if (mine.length === 0) return;
+  if (mine.length === 0) return false;
   const status = await accountStatusOf(db, userId);
-  if (status === 'active') return;
+  if (status === 'active') return false;
   const reason = status === 'suspended' ? 'the account was suspended' : 'the account was deleted';
   await Promise.all(mine.map((s) => end(s.id, 'RELEASED', reason).catch(() => {})));
+  return true;
 }
 
 /** Watches the accounts of this host's sessions; returns the function that stops watching. */

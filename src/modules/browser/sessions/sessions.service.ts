@@ -275,8 +275,8 @@ export function createBrowserSessions(deps: AppDeps) {
           });
         }
         // An account suspended while its session started: the watcher saw no session of it then.
-        await releaseIfAccountEnded(db, host, end, row.userId);
-        return view(await findRow({ userId: row.userId }, row.id), base);
+        const released = await releaseIfAccountEnded(db, host, end, row.userId);
+        return view(released ? await findRow({ userId: row.userId }, row.id) : liveRow, base);
       } finally {
         starting--;
       }
