@@ -153,3 +153,28 @@ describe("a client's Browser.close", () => {
     assert.equal(twice.closedByClient, true, "one client's refused close leaves another's standing");
   });
 });
+
+describe('the browser session attached ahead', () => {
+  test("goes to the first user's client, not to the service's own clients", async () => {
+    const toBrowser = new PassThrough();
+    const fromBrowser = new PassThrough();
+    const attaches: number[] = [];
+    toBrowser.on('data', (data: Buffer) => {
+      for (const raw of data.toString().split('\0').filter(Boolean)) {
+        const { id, method } = JSON.parse(raw);
+        if (method === 'Target.attachToBrowserTarget') attaches.push(id);
+        fromBrowser.write(`${JSON.stringify({ id, result: { sessionId: `browser-${id}` } })}\0`);
+      }
+    });
+    const mux = new CdpMux(toBrowser, fromBrowser, policy);
+    const sink = { send: () => {}, close: () => {}, bufferedAmount: 0 };
+    mux.prepareAttach();
+    assert.equal(attaches.length, 1, 'attached ahead');
+    await mux.attach(sink, { spare: false });
+    assert.equal(attaches.length, 2, "the service's client attaches a session of its own");
+    await mux.attach(sink);
+    assert.equal(attaches.length, 2, "the user's client takes the one attached ahead");
+    await mux.attach(sink);
+    assert.equal(attaches.length, 3, 'later clients attach their own');
+  });
+});

@@ -162,10 +162,13 @@ export class CdpMux {
     this.#spare ??= this.call('Target.attachToBrowserTarget');
   }
 
-  /** Gives a new client its own browser session. */
-  async attach(sink: CdpSink): Promise<CdpClient> {
-    const spare = this.#spare;
-    this.#spare = undefined;
+  /**
+   * Gives a new client its own browser session: the one attached ahead for users' clients, unless `spare` is false
+   * (the service's own clients leave it for the first user's connection).
+   */
+  async attach(sink: CdpSink, { spare: useSpare = true }: { spare?: boolean } = {}): Promise<CdpClient> {
+    const spare = useSpare ? this.#spare : undefined;
+    if (useSpare) this.#spare = undefined;
     const answer = await (spare ?? this.call('Target.attachToBrowserTarget'));
     const browserSession = answer.result?.sessionId;
     if (typeof browserSession !== 'string') throw new Error(answer.error?.message ?? 'no browser session');

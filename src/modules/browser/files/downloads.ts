@@ -72,18 +72,21 @@ export class DownloadWatcher implements DownloadNames {
     const answer = new Promise<Event>((resolve) => {
       answered = resolve;
     });
-    const client = await mux.attach({
-      send(text) {
-        const message = JSON.parse(text) as Event;
-        if (message.id === 1) answered(message);
-        else watcher.#event(message);
+    const client = await mux.attach(
+      {
+        send(text) {
+          const message = JSON.parse(text) as Event;
+          if (message.id === 1) answered(message);
+          else watcher.#event(message);
+        },
+        close() {
+          watcher.#closed.abort(new Error('the browser closed'));
+          answered({ error: { message: 'the browser closed' } });
+        },
+        bufferedAmount: 0,
       },
-      close() {
-        watcher.#closed.abort(new Error('the browser closed'));
-        answered({ error: { message: 'the browser closed' } });
-      },
-      bufferedAmount: 0,
-    });
+      { spare: false },
+    );
     const params = { behavior: 'allowAndName', downloadPath: downloadDir, eventsEnabled: true };
     client.receive(JSON.stringify({ id: 1, method: 'Browser.setDownloadBehavior', params }));
     let timer: NodeJS.Timeout | undefined;
