@@ -12,7 +12,7 @@ import { QUEUES } from '../src/queue/queues.ts';
 import { ManualClock } from '../src/shared/clock.ts';
 import { newId } from '../src/shared/ids.ts';
 import { createNotifier } from '../src/shared/notify.ts';
-import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
+import { asAnotherInstance, createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import { freePort, type ServiceProcess, startService, waitHealthy } from './helpers/process.ts';
 import { seedLeads } from './helpers/seed.ts';
 
@@ -224,7 +224,7 @@ async function secondInstance(): Promise<{ status(key: string): Promise<[number,
     };
   }
   const notifier = createNotifier(ctx.deps.database, url);
-  const app = await buildApp(assembleDeps({ ...ctx.deps, notifier }));
+  const app = await buildApp(assembleDeps(asAnotherInstance({ ...ctx.deps, notifier })));
   await app.ready();
   return {
     async status(key) {

@@ -4,7 +4,7 @@ import { buildApp } from '../src/app.ts';
 import { assembleDeps } from '../src/assemble-deps.ts';
 import { ManualClock } from '../src/shared/clock.ts';
 import { createNotifier } from '../src/shared/notify.ts';
-import { createTestContext, eventually, type TestContext } from './helpers/app.ts';
+import { asAnotherInstance, createTestContext, eventually, type TestContext } from './helpers/app.ts';
 
 const clock = new ManualClock(new Date('2026-03-01T10:00:00Z'));
 let ctx: TestContext;
@@ -161,7 +161,7 @@ describe('API keys', () => {
   test('a revoke in one process evicts the cached key in another process at once', async () => {
     // A second API instance on the same database, with its own key cache and its own listener.
     const notifier = createNotifier(ctx.deps.database, ctx.deps.config.DATABASE_URL);
-    const deps2 = assembleDeps({ ...ctx.deps, notifier });
+    const deps2 = assembleDeps(asAnotherInstance({ ...ctx.deps, notifier }));
     const app2 = await buildApp(deps2);
     await app2.ready();
     try {

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../src/app.ts';
 import { compileAllResponseSerializers } from '../src/shared/serializer.ts';
-import { createTestContext, type TestContext } from './helpers/app.ts';
+import { asAnotherInstance, createTestContext, type TestContext } from './helpers/app.ts';
 
 let ctx: TestContext;
 before(async () => {
@@ -30,7 +30,7 @@ describe('GET /api/health', () => {
       ...ctx.deps.database,
       db: { ...ctx.deps.db, execute: () => Promise.reject(new Error('connection refused')) },
     };
-    const app = await buildApp({ ...ctx.deps, database: failing as never });
+    const app = await buildApp(asAnotherInstance({ ...ctx.deps, database: failing as never }));
     try {
       const res = await app.inject({ method: 'GET', url: '/api/health' });
       assert.equal(res.statusCode, 503);

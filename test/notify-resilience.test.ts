@@ -5,7 +5,7 @@ import { buildApp } from '../src/app.ts';
 import { assembleDeps } from '../src/assemble-deps.ts';
 import { type Database, openDatabase } from '../src/db/client.ts';
 import { createNotifier, LISTENER_APPLICATION_NAME, type Notifier } from '../src/shared/notify.ts';
-import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
+import { asAnotherInstance, createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import { type PgAdmin, pgAdmin } from './helpers/pg-admin.ts';
 
 // PGlite's notifications are in-process: there is no connection to lose.
@@ -27,7 +27,7 @@ describe('cross-process notifications survive a database blip', { skip }, () => 
     admin = await pgAdmin(url);
     database2 = await openDatabase({ databaseUrl: url, poolSize: 4 });
     notifier2 = createNotifier(database2, url, { logger: ctx.deps.logger });
-    app2 = await buildApp(assembleDeps({ ...ctx.deps, database: database2, notifier: notifier2 }));
+    app2 = await buildApp(assembleDeps(asAnotherInstance({ ...ctx.deps, database: database2, notifier: notifier2 })));
     await app2.ready();
   });
   after(async () => {

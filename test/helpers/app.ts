@@ -161,3 +161,12 @@ export async function eventually<T>(
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/**
+ * Settings for a second API instance in this process, as another process without browsers: a browser host id (kept
+ * in DATA_DIR) belongs to one live instance, and a second instance with the same one is refused at start.
+ */
+export const asAnotherInstance = <T extends { config: Config }>(deps: T): T => ({
+  ...deps,
+  config: { ...deps.config, RUN_BROWSERS: false },
+});
