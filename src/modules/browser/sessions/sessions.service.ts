@@ -136,6 +136,12 @@ export function createBrowserSessions(deps: AppDeps) {
       });
     }
     const live = row.hostId === hostId ? host?.get(row.id) : undefined;
+    if (!live && row.hostId === hostId && ending.has(row.id)) {
+      // Its deadline (or a release) is ending it right now: not a host that is out of reach.
+      throw new AppError('INVALID_STATE', 'The browser session is ending', {
+        details: [{ field: 'id', message: 'session is ending' }],
+      });
+    }
     if (!live && lostHere(row)) {
       void end(row.id, 'FAILED', 'its browser is gone from this host', false).catch(() => {});
       throw new AppError('INVALID_STATE', 'The browser session has ended: its browser is gone', {
