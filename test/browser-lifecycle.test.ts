@@ -4,6 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'drizzle-orm';
 import WebSocket from 'ws';
@@ -249,6 +251,45 @@ describe('a host that cannot take sessions', () => {
       } finally {
         await ctx.close();
       }
+    }
+  });
+});
+
+describe('a Chromium that does not come up', () => {
+  it('a missing binary: 503 and the session FAILED; one that exits at start: 201, then FAILED with the reason', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-chromium-stub-'));
+    const exiting = path.join(dir, 'chromium');
+    fs.writeFileSync(exiting, '#!/bin/sh\nexit 3\n', { mode: 0o755 });
+    try {
+      const missing = await createBrowserContext({ env: { CHROMIUM_PATH: path.join(dir, 'absent') } });
+      try {
+        const user = await missing.signup();
+        const res = await missing.api(user, 'POST', '/api/browser/sessions', {});
+        assert.equal(res.statusCode, 503, JSON.stringify(res.json()));
+        const [row] = (await missing.api(user, 'GET', '/api/browser/sessions')).json().data.sessions;
+        assert.equal(row.status, 'FAILED');
+        assert.match(row.endReason, /ENOENT/);
+      } finally {
+        await missing.close();
+      }
+      // The create answers once the process runs (CDP clients may connect while it starts); it never answers.
+      const ctx = await createBrowserContext({ env: { CHROMIUM_PATH: exiting } });
+      try {
+        const user = await ctx.signup();
+        const res = await ctx.api(user, 'POST', '/api/browser/sessions', {});
+        assert.equal(res.statusCode, 201, JSON.stringify(res.json()));
+        const done = await eventually(async () => {
+          const s = (await ctx.api(user, 'GET', `/api/browser/sessions/${res.json().data.session.id}`)).json().data
+            .session;
+          return s.status !== 'LIVE' && s;
+        }, 8000);
+        assert.equal(done.status, 'FAILED');
+        assert.equal(done.endReason, 'chromium exited (3)');
+      } finally {
+        await ctx.close();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 });

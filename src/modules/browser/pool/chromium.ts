@@ -47,8 +47,8 @@ export interface ChromiumProcess {
   /** Settles once the process has exited and its profile directory is gone; the reason is for `endReason`. */
   exited: Promise<string>;
   readonly alive: boolean;
-  /** SIGKILL to the whole group (renderers included). */
-  kill(): void;
+  /** SIGKILL to the whole group (renderers included); `reason`, when given, is what `exited` says. */
+  kill(reason?: string): void;
 }
 
 /** Kills a process group, ignoring one that is already gone. */
@@ -94,8 +94,10 @@ export function launchChromium(options: LaunchOptions): ChromiumProcess {
     stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'],
   });
   let alive = child.pid !== undefined;
+  let killedFor: string | undefined;
   const exited = new Promise<string>((resolve) => {
-    const finish = (reason: string) => {
+    const finish = (exit: string) => {
+      const reason = killedFor ?? exit;
       alive = false;
       // Renderers and helpers of the group may outlive the browser process.
       if (child.pid) killGroup(child.pid);
@@ -119,7 +121,8 @@ export function launchChromium(options: LaunchOptions): ChromiumProcess {
     get alive() {
       return alive;
     },
-    kill() {
+    kill(reason?: string) {
+      killedFor ??= reason;
       if (child.pid) killGroup(child.pid);
     },
   };

@@ -104,7 +104,12 @@ export class BrowserHost {
     return this.#sessions.get(id);
   }
 
-  async #launch(viewport: Viewport, extensionDirs: string[] = []): Promise<Launched> {
+  /**
+   * Spawns a Chromium with its multiplexer. `ready` waits until it answers on its pipe; without it the launch
+   * answers once the process exists (commands written meanwhile wait in the pipe) and a Chromium that never
+   * answers is killed in the background, its session ending FAILED with the reason.
+   */
+  async #launch(viewport: Viewport, extensionDirs: string[] = [], ready = true): Promise<Launched> {
     // The guard admits connections of this Chromium's process group only: it cannot send proxy credentials.
     let group = -1;
     const stopGuard = new AbortController();
@@ -126,6 +131,7 @@ export class BrowserHost {
       stopGuard.abort();
       void guard?.close();
     });
+    if (!chromium.alive) throw new Error(await chromium.exited);
     this.#record.add(chromium.pid, chromium.userDataDir);
     void chromium.exited.then(() => this.#record.remove(chromium.pid));
     // Downloads stay inside the profile directory, removed with it.
@@ -133,8 +139,16 @@ export class BrowserHost {
       downloadDir: path.join(chromium.userDataDir, 'Downloads'),
       guarded: guard !== undefined,
     });
-    let timer: NodeJS.Timeout | undefined;
     mux.prepareAttach();
+    const answered = this.#answered(chromium, mux);
+    if (ready) await answered;
+    else answered.catch(() => {});
+    return { chromium, mux, guardUrl: guard?.url };
+  }
+
+  /** Settles once Chromium answers on its pipe; one that exits first, or answers too late, is killed and rejects. */
+  async #answered(chromium: ChromiumProcess, mux: CdpMux): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
     try {
       const ready = await Promise.race([
         mux.call('Browser.getVersion'),
@@ -148,12 +162,11 @@ export class BrowserHost {
       ]);
       if ('error' in ready && ready.error) throw new Error(ready.error.message);
     } catch (error) {
-      chromium.kill();
+      chromium.kill((error as Error).message);
       throw error;
     } finally {
       clearTimeout(timer);
     }
-    return { chromium, mux, guardUrl: guard?.url };
   }
 
   #replenish(): void {
@@ -197,7 +210,7 @@ export class BrowserHost {
       extensionDirs.length === 0 &&
       viewport.width === defaultViewport.width &&
       viewport.height === defaultViewport.height;
-    const launched = (asWarm && this.#warm.shift()) || (await this.#launch(viewport, extensionDirs));
+    const launched = (asWarm && this.#warm.shift()) || (await this.#launch(viewport, extensionDirs, false));
     // Spawning Chromium blocks the event loop for as long as fork() copies this process's page tables (30–90 ms
     // at 800 MB RSS): refill the pool after this session has been answered and its first client served.
     setTimeout(() => this.#replenish(), REPLENISH_DELAY_MS).unref();

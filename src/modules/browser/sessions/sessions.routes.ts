@@ -57,7 +57,9 @@ export const browserSessionRoutes: RouteModule = (app, deps) => {
         'fresh one) and never carries the API key. The session ends at `expiresAt`, after `idleTimeoutMs` with ' +
         'no client and no action unless `keepAlive`, or on release. `clientRef` defaults to `X-Client-Ref`; a ' +
         'different one is 400 CLIENT_REF_MISMATCH. 429 CAPACITY_EXCEEDED (with Retry-After) when the host, the ' +
-        'user or the clientRef has no room for another live session.',
+        'user or the clientRef has no room for another live session. It answers as soon as the Chromium process ' +
+        'runs: CDP commands sent while it starts wait for it, and a Chromium that does not come up ends the ' +
+        'session FAILED with the reason (`endReason`); a binary that cannot be run is 503.',
       body: createSessionBody,
       response: { 201: one, ...errorResponses(400, 401, 402, 403, 429, 503) },
     },
