@@ -68,7 +68,7 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
   const baseB = () => `http://127.0.0.1:${portB}`;
 
   before(async () => {
-    dirs = [1, 2, 3].map((n) => fs.mkdtempSync(path.join(os.tmpdir(), `quarry-scale-${n}-`)));
+    dirs = [1, 2, 3, 4].map((n) => fs.mkdtempSync(path.join(os.tmpdir(), `quarry-scale-${n}-`)));
     db = await createTestDatabase();
     site = http.createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html' });
@@ -305,6 +305,49 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
     assert.equal(await c.exited, 1, c.output());
     assert.match(c.output(), new RegExp(`Browser host id ${hostId} is in use by another running process`));
     assert.doesNotMatch(c.output(), /\n\s+at /, 'no stack trace');
+  });
+
+  it('a full host passes a create on to a host with room; with none, it answers 429', async () => {
+    const portC = await freePort();
+    const c = startService(
+      env({ DATA_DIR: dirs[3]!, PORT: String(portC), RUN_BROWSERS: 'true', BROWSER_MAX_SESSIONS: '1' }),
+    );
+    try {
+      await waitHealthy(portC, c);
+      const viaC = (body: object) =>
+        fetch(`http://127.0.0.1:${portC}${S}`, {
+          method: 'POST',
+          headers: { authorization: alice.headers.authorization!, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      const hostOf = async (id: string) =>
+        (
+          await db.database.query<{ host_address: string }>('SELECT host_address FROM browser_sessions WHERE id = $1', [
+            id,
+          ])
+        )[0]?.host_address;
+      const first = await viaC({});
+      assert.equal(first.status, 201);
+      const firstId = ((await first.json()) as { data: { session: { id: string } } }).data.session.id;
+      assert.equal(await hostOf(firstId), `http://127.0.0.1:${portC}`, 'C had room: its own');
+      const second = await viaC({});
+      assert.equal(second.status, 201, 'C is full: A takes it');
+      const secondId = ((await second.json()) as { data: { session: { id: string } } }).data.session.id;
+      assert.equal(await hostOf(secondId), `http://127.0.0.1:${portA}`);
+      // A full as well (its registry row says so, until its next heartbeat): C answers itself.
+      const hostC = fs.readFileSync(path.join(dirs[3]!, 'browser-host-id'), 'utf8').trim();
+      await db.database.query('UPDATE browser_hosts SET max_sessions = live_sessions WHERE host_id <> $1', [hostC]);
+      const refused = await viaC({});
+      assert.equal(refused.status, 429);
+      assert.ok(refused.headers.get('retry-after'));
+      for (const id of [firstId, secondId]) assert.equal((await alice.call('DELETE', `${S}/${id}`)).status, 200);
+    } finally {
+      c.child.kill('SIGTERM');
+      await c.exited;
+      // A's room (the default BROWSER_MAX_SESSIONS) back at once for the next test, not at its next heartbeat.
+      const hostA = fs.readFileSync(path.join(dirs[0]!, 'browser-host-id'), 'utf8').trim();
+      await db.database.query('UPDATE browser_hosts SET max_sessions = 10 WHERE host_id = $1', [hostA]);
+    }
   });
 
   it('a kill -9 of the host: its live session is FAILED within 30 s, as B tells', async () => {

@@ -73,7 +73,16 @@ export function createBrowserSessions(deps: AppDeps) {
             : end(session.id, 'FAILED', reason)),
       })
     : undefined;
-  const scaleOut = createScaleOut(deps, { hostId, host, end });
+  const limits = {
+    maxPerHost: config.BROWSER_MAX_SESSIONS,
+    maxPerUser: config.BROWSER_MAX_SESSIONS_PER_USER,
+    maxPerClientRef: config.BROWSER_MAX_SESSIONS_PER_CLIENT_REF,
+    minFreeMemoryMb: config.BROWSER_MIN_FREE_MEMORY_MB,
+  };
+  /** Why this host cannot start another session now (sessions, those starting, free memory); none: it can. */
+  const hostRefusal = () =>
+    host && admit({ hostLive: host.liveCount + starting, userLive: 0, freeMemoryMb: os.freemem() / 2 ** 20 }, limits);
+  const scaleOut = createScaleOut(deps, { hostId, host, end, hasRoom: () => !hostRefusal() });
   const extensions = createExtensions(db, config.dataDir);
 
   /** Ends a session once (Chromium closed first), charging its minutes and telling the webhooks in one transaction. */
@@ -199,21 +208,12 @@ export function createBrowserSessions(deps: AppDeps) {
       }
       await deps.credits.assert(db, scope.userId, 'browser_minutes', 1);
       const extensionDirs = await extensions.dirsFor(scope.userId, body.extensionIds);
-      const limits = {
-        maxPerHost: config.BROWSER_MAX_SESSIONS,
-        maxPerUser: config.BROWSER_MAX_SESSIONS_PER_USER,
-        maxPerClientRef: config.BROWSER_MAX_SESSIONS_PER_CLIENT_REF,
-        minFreeMemoryMb: config.BROWSER_MIN_FREE_MEMORY_MB,
-      };
       const refuse = (refusal: { message: string; retryAfterSeconds: number }) =>
         new AppError('CAPACITY_EXCEEDED', refusal.message, {
           headers: { 'retry-after': String(refusal.retryAfterSeconds) },
         });
-      const hostRefusal = admit(
-        { hostLive: host.liveCount + starting, userLive: 0, freeMemoryMb: os.freemem() / 2 ** 20 },
-        limits,
-      );
-      if (hostRefusal) throw refuse(hostRefusal);
+      const full = hostRefusal();
+      if (full) throw refuse(full);
       starting++;
       try {
         const viewport = body.viewport ?? DEFAULT_VIEWPORT;
