@@ -214,6 +214,7 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
       sessionId,
       userId: crypto.randomUUID(),
       clientRef: null,
+      keyId: null,
       expiresAt: Date.now() + 60_000,
     });
     assert.equal(await upgradeStatus(`ws://127.0.0.1:${portB}${S}/${sessionId}/cdp?token=${foreign}`), 404);
