@@ -23,6 +23,7 @@ import { emailVerificationRoutes } from './modules/email-verification/index.ts';
 import { healthRoutes } from './modules/health/index.ts';
 import { jobRoutes } from './modules/jobs/index.ts';
 import { leadRoutes } from './modules/leads/index.ts';
+import { markdownExportRoutes } from './modules/markdown-exports/index.ts';
 import { matchingRoutes } from './modules/matching/index.ts';
 import {
   outreachCampaignRoutes,
@@ -96,6 +97,8 @@ const routeModules: RouteModule[] = [
   browserOperationRoutes,
   browserExtensionRoutes,
   browserUsageRoutes,
+  // ---- data out ----
+  markdownExportRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

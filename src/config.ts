@@ -52,6 +52,7 @@ const creditPrices = z.strictObject({
   emails_sent: creditPrice.default(1),
   ai_tokens: creditPrice.default(1),
   browser_minutes: creditPrice.default(1),
+  markdown_pages: creditPrice.default(1),
 });
 export type CreditPrices = z.infer<typeof creditPrices>;
 

@@ -11,6 +11,12 @@ import {
   type JobMessage,
 } from './modules/jobs/index.ts';
 import { createLeadValidationService, type EmailValidationJob } from './modules/leads/index.ts';
+import {
+  createMarkdownExportRecovery,
+  createMarkdownExportRunner,
+  createMarkdownExportService,
+  type MarkdownExportMessage,
+} from './modules/markdown-exports/index.ts';
 import type { MatchingJob } from './modules/matching/index.ts';
 import { createMatchingRecovery, createMatchingRunner } from './modules/matching/index.ts';
 import { createInboxReader, createInboxWatcher, createSequencer } from './modules/outreach/index.ts';
@@ -102,6 +108,15 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
   await boss.work(QUEUES.sourceScheduler, async () => {
     await dispatchDueSources(deps, jobService);
   });
+  // Markdown exports: crawls like scrape jobs (docs/scraping.md "Markdown exports"), their own rows and recovery.
+  const markdownRunner = createMarkdownExportRunner(deps, options);
+  await markdownRunner.start();
+  await boss.work<MarkdownExportMessage, void, typeof scrapeWork>(QUEUES.markdownExport, scrapeWork, async ([job]) => {
+    if (job) await markdownRunner.run(job.data.exportId);
+  });
+  const markdownRecovery = createMarkdownExportRecovery(deps, createMarkdownExportService(deps));
+  if (deps.database.pglite) await markdownRecovery.recoverOrphans();
+  markdownRecovery.start();
   const recovery = createJobRecovery(deps, jobService);
   // Embedded: this process is the only one (directory lock), so RUNNING jobs are orphans of the last run.
   if (deps.database.pglite) await recovery.recoverOrphans();
@@ -134,7 +149,8 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
       inboxWatcher?.close();
       recovery.stop();
       matchingRecovery.stop();
-      await Promise.all([runner.stop(), webhooks.stop()]);
+      markdownRecovery.stop();
+      await Promise.all([runner.stop(), markdownRunner.stop(), webhooks.stop()]);
     },
   };
 }

@@ -212,6 +212,7 @@ describe('GET /api/credits/pricing', () => {
         ['ai_tokens', 1],
         ['emails_sent', 1],
         ['browser_minutes', 1],
+        ['markdown_pages', 1],
       ],
     );
     assert.match(data.prices[2].unit, /1,000 AI tokens/);

@@ -12,7 +12,14 @@ import type { CreditTransactionKind } from '../db/schema/index.ts';
  */
 
 /** What is metered, each with its unit: a page crawled, an email validated, an AI token. */
-export const METERED_FEATURES = ['pages', 'email_validations', 'ai_tokens', 'emails_sent', 'browser_minutes'] as const;
+export const METERED_FEATURES = [
+  'pages',
+  'email_validations',
+  'ai_tokens',
+  'emails_sent',
+  'browser_minutes',
+  'markdown_pages',
+] as const;
 export type MeteredFeature = (typeof METERED_FEATURES)[number];
 
 /** AI tokens are priced per block of this many (a call's tokens are rounded up to whole blocks). */
@@ -23,6 +30,7 @@ export const meteredUnit: Record<MeteredFeature, string> = {
   email_validations: 'email validated',
   emails_sent: 'outreach email sent',
   browser_minutes: 'minute of a browser session (started minutes)',
+  markdown_pages: 'page exported as markdown',
   ai_tokens: `${AI_TOKENS_PER_PRICE_UNIT.toLocaleString('en')} AI tokens (input + output, rounded up per call)`,
 };
 

@@ -103,6 +103,16 @@ export const eventDataSchemas = {
       endedAt: time,
     })
     .describe('A cloud browser session ended.'),
+  'markdown_export.completed': z
+    .object({
+      exportId: id.describe('The export (GET /api/markdown-exports/{id})'),
+      startUrl: z.string(),
+      pagesDone: z.int().describe('Pages exported'),
+      pagesFailed: z.int().describe('Pages that failed (POST /api/markdown-exports/{id}/retry fetches them again)'),
+      startedAt: time.nullable(),
+      finishedAt: time,
+    })
+    .describe('A markdown export finished: its pages can be read and downloaded.'),
 } satisfies Record<EventType, z.ZodType>;
 
 /** The body of a delivery of `type`. */

@@ -71,6 +71,13 @@ export const openApiTags = [
       'drive over REST (actions, page output, tabs, cookies and storage, logs), with idle and hard timeouts, ' +
       'capacity limits and X-Client-Ref tenancy.',
   },
+  // ---- data out ----
+  {
+    name: 'Markdown exports',
+    description:
+      'A website crawled into markdown (one document per page, front matter, tables and code kept): pages, a ZIP ' +
+      'or one llms-full.txt-style file, live progress, retry of failed pages.',
+  },
 ];
 
 /**
@@ -264,6 +271,14 @@ export const operationIds: Record<string, string> = {
   'GET /api/browser/extensions': 'listBrowserExtensions',
   'DELETE /api/browser/extensions/{id}': 'deleteBrowserExtension',
   'GET /api/browser/usage': 'getBrowserUsage',
+  'GET /api/markdown-exports': 'listMarkdownExports',
+  'POST /api/markdown-exports': 'createMarkdownExport',
+  'GET /api/markdown-exports/{id}': 'getMarkdownExport',
+  'DELETE /api/markdown-exports/{id}': 'deleteMarkdownExport',
+  'GET /api/markdown-exports/{id}/pages': 'listMarkdownExportPages',
+  'GET /api/markdown-exports/{id}/download': 'downloadMarkdownExport',
+  'GET /api/markdown-exports/{id}/events': 'streamMarkdownExportEvents',
+  'POST /api/markdown-exports/{id}/retry': 'retryMarkdownExport',
 };
 
 /** `/api/leads/:id` → `/api/leads/{id}` (the document's form of a path). */

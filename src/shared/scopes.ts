@@ -22,6 +22,7 @@ export const scopeResources = [
   'enterprise',
   'linkedin',
   'browser',
+  'markdown',
   'admin',
 ] as const;
 

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
+import type { Notifier } from './notify.ts';
 
 export interface EventStream {
   /** The response: listen for `close`, `end()` it when the stream is over. */
@@ -45,4 +46,83 @@ export function openEventStream(reply: FastifyReply): EventStream {
     },
   };
   return stream;
+}
+
+/** Fallback poll for a lost notification; NOTIFY carries every update itself. */
+const POLL_MS = 5_000;
+const KEEPALIVE_MS = 15_000;
+
+/** What an update stream follows: one row, sent as `event` on every change published on `channel`. */
+export interface UpdateStreamSource<Row extends { id: string; status: string }> {
+  channel: string;
+  /** The SSE event name (`job`, `markdown_export`). */
+  event: string;
+  /** States after which the stream ends. */
+  terminal: ReadonlySet<string>;
+  /** The row as it is now (undefined once deleted: `event: deleted`, then the end). */
+  load(id: string): Promise<Row | undefined>;
+  /** The event's data, as published on `channel` (JSON text with `id` and `status`). */
+  payload(row: Row): string;
+}
+
+/**
+ * Server-Sent Events of one row (a job, an export) until it is finished: the current state first, then every
+ * update published on the channel (any process), with a poll for lost notifications; ended at shutdown.
+ */
+export function createUpdateStreams<Row extends { id: string; status: string }>(
+  app: { addHook(name: 'preClose', hook: () => Promise<void>): unknown },
+  notifier: Notifier,
+  source: UpdateStreamSource<Row>,
+) {
+  const open = new Set<() => void>();
+  // Streams never end by themselves while work runs: close them so shutdown is not held up.
+  app.addHook('preClose', async () => {
+    for (const end of [...open]) end();
+  });
+
+  return async function stream(reply: FastifyReply, first: Row): Promise<void> {
+    const events = openEventStream(reply);
+    const raw = events.raw;
+    let last = '';
+    let ended = false;
+    const cleanups: Array<() => void> = [];
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      for (const cleanup of cleanups) cleanup();
+      open.delete(end);
+      raw.end();
+    };
+    open.add(end);
+    const send = (payload: string, status: string) => {
+      if (ended || payload === last) return;
+      last = payload;
+      events.sendText(source.event, payload);
+      if (source.terminal.has(status)) end();
+    };
+    const refresh = async () => {
+      const row = await source.load(first.id).catch(() => undefined);
+      if (ended) return;
+      if (!row) {
+        events.send('deleted', { id: first.id });
+        return end();
+      }
+      send(source.payload(row), row.status);
+    };
+
+    raw.on('close', end);
+    events.retry(2000);
+    send(source.payload(first), first.status);
+    if (ended) return;
+    // The notification is the update: no read per event and subscriber.
+    const unsubscribe = await notifier.subscribe(source.channel, (payload) => {
+      const update = JSON.parse(payload) as { id: string; status: string };
+      if (update.id === first.id) send(payload, update.status);
+    });
+    const poll = setInterval(() => void refresh(), POLL_MS);
+    // Updates sent while the listener was down are lost: read the row again at once.
+    const offReconnect = notifier.onReconnect(() => void refresh());
+    cleanups.push(unsubscribe, offReconnect, () => clearInterval(poll), events.keepAlive(KEEPALIVE_MS));
+    if (ended) for (const cleanup of cleanups) cleanup();
+  };
 }

@@ -11,6 +11,7 @@ export * from './gdpr.ts';
 export * from './idempotency.ts';
 export * from './inbound-webhooks.ts';
 export * from './leads.ts';
+export * from './markdown-exports.ts';
 export * from './matching.ts';
 export * from './outreach.ts';
 export * from './profiles.ts';

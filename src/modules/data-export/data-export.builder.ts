@@ -17,6 +17,8 @@ import {
   emailBounces,
   jobs,
   leads,
+  markdownExportPages,
+  markdownExports,
   matchingRules,
   matchingRuns,
   outreachCampaigns,
@@ -109,6 +111,8 @@ const sections: Array<{ name: string; table: PgTable; owner: PgColumn; columns: 
   owned('chat_conversations', chatConversations),
   owned('chat_messages', chatMessages),
   owned('chat_approvals', chatApprovals),
+  owned('markdown_exports', markdownExports),
+  owned('markdown_export_pages', markdownExportPages),
   {
     name: 'webhooks',
     table: webhookEndpoints,

@@ -196,6 +196,11 @@ export async function runDynamicCrawl(session: CrawlSession): Promise<void> {
           return page;
         },
         extract: (page, url, opts) => extractInPage(page, parsed, url, opts),
+        document: async (_ctx, page) => ({
+          html: await page.content(),
+          // Resolved by the browser (base element included).
+          links: await page.$$eval('a[href]', (as: Array<{ href?: unknown }>) => as.map((a) => String(a.href ?? ''))),
+        }),
       }),
     },
     session.config,

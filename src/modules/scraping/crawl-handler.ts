@@ -16,6 +16,29 @@ export interface PageReader<Ctx, Loaded> {
   load(ctx: Ctx, url: string): Loaded | Promise<Loaded>;
   /** The page's items and next-page URLs (and text when `opts.collectText`). */
   extract(loaded: Loaded, url: string, opts: ExtractOptions): ExtractResult | Promise<ExtractResult>;
+  /** A site crawl (`settings.follow`): the page's HTML and the links on it, instead of `extract`. */
+  document?(ctx: Ctx, loaded: Loaded): Promise<{ html: string; links: string[] }>;
+}
+
+/** A site crawl's page: its HTML delivered, its links followed by the crawl's link rules. */
+async function sitePage<Ctx, Loaded>(
+  session: CrawlSession,
+  reader: PageReader<Ctx, Loaded>,
+  ctx: Ctx,
+  loaded: Loaded,
+  url: string,
+): Promise<void> {
+  if (!reader.document) throw new CrawlError('other', 'This scrape type cannot crawl a site');
+  const depth = Number((ctx as { request?: { userData?: { depth?: unknown } } }).request?.userData?.depth ?? 0);
+  let doc: { html: string; links: string[] };
+  try {
+    doc = await reader.document(ctx, loaded);
+  } catch (error) {
+    if (session.stopped) throw new CrawlAbortedError();
+    throw extractionError(error, url);
+  }
+  await session.follow(doc.links, url, depth);
+  await session.deliver({ url, items: [], html: doc.html, depth });
 }
 
 /**
@@ -52,6 +75,7 @@ export function pageHandler<Ctx, Loaded>(
         if (session.stopped) throw new CrawlAbortedError();
         const url = reader.urlOf(ctx);
         const loaded = await reader.load(ctx, url);
+        if (session.settings.follow) return sitePage(session, reader, ctx, loaded, url);
         let extracted: ExtractResult;
         try {
           extracted = await reader.extract(loaded, url, opts);

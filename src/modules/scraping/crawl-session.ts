@@ -14,6 +14,7 @@ import {
   type Request,
 } from '@crawlee/core';
 import { type SsrfBlockedError, ssrfCause } from '../../shared/ssrf.ts';
+import { type LinkPolicy, linkPolicy, sitemapLocations } from './follow.ts';
 import { FetchError, PageFetcher } from './http-client.ts';
 import { abortableSleep, HostLimiter } from './politeness.ts';
 import { InMemoryRequestQueue } from './request-queue.ts';
@@ -48,6 +49,9 @@ export class PageError extends Error {
 }
 
 const BACKOFF_BASE_MS = 300;
+/** Sitemaps read at most per crawl (an index and the sitemaps it names). */
+const MAX_SITEMAPS = 10;
+const SITEMAP_MAX_BYTES = 16 * 1024 * 1024;
 const BACKOFF_MAX_MS = 15_000;
 /** How long runCrawl waits for in-flight handlers (already cancelled) to settle after a stop. */
 const DRAIN_MS = 1_000;
@@ -121,6 +125,8 @@ export class CrawlSession {
   readonly limiter: HostLimiter;
   readonly fetcher: PageFetcher;
   readonly robots?: RobotsCache;
+  /** A site crawl's link rules (`settings.follow`). */
+  readonly links?: LinkPolicy;
   /** The crawl's own queue (request-queue.ts: why not Crawlee's RequestQueue). */
   readonly queue = new InMemoryRequestQueue();
   visited = 0;
@@ -169,6 +175,7 @@ export class CrawlSession {
         },
       );
     }
+    if (settings.follow) this.links = linkPolicy(new URL(settings.url), settings.follow);
     if (hooks.signal.aborted) this.#onUserAbort();
     else hooks.signal.addEventListener('abort', this.#onUserAbort, { once: true });
   }
@@ -213,12 +220,46 @@ export class CrawlSession {
 
   /** Plans the start URL (already checked against robots.txt and the SSRF guard). */
   async open(): Promise<void> {
-    await this.queue.addRequest({ url: this.settings.url });
+    await this.queue.addRequest({ url: this.settings.url, userData: { depth: 0 } });
     this.planned = 1;
+    if (this.settings.extraUrls?.length) await this.enqueue(this.settings.extraUrls, this.settings.url);
+    if (this.settings.follow?.sitemap) await this.#planSitemap();
+  }
+
+  /** A site crawl's /sitemap.xml (and the sitemaps an index names): its pages are planned at depth 0. */
+  async #planSitemap(): Promise<void> {
+    const pending = [new URL('/sitemap.xml', this.settings.url).href];
+    for (let read = 0; pending.length && read < MAX_SITEMAPS && !this.stopped; read++) {
+      const at = pending.shift()!;
+      let body: string;
+      try {
+        const answer = await this.fetcher.text(at, SITEMAP_MAX_BYTES);
+        if (answer.status < 200 || answer.status >= 300) continue;
+        body = answer.body;
+      } catch (error) {
+        if (error instanceof CrawlAbortedError) throw error;
+        continue; // No sitemap (or an unreachable one): the crawl follows links as usual.
+      }
+      const { pages, sitemaps } = sitemapLocations(body);
+      pending.push(...sitemaps.filter((u) => URL.canParse(u) && this.links?.takes(new URL(u)) !== false));
+      const taken = pages.filter((u) => URL.canParse(u) && this.links?.takes(new URL(u)) !== false);
+      await this.enqueue(taken, at);
+    }
+  }
+
+  /** A site crawl: plans the links of a page at `depth` that the link rules follow. */
+  follow(links: string[], base: string, depth: number): Promise<void> {
+    if (!this.links || depth + 1 > (this.settings.follow?.maxDepth ?? 0)) return Promise.resolve();
+    const taken: string[] = [];
+    for (const raw of links) {
+      const url = normalizeUrl(raw, base);
+      if (url && this.links.follows(new URL(url), depth)) taken.push(url);
+    }
+    return this.enqueue(taken, base, depth + 1);
   }
 
   /** Plans next-page URLs: http(s) only, deduplicated, allowed by robots.txt, never beyond maxPages. */
-  enqueue(urls: string[], base: string): Promise<void> {
+  enqueue(urls: string[], base: string, depth = 0): Promise<void> {
     // Serialised so two pages finishing together cannot both take the last slot of the budget.
     const run = this.#enqueueChain.then(async () => {
       for (const raw of urls) {
@@ -226,7 +267,7 @@ export class CrawlSession {
         const url = normalizeUrl(raw, base);
         if (!url) continue;
         if (this.robots && !(await this.robots.isAllowed(url))) continue;
-        const { wasAlreadyPresent } = await this.queue.addRequest({ url });
+        const { wasAlreadyPresent } = await this.queue.addRequest({ url, userData: { depth } });
         if (!wasAlreadyPresent) this.planned++;
       }
     });
@@ -282,7 +323,16 @@ export class CrawlSession {
     if (blocked) this.fail(ssrfCrawlError(blocked, request.url));
     if (this.stopped) return this.#runStoppers();
     this.failed++;
-    this.#firstFailure ??= failureMessage(request.url, error, request.retryCount + 1);
+    const message = failureMessage(request.url, error, request.retryCount + 1);
+    this.#firstFailure ??= message;
+    if (this.hooks.onPageFailed) {
+      try {
+        await this.hooks.onPageFailed(request.url, message);
+      } catch (storing) {
+        this.fail(storing);
+        return;
+      }
+    }
     this.#progress();
   };
 

@@ -46,6 +46,12 @@ export async function runStaticCrawl(session: CrawlSession): Promise<void> {
           return ctx.$ as unknown as CheerioAPI;
         },
         extract: ($, url, opts) => extractFromCheerio($, session.parsed, url, opts),
+        document: async (ctx, $) => ({
+          html: typeof ctx.body === 'string' ? ctx.body : $.html(),
+          links: $('a[href]')
+            .toArray()
+            .map((a) => a.attribs.href ?? ''),
+        }),
       }),
     },
     session.config,

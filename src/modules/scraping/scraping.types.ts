@@ -32,6 +32,27 @@ export interface CrawlSettings {
   chromiumPath: string;
   /** Collect each page's visible text (for AI profile extraction); off keeps memory flat. */
   collectPageText?: boolean;
+  /**
+   * A site crawl (markdown exports): every page's HTML is delivered (`CrawledPage.html`, no selectors are
+   * applied) and its links are followed as this says, instead of the `nextPage` selector.
+   */
+  follow?: FollowLinks;
+  /** More URLs to fetch besides `url` (a retry of failed pages), planned at depth 0. */
+  extraUrls?: string[];
+}
+
+/** How a site crawl follows links (scraping/follow.ts decides). */
+export interface FollowLinks {
+  /** Links are followed this many hops from the start URL (0: the start page, and sitemap pages, only). */
+  maxDepth: number;
+  /** Path globs a followed URL must match one of (empty: any). */
+  includePaths: string[];
+  /** Path globs that exclude a URL. */
+  excludePaths: string[];
+  /** Only the start URL's host (a leading `www.` aside). */
+  sameSiteOnly: boolean;
+  /** Also plan the URLs of the site's /sitemap.xml (and sitemap indexes it names), at depth 0. */
+  sitemap: boolean;
 }
 
 /** One extracted item (one lead's container, or the whole page without `item`). */
@@ -54,6 +75,10 @@ export interface CrawledPage {
   items: ExtractedItem[];
   /** The whole page's text (only with `collectPageText`). */
   text?: string;
+  /** The page's HTML (a site crawl, `follow`: rendered DOM for DYNAMIC). */
+  html?: string;
+  /** Hops from the start URL (a site crawl). */
+  depth?: number;
 }
 
 export interface CrawlProgress {
@@ -68,6 +93,8 @@ export interface CrawlHooks {
   onPage(page: CrawledPage): Promise<void>;
   /** Called after each page (success or final failure). */
   onProgress?(progress: CrawlProgress): void;
+  /** Called, awaited, once per page that failed for good (not when the crawl was stopped). */
+  onPageFailed?(url: string, message: string): Promise<void>;
   /** Aborting stops the crawl: no new request leaves after abort, in-flight ones are cancelled. */
   signal: AbortSignal;
 }
