@@ -64,6 +64,8 @@ export function pageToMarkdown(html: string, url: string, onlyMainContent: boole
   const main = onlyMainContent ? mainContent(html, url) : undefined;
   // The <head> is not content (mdream would print the <title>); the title goes to the front matter.
   const body = main ? main.html : html.replace(HEAD, '');
-  const markdown = markdownEngine.convert(body, url).trim();
+  let markdown = markdownEngine.convert(body, url).trim();
+  // Readability takes the page's heading as the article's title and drops it from the content: put it back.
+  if (main?.title && !markdown.startsWith('#')) markdown = `# ${main.title}\n\n${markdown}`;
   return { title: title ?? main?.title ?? null, markdown };
 }
