@@ -4,7 +4,7 @@
  * PostgreSQL: BENCH_DATABASE_URL, else TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test
  * (a scratch database is made).
  * Sections: `npm run bench -- foundation`, `scraping`, `lead-insert`, `matching`, `accounts`, `events`, `analytics`,
- * `deliverability`, `outreach`, `browser` (default: all).
+ * `deliverability`, `outreach`, `browser`, `markdown` (default: all).
  */
 import { benchAccounts } from './accounts.ts';
 import { benchAnalytics } from './analytics.ts';
@@ -14,6 +14,7 @@ import { benchEvents } from './events.ts';
 import { benchFoundation } from './foundation.ts';
 import { benchLeadInsert } from './lead-insert.ts';
 import { printTable, type Row } from './lib.ts';
+import { benchMarkdown } from './markdown.ts';
 import { benchMatching } from './matching.ts';
 import { benchOutreach } from './outreach.ts';
 import { benchScraping } from './scraping.ts';
@@ -29,6 +30,7 @@ const sections: Record<string, () => Promise<Row[]>> = {
   deliverability: benchDeliverability,
   outreach: benchOutreach,
   browser: benchBrowser,
+  markdown: benchMarkdown,
 };
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const unknown = wanted.filter((name) => !(name in sections));
