@@ -56,7 +56,9 @@ async function timedExport(client: ApiClient, origin: string) {
     view = (await client.call('GET', `/api/markdown-exports/${created.id}`)).body.data.export;
   }
   const secs = (performance.now() - started) / 1000;
-  return { rate: view.pagesDone / secs, view: view as { pagesDone: number; status: string } };
+  const runSecs = (Date.parse(view.finishedAt) - Date.parse(view.startedAt)) / 1000;
+  const queuedSecs = (Date.parse(view.startedAt) - Date.parse(view.createdAt)) / 1000;
+  return { rate: view.pagesDone / secs, runSecs, queuedSecs, secs, view: view as { pagesDone: number; status: string } };
 }
 
 async function onRuntime(label: string, databaseUrl: string | undefined, origin: string): Promise<Row[]> {
@@ -81,14 +83,15 @@ async function onRuntime(label: string, databaseUrl: string | undefined, origin:
     await bareLoop(origin); // warm-up: JIT, connections
     for (let round = 0; round < rounds; round++) {
       const bare = await bareLoop(origin);
-      const { rate, view } = await timedExport(client, origin);
+      const { rate, view, runSecs, queuedSecs, secs } = await timedExport(client, origin);
       allDone &&= view.status === 'COMPLETED' && view.pagesDone === PAGES;
       ratios.push(rate / bare.rate);
       rates.push(rate);
       converter.push(bare.convertMs);
       console.log(
         `${label} round ${round + 1}: bare loop ${bare.rate.toFixed(0)}, export ${rate.toFixed(0)} pages/s ` +
-          `(${view.pagesDone} pages, ${view.status}), ratio ${(rate / bare.rate).toFixed(2)}`,
+          `(${view.pagesDone} pages, ${view.status}; ${secs.toFixed(2)} s: queued ${queuedSecs.toFixed(2)}, ` +
+          `running ${runSecs.toFixed(2)}), ratio ${(rate / bare.rate).toFixed(2)}`,
       );
     }
     const ratio = median(ratios);
@@ -124,6 +127,7 @@ export async function benchMarkdown(): Promise<Row[]> {
   const postgres = await freshBenchDatabase('quarry_bench_markdown');
   try {
     const rows = await onRuntime('PostgreSQL', postgres.url, site.origin);
+    if (process.env.BENCH_MARKDOWN_PGLITE === '0') return rows;
     return [...rows, ...(await onRuntime('PGlite', undefined, site.origin)).slice(0, 2)];
   } finally {
     await postgres.drop();

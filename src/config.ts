@@ -102,6 +102,8 @@ const envSchema = z.object({
   SCRAPER_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
   /** Scraping jobs one worker process runs at once. */
   JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  /** Threads converting markdown export pages (default: cores − 1, 1 to 4); 0 converts on the event loop. */
+  MARKDOWN_CONVERT_THREADS: z.coerce.number().int().min(0).max(32).optional(),
   CHROMIUM_PATH: z.string().default('/usr/bin/chromium'),
   ADMIN_EMAILS: emailList.default([]),
   /** Addresses every warmup domain also sends to (docs/outreach.md "Warmup domains"). */

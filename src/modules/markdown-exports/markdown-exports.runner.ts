@@ -10,7 +10,7 @@ import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../queue/queues.ts';
 import { AppError } from '../../shared/errors.ts';
 import { CrawlError, type CrawledPage, type CrawlSettings, loadRunCrawl, type RunCrawl } from '../scraping/index.ts';
-import { pageToMarkdown } from './markdown-convert.ts';
+import { createConvertPool, defaultConvertThreads } from './markdown-convert-pool.ts';
 import { type MarkdownExportRow, markdownExportRepository, type StoredPage } from './markdown-exports.repository.ts';
 import {
   emitExportCompleted,
@@ -69,6 +69,7 @@ export function createMarkdownExportRunner(deps: AppDeps, options: { runCrawl?: 
   const workerId = `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const running = new Map<string, AbortController>();
   let stopping = false;
+  const pool = createConvertPool(deps.config.MARKDOWN_CONVERT_THREADS ?? defaultConvertThreads());
   const publish = (row: MarkdownExportRow) => publishExportUpdate(deps.notifier, row);
 
   async function run(exportId: string): Promise<void> {
@@ -134,7 +135,7 @@ export function createMarkdownExportRunner(deps: AppDeps, options: { runCrawl?: 
     const flushTimer = setInterval(() => void flushNow().catch(() => {}), FLUSH_MS);
     flushTimer.unref();
     const onPage = async (page: CrawledPage) => {
-      const converted = pageToMarkdown(page.html ?? '', page.url, row.options.onlyMainContent);
+      const converted = await pool.convert(page.html ?? '', page.url, row.options.onlyMainContent);
       buffer.push({ url: page.url, title: converted.title, markdown: converted.markdown, depth: page.depth ?? 0 });
       if (buffer.length >= BATCH) await flushNow();
     };
@@ -224,6 +225,7 @@ export function createMarkdownExportRunner(deps: AppDeps, options: { runCrawl?: 
       for (const controller of running.values()) controller.abort(new Error('worker shutting down'));
       const deadline = Date.now() + 5_000;
       while (running.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await pool.close();
     },
   };
 }
