@@ -1,5 +1,5 @@
 /**
- * Markdown exports (README "Markdown exports"): a 500-page loopback site exported through the real service
+ * Markdown exports (docs/scraping.md "Markdown exports"): a 500-page loopback site exported through the real service
  * (API + in-process workers), pages/s, against a bare loop in the same run: undici fetch of the same pages, one
  * after the other, each converted by the same converter (Readability + mdream). The ratio is the median of
  * BENCH_MARKDOWN_ROUNDS rounds (each measures both back to back); the converter's own time per page is reported.
@@ -58,7 +58,13 @@ async function timedExport(client: ApiClient, origin: string) {
   const secs = (performance.now() - started) / 1000;
   const runSecs = (Date.parse(view.finishedAt) - Date.parse(view.startedAt)) / 1000;
   const queuedSecs = (Date.parse(view.startedAt) - Date.parse(view.createdAt)) / 1000;
-  return { rate: view.pagesDone / secs, runSecs, queuedSecs, secs, view: view as { pagesDone: number; status: string } };
+  return {
+    rate: view.pagesDone / secs,
+    runSecs,
+    queuedSecs,
+    secs,
+    view: view as { pagesDone: number; status: string },
+  };
 }
 
 async function onRuntime(label: string, databaseUrl: string | undefined, origin: string): Promise<Row[]> {

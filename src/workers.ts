@@ -108,7 +108,7 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
   await boss.work(QUEUES.sourceScheduler, async () => {
     await dispatchDueSources(deps, jobService);
   });
-  // Markdown exports: crawls like scrape jobs (docs/scraping.md "Markdown exports"), their own rows and recovery.
+  // Markdown exports: crawls like scrape jobs (docs/scraping.md "Markdown exports"), with their own rows and recovery.
   const markdownRunner = createMarkdownExportRunner(deps, options);
   await markdownRunner.start();
   await boss.work<MarkdownExportMessage, void, typeof scrapeWork>(QUEUES.markdownExport, scrapeWork, async ([job]) => {

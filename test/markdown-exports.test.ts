@@ -1,5 +1,5 @@
 /**
- * Markdown exports over HTTP (README "Markdown exports"): a loopback documentation site whose expected markdown
+ * Markdown exports over HTTP (docs/scraping.md "Markdown exports"): a loopback documentation site whose expected markdown
  * per page is the oracle; link rules (depth, page limit, include/exclude, sitemap, robots.txt, same site);
  * downloads; retry of failed pages; credits; the webhook event; cancellation; isolation; bad input; the SSRF
  * guard; DYNAMIC on real Chromium.

@@ -6,7 +6,7 @@ import { users } from './users.ts';
 export const markdownExportStatuses = ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
 export const markdownScrapeTypes = ['STATIC', 'DYNAMIC'] as const;
 
-/** What a run follows (README "Markdown exports"): kept as the client gave it. */
+/** What a run follows (docs/scraping.md "Markdown exports"): kept as the client gave it. */
 export interface MarkdownExportOptions {
   maxPages: number;
   maxDepth: number;

@@ -1,5 +1,5 @@
 /**
- * HTML → markdown for exports (README "Markdown exports"): mdream (its Rust build when the platform package is
+ * HTML → markdown for exports (docs/scraping.md "Markdown exports"): mdream (its Rust build when the platform package is
  * installed, `@mdream/js` otherwise), tables as GFM, code blocks with their language, links and images made
  * absolute against the page's URL. With `onlyMainContent`, Mozilla Readability over linkedom keeps the article
  * and drops navigation, headers and footers; without it the whole body is kept (footers with contacts too).

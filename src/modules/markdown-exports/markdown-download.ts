@@ -1,5 +1,5 @@
 /**
- * The files of a download (README "Markdown exports"): a ZIP of one `.md` per page, each opening with YAML
+ * The files of a download (docs/scraping.md "Markdown exports"): a ZIP of one `.md` per page, each opening with YAML
  * front matter (url, title, fetchedAt, depth), or one llms-full.txt-style file of every page in turn.
  */
 import { strToU8, Zip, ZipDeflate } from 'fflate';
@@ -23,7 +23,12 @@ export function frontMatter(page: MarkdownPageRow): string {
 /** A page's path in the ZIP: host/path, `index.md` for a folder, the query kept in the name; unique. */
 export function zipPathOf(url: string, taken: Set<string>): string {
   const u = new URL(url);
-  let path = decodeURIComponent(u.pathname);
+  let path = u.pathname;
+  try {
+    path = decodeURIComponent(path);
+  } catch {
+    // A malformed escape stays as it is (made safe below).
+  }
   if (path.endsWith('/')) path += 'index';
   path = path.replace(/\.(html?|php|aspx?)$/i, '');
   if (u.search) path += `_${u.search.slice(1)}`;

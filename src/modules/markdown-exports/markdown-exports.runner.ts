@@ -1,5 +1,5 @@
 /**
- * Runs markdown exports in this process (README "Markdown exports"): claims the export's row, crawls the site
+ * Runs markdown exports in this process (docs/scraping.md "Markdown exports"): claims the export's row, crawls the site
  * on the scraping engine (robots.txt, politeness, the SSRF guard, cancellation), converts each page with mdream
  * and stores it in batches, charging `markdown_pages` per page stored; heartbeats let another worker take over
  * the export of a dead one (recovery below), and a run taken over stores only pages it had not stored yet.

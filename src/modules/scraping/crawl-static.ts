@@ -39,7 +39,11 @@ export class SingleParseCheerioCrawler extends CheerioCrawler {
 const ANCHOR_HREF = /<a\s[^>]*?\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))/gi;
 const BASE_HREF = /<base\s[^>]*?\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))/i;
 const decodeHref = (href: string) =>
-  href.replace(/&amp;/g, '&').replace(/&#x2F;/gi, '/').replace(/&#47;/g, '/').trim();
+  href
+    .replace(/&amp;/g, '&')
+    .replace(/&#x2F;/gi, '/')
+    .replace(/&#47;/g, '/')
+    .trim();
 
 export function linksOfHtml(html: string, url: string): string[] {
   const base = BASE_HREF.exec(html);

@@ -1,5 +1,5 @@
 /**
- * Which links a site crawl follows (markdown exports, README "Markdown exports"): pure decisions over
+ * Which links a site crawl follows (markdown exports, docs/scraping.md "Markdown exports"): pure decisions over
  * URLs, unit-tested without a network. Path patterns are globs on the URL's path: `*` matches within one
  * path segment, `**` across segments (`/docs/**`, `/blog/*.html`); an exclude wins over an include.
  */

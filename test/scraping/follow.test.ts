@@ -1,0 +1,84 @@
+/**
+ * The link rules of a site crawl (markdown exports): path globs, same site, depth, sitemap entries, and links
+ * read from HTML without a DOM; plus the file names of an export's ZIP.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { zipPathOf } from '../../src/modules/markdown-exports/markdown-download.ts';
+import { linksOfHtml } from '../../src/modules/scraping/crawl-static.ts';
+import { globToRegExp, linkPolicy, sitemapLocations } from '../../src/modules/scraping/follow.ts';
+
+const rules = { maxDepth: 2, includePaths: [], excludePaths: [], sameSiteOnly: true, sitemap: false };
+
+describe('path globs', () => {
+  test('* stays within a segment, ** crosses them, the rest is literal', () => {
+    assert.ok(globToRegExp('/docs/*').test('/docs/install'));
+    assert.ok(!globToRegExp('/docs/*').test('/docs/a/b'));
+    assert.ok(globToRegExp('/docs/**').test('/docs/a/b'));
+    assert.ok(!globToRegExp('/docs/**').test('/blog/docs/a'));
+    assert.ok(globToRegExp('/a.(b)+').test('/a.(b)+'));
+    assert.ok(!globToRegExp('/a.b').test('/aXb'));
+  });
+});
+
+describe('linkPolicy', () => {
+  const start = new URL('https://www.example.com/');
+  test('same site ignores www. and the scheme, refuses other hosts', () => {
+    const p = linkPolicy(start, rules);
+    assert.ok(p.follows(new URL('https://example.com/a'), 0));
+    assert.ok(p.follows(new URL('http://www.example.com/a'), 0));
+    assert.ok(!p.follows(new URL('https://docs.example.com/a'), 0));
+    assert.ok(linkPolicy(start, { ...rules, sameSiteOnly: false }).follows(new URL('https://other.test/'), 0));
+    assert.ok(!p.follows(new URL('mailto:a@example.com'), 0));
+  });
+  test('depth: a link found at depth d is at d + 1', () => {
+    const p = linkPolicy(start, rules);
+    assert.ok(p.follows(new URL('https://example.com/a'), 1));
+    assert.ok(!p.follows(new URL('https://example.com/a'), 2));
+  });
+  test('an exclude wins over an include; no include takes every path', () => {
+    const p = linkPolicy(start, { ...rules, includePaths: ['/docs/**'], excludePaths: ['/docs/old/**'] });
+    assert.ok(p.takes(new URL('https://example.com/docs/new/x')));
+    assert.ok(!p.takes(new URL('https://example.com/docs/old/x')));
+    assert.ok(!p.takes(new URL('https://example.com/blog')));
+  });
+});
+
+test('sitemapLocations reads pages of a urlset and sitemaps of an index, entities decoded', () => {
+  assert.deepEqual(
+    sitemapLocations(
+      '<urlset><url><loc> https://e.test/a?x=1&amp;y=2 </loc></url><url><loc>https://e.test/b</loc></url></urlset>',
+    ),
+    { pages: ['https://e.test/a?x=1&y=2', 'https://e.test/b'], sitemaps: [] },
+  );
+  assert.deepEqual(
+    sitemapLocations('<sitemapindex><sitemap><loc>https://e.test/s1.xml</loc></sitemap></sitemapindex>'),
+    {
+      pages: [],
+      sitemaps: ['https://e.test/s1.xml'],
+    },
+  );
+});
+
+test('linksOfHtml resolves every <a href> against the page (or its <base>), quoted or not', () => {
+  const html =
+    '<a href="/x">x</a><A class=c HREF=\'y?a=1&amp;b=2\'>y</A><a data-x="1" href=z>z</a><a name="n">no</a>' +
+    '<area href="/not-a-link">';
+  assert.deepEqual(linksOfHtml(html, 'https://e.test/dir/page'), [
+    'https://e.test/x',
+    'https://e.test/dir/y?a=1&b=2',
+    'https://e.test/dir/z',
+  ]);
+  assert.deepEqual(linksOfHtml('<base href="https://cdn.test/root/"><a href="p">p</a>', 'https://e.test/'), [
+    'https://cdn.test/root/p',
+  ]);
+});
+
+test('zipPathOf: host and path, index for folders, the query in the name, unique', () => {
+  const taken = new Set<string>();
+  assert.equal(zipPathOf('http://127.0.0.1:8080/', taken), '127.0.0.1_8080/index.md');
+  assert.equal(zipPathOf('https://e.test/docs/install.html', taken), 'e.test/docs/install.md');
+  assert.equal(zipPathOf('https://e.test/docs/install', taken), 'e.test/docs/install-2.md');
+  assert.equal(zipPathOf('https://e.test/a?b=c&d', taken), 'e.test/a_b_c_d.md');
+  assert.equal(zipPathOf('https://e.test/../../etc/passwd', taken), 'e.test/etc/passwd.md');
+});
