@@ -360,6 +360,8 @@ describe('GET /api/users/export/download', () => {
         'email_bounces.csv',
         'jobs.csv',
         'leads.csv',
+        'markdown_export_pages.csv',
+        'markdown_exports.csv',
         'matching_rules.csv',
         'matching_runs.csv',
         'outreach_campaigns.csv',

@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { strFromU8, unzipSync } from 'fflate';
 import { queryRows } from '../src/db/client.ts';
+import { createMarkdownExportRecovery, createMarkdownExportService } from '../src/modules/markdown-exports/index.ts';
 import { eventDataSchemas } from '../src/shared/event-payloads.ts';
 import { expectedMarkdown, type MarkdownSite, startMarkdownSite } from './fixtures/markdown-site.ts';
 import { createTestContext, createTwoUserContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
@@ -284,6 +285,30 @@ describe('cancellation and deletion', () => {
       sql`SELECT count(*)::int AS n FROM markdown_export_pages WHERE export_id = ${created.id}`,
     );
     assert.equal(left!.n, 0);
+  });
+});
+
+describe('crash recovery', () => {
+  test('an export of a worker that stopped beating is taken over; pages stored before are not charged again', async () => {
+    const created = await create(alice, { startUrl: `${site.origin}/docs/api`, maxDepth: 0 });
+    await finished(alice, created.id);
+    // As a worker that died mid-run leaves it: RUNNING, its heartbeat minutes old.
+    await ctx.deps.db.execute(
+      sql`UPDATE markdown_exports SET status = 'RUNNING', worker_id = 'gone:1:abc', attempts = 1,
+          heartbeat_at = now() - interval '5 minutes' WHERE id = ${created.id}`,
+    );
+    const recovery = createMarkdownExportRecovery(ctx.deps, createMarkdownExportService(ctx.deps));
+    assert.deepEqual((await recovery.sweep()).requeued, [created.id]);
+    const done = await finished(alice, created.id);
+    assert.equal(done.status, 'COMPLETED');
+    assert.equal(done.pagesDone, 1);
+    assert.equal((done as ExportView & { attempts: number }).attempts, 2);
+    const [ledger] = await queryRows<{ units: number }>(
+      ctx.deps.db,
+      sql`SELECT coalesce(sum(units), 0)::int AS units FROM credit_transactions
+          WHERE user_id = ${alice.id} AND reason = ${`markdown export ${created.id}`}`,
+    );
+    assert.equal(ledger!.units, 1);
   });
 });
 
