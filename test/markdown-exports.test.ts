@@ -333,6 +333,16 @@ describe('access and input', () => {
     assertError(await ctx.call(alice, 'GET', '/api/markdown-exports/not-a-uuid'), 404, 'NOT_FOUND');
   });
 
+  test('a key with markdown:read reads exports but cannot start one', async () => {
+    const res = await ctx.call(alice, 'POST', '/api/api-keys', { name: 'reader', scopes: ['markdown:read'] });
+    assert.equal(res.statusCode, 201, res.body);
+    const reader = { ...alice, headers: { authorization: `Bearer ${res.json().data.apiKey.key}` } };
+    assert.equal((await ctx.call(reader, 'GET', '/api/markdown-exports')).statusCode, 200);
+    const refused = await ctx.call(reader, 'POST', '/api/markdown-exports', { startUrl: `${site.origin}/` });
+    assert.equal(refused.statusCode, 403, refused.body);
+    assert.equal(refused.json().error.code, 'INSUFFICIENT_SCOPE');
+  });
+
   test('bad input is a 400 naming the field', async () => {
     const post = (body: Record<string, unknown>) => ctx.call(alice, 'POST', '/api/markdown-exports', body);
     assertValidation(await post({}), 'startUrl');
