@@ -1,9 +1,10 @@
 /**
  * One screencast per live session, fanned out to every viewer of it: CDP `Page.startScreencast` on the session's
  * active tab over the service's own Playwright connection, following the active tab when it changes. Frames reach
- * the viewers at most `maxFps` times a second: a frame is acknowledged (so Chromium paints the next) once it has
- * been sent, and while the pace holds one back only the newest waits, so the last picture is never lost and nothing
- * queues. A viewer whose socket holds more than `maxBufferedBytes` unsent is dropped, not buffered for.
+ * the viewers at most `maxFps` times a second: each frame is acknowledged as it comes (so Chromium sends the next
+ * one it paints), and while the pace holds frames back only the newest waits for its slot, so what viewers see is
+ * fresh, the last picture is never lost, and nothing queues. A viewer whose socket holds more than
+ * `maxBufferedBytes` unsent is dropped, not buffered for.
  */
 import type { CDPSession, Page } from 'playwright-core';
 import type { SessionOperations } from '../tabs/session-browser.ts';
@@ -56,7 +57,7 @@ export class LiveHub {
   #follower?: NodeJS.Timeout;
   #last?: string;
   #lastSentAt = 0;
-  #held?: { cast: Cast; text: string; ack: number };
+  #held?: { cast: Cast; frame: ScreencastFrame };
   #heldTimer?: NodeJS.Timeout;
   #buttons = 0;
   #ended = false;
@@ -203,29 +204,27 @@ export class LiveHub {
   }
 
   #onFrame(cast: Cast, frame: ScreencastFrame): void {
-    if (cast !== this.#cast) {
-      void cast.cdp.send('Page.screencastFrameAck', { sessionId: frame.sessionId }).catch(() => {});
-      return;
-    }
+    void cast.cdp.send('Page.screencastFrameAck', { sessionId: frame.sessionId }).catch(() => {});
+    if (cast !== this.#cast) return;
     this.framesReceived++;
-    const text = JSON.stringify({ type: 'frame', tabId: cast.tabId, metadata: frame.metadata, data: frame.data });
-    this.#held = { cast, text, ack: frame.sessionId };
+    this.#held = { cast, frame };
     const wait = this.#lastSentAt + 1000 / this.#options.maxFps - performance.now();
     if (wait <= 0) this.#release();
     else this.#heldTimer ??= setTimeout(() => this.#release(), wait);
   }
 
-  /** Sends the frame held back, then acknowledges it: Chromium sends the next one only then. */
+  /** Sends the newest frame held back for its slot. */
   #release(): void {
     this.#heldTimer = undefined;
     const held = this.#held;
     this.#held = undefined;
     if (!held || held.cast !== this.#cast) return;
     this.#lastSentAt = performance.now();
-    this.#last = held.text;
+    const { cast, frame } = held;
+    const text = JSON.stringify({ type: 'frame', tabId: cast.tabId, metadata: frame.metadata, data: frame.data });
+    this.#last = text;
     this.framesSent++;
-    for (const viewer of this.viewers) this.#deliver(viewer, held.text);
-    void held.cast.cdp.send('Page.screencastFrameAck', { sessionId: held.ack }).catch(() => {});
+    for (const viewer of this.viewers) this.#deliver(viewer, text);
   }
 
   #deliver(viewer: Viewer, text: string): void {
