@@ -292,6 +292,21 @@ describe('live views', () => {
     ws.close();
   });
 
+  it('a live view is refused once the API key that made it is revoked; one of another key still opens', async () => {
+    const extra = await ctx.api(alice, 'POST', '/api/api-keys', { name: 'live', scopes: ['browser:write'] });
+    assert.equal(extra.statusCode, 201, JSON.stringify(extra.json()));
+    const { id: keyId, key } = extra.json().data.apiKey;
+    const viaExtra = { ...alice, apiKey: key, headers: { authorization: `Bearer ${key}` } };
+    const fromExtra = (await createView({ mode: 'view' }, viaExtra)).json().data as LiveView;
+    const mine = await view('view');
+    assert.equal((await ctx.app.inject({ method: 'GET', url: new URL(fromExtra.url).pathname })).statusCode, 200);
+    assert.equal(await upgradeStatus(wsUrl(fromExtra.url)), 101);
+    assert.equal((await ctx.api(alice, 'DELETE', `/api/api-keys/${keyId}`)).statusCode, 200);
+    assert.equal((await ctx.app.inject({ method: 'GET', url: new URL(fromExtra.url).pathname })).statusCode, 401);
+    assert.equal(await upgradeStatus(wsUrl(fromExtra.url)), 401, 'its key is revoked');
+    assert.equal(await upgradeStatus(wsUrl(mine.url)), 101, "alice's own key still stands");
+  });
+
   it("the session's end closes its viewers", async () => {
     const v = await view('view');
     const ws = new WebSocket(wsUrl(v.url));

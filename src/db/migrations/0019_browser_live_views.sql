@@ -3,6 +3,7 @@ CREATE TABLE "browser_live_views" (
 	"session_id" uuid NOT NULL,
 	"user_id" uuid NOT NULL,
 	"client_ref" text,
+	"key_id" uuid,
 	"mode" text NOT NULL,
 	"expires_at" timestamp with time zone NOT NULL,
 	"revoked_at" timestamp with time zone,

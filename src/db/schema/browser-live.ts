@@ -20,6 +20,8 @@ export const browserLiveViews = pgTable(
       .references(() => users.id, { onDelete: 'cascade' }),
     /** The session's X-Client-Ref, copied: a view is found in the same scope as its session. */
     clientRef: text('client_ref'),
+    /** The API key that made it (no foreign key: keys are revoked, not deleted): refused once that key is not live. */
+    keyId: uuid('key_id'),
     /** view (frames only) or interact (frames, mouse, wheel, keyboard, control hand-off). */
     mode: text('mode').notNull(),
     expiresAt: tsColumn('expires_at').notNull(),

@@ -32,6 +32,8 @@ const CLOSE_GRACE_MS = 1000;
 /** Where the stream of a token is served: relayed from the host that holds the session, or here. */
 export type StreamTarget = { relay: Upstream } | { view: LiveViewRow; live: LiveSession };
 
+const keyRevoked = () => new AppError('UNAUTHORIZED', 'The API key that made this live view is revoked or expired');
+
 /** http(s)://… of the service as this request reached it, or PUBLIC_URL. */
 export const publicBase = (publicUrl: string | undefined, request: FastifyRequest): string =>
   publicUrl ? publicUrl.replace(/\/+$/, '') : `${request.protocol}://${request.host}`;
@@ -71,6 +73,7 @@ export function createLiveViews(deps: AppDeps) {
     sessionId: view.sessionId,
     userId: view.userId,
     clientRef: view.clientRef,
+    keyId: view.keyId,
     expiresAt: view.expiresAt.getTime(),
   });
 
@@ -125,6 +128,7 @@ export function createLiveViews(deps: AppDeps) {
         sessionId: live.id,
         userId: live.userId,
         clientRef: live.clientRef,
+        keyId: request.principal?.keyId ?? null,
         mode: body.mode,
         expiresAt: new Date(now() + body.expiresInMs),
         createdAt: clock.now(),
@@ -142,9 +146,14 @@ export function createLiveViews(deps: AppDeps) {
       if (held) (await held).hub.close(1008, 'the live view was revoked', row.id);
     },
 
-    /** The page of a token: its mode (401 for a forged or expired token, 404 once revoked). */
+    /**
+     * The page of a token: its mode (401 for a forged or expired token, or once the API key that made it is revoked;
+     * 404 once the view is revoked). The stream checks the account and the session too.
+     */
     async pageOf(token: string): Promise<LiveMode> {
-      return (await viewOf(grantOf(token))).mode as LiveMode;
+      const view = await viewOf(grantOf(token));
+      if (view.keyId !== null && !(await deps.apiKeys.isLive(view.keyId))) throw keyRevoked();
+      return view.mode as LiveMode;
     },
 
     /** Where a token's stream is served; refusals (401, 404, 503) before the upgrade. */
