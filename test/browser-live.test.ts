@@ -6,12 +6,14 @@
  * expired are 401, revoked 404; other users and other X-Client-Refs 404; bad input 400 naming the field.
  */
 import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import WebSocket from 'ws';
 import { queryRows } from '../src/db/client.ts';
 import { liveViewsOf } from '../src/modules/browser/live/live.service.ts';
+import { LiveHub, type Viewer } from '../src/modules/browser/live/screencast.ts';
 import { eventDataSchemas } from '../src/shared/event-payloads.ts';
 import { LIVE_BLUE, LIVE_GREEN, startLivePages } from './fixtures/live-pages.ts';
 import { eventually, type TestUser } from './helpers/app.ts';
@@ -316,5 +318,64 @@ describe('live views', () => {
     assert.equal(await closed, 1001);
     assert.equal((await ctx.app.inject({ method: 'GET', url: new URL(v.url).pathname })).statusCode, 200);
     assert.equal(await upgradeStatus(wsUrl(v.url)), 404, 'the stream of an ended session');
+  });
+});
+
+describe('the screencast hub', () => {
+  /** A tab whose CDP session records the commands sent and lets the test emit frames. */
+  function fakeTab() {
+    const cdp = Object.assign(new EventEmitter(), {
+      sent: [] as string[],
+      send: async (method: string) => {
+        cdp.sent.push(method);
+        return {};
+      },
+      detach: async () => {},
+    });
+    const page = { isClosed: () => false, context: () => ({ newCDPSession: async () => cdp }) };
+    const ops = { tabs: { current: () => ({ id: 'tab_1', page }) }, touch: () => {} };
+    return { cdp, ops: ops as never };
+  }
+  const viewerOf = (buffered = 0): Viewer & { got: string[]; closed?: number } => {
+    const v: Viewer & { got: string[]; closed?: number } = {
+      viewId: 'v',
+      mode: 'view',
+      got: [],
+      send: (text) => v.got.push(text),
+      bufferedAmount: buffered,
+      close: (code) => {
+        v.closed = code;
+        hub.remove(v);
+      },
+    };
+    return v;
+  };
+  let hub: LiveHub;
+  const frame = (n: number) => ({ data: `jpeg${n}`, metadata: { timestamp: n }, sessionId: n });
+
+  it('one screencast for every viewer, paced to maxFps with the newest frame kept; a viewer that does not read is dropped', async () => {
+    const { cdp, ops } = fakeTab();
+    hub = new LiveHub(ops, { maxFps: 10, maxBufferedBytes: 1000 });
+    const [a, b, slow] = [viewerOf(), viewerOf(), viewerOf(5000)];
+    hub.add(a);
+    hub.add(b);
+    await eventually(async () => cdp.sent.includes('Page.startScreencast'), 2000, 10);
+    hub.add(slow);
+    for (let n = 1; n <= 5; n++) cdp.emit('Page.screencastFrame', frame(n));
+    assert.equal(cdp.sent.filter((m) => m === 'Page.startScreencast').length, 1, 'one screencast for three viewers');
+    assert.equal(cdp.sent.filter((m) => m === 'Page.screencastFrameAck').length, 5, 'every frame acknowledged');
+    assert.equal(slow.closed, 1013, 'the viewer that does not read is dropped');
+    assert.deepEqual(
+      a.got.map((t) => JSON.parse(t).data),
+      ['jpeg1'],
+      'the first at once, the rest wait for the next slot',
+    );
+    await eventually(async () => a.got.length === 2, 1000, 10);
+    assert.equal(JSON.parse(a.got[1]!).data, 'jpeg5', 'only the newest of those held back');
+    assert.deepEqual(b.got, a.got);
+    assert.equal(hub.framesSent, 2);
+    hub.remove(a);
+    hub.remove(b);
+    await eventually(async () => cdp.sent.includes('Page.stopScreencast'), 1000, 10);
   });
 });
