@@ -14,6 +14,7 @@ import { createLeadValidationService, type EmailValidationJob } from './modules/
 import type { MatchingJob } from './modules/matching/index.ts';
 import { createMatchingRecovery, createMatchingRunner } from './modules/matching/index.ts';
 import { createInboxReader, createInboxWatcher, createSequencer } from './modules/outreach/index.ts';
+import { createEnricher, type NetworkEnrichMessage } from './modules/professional-network/index.ts';
 import type { RunCrawl } from './modules/scraping/index.ts';
 import { createWarmupSender } from './modules/warmup/index.ts';
 import { createWebhookDispatcher, pruneWebhookHistory } from './modules/webhooks/index.ts';
@@ -91,6 +92,15 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
   });
   const matchingRecovery = createMatchingRecovery(deps);
   matchingRecovery.start();
+
+  // Professional-network enrichment runs in a cloud-browser session, so only where this process hosts browsers.
+  if (deps.config.RUN_BROWSERS) {
+    const enricher = createEnricher(deps);
+    const enrichWork = { localConcurrency: 2, notifyPollingIntervalSeconds: 2 } as const;
+    await boss.work<NetworkEnrichMessage, void, typeof enrichWork>(QUEUES.networkEnrich, enrichWork, async ([job]) => {
+      if (job) await enricher.run(job.data.jobId);
+    });
+  }
 
   const jobService = createJobService(deps);
   const runner = createJobRunner(deps, options);
