@@ -100,6 +100,8 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
     await boss.work<NetworkEnrichMessage, void, typeof enrichWork>(QUEUES.networkEnrich, enrichWork, async ([job]) => {
       if (job) await enricher.run(job.data.jobId);
     });
+    // Embedded: this process is the only one, so RUNNING jobs are orphans of the last run.
+    if (deps.database.pglite) await enricher.resumeOrphans();
   }
 
   const jobService = createJobService(deps);

@@ -7,8 +7,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { eq } from 'drizzle-orm';
-import { networkCredentials } from '../src/db/schema/index.ts';
+import { networkCredentials, networkEnrichJobs } from '../src/db/schema/index.ts';
 import { collectUserData } from '../src/modules/data-export/data-export.builder.ts';
+import { createEnricher } from '../src/modules/professional-network/index.ts';
 import { type NetworkSite, startNetworkSite } from './fixtures/network-site.ts';
 import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError } from './helpers/assertions.ts';
@@ -380,6 +381,41 @@ describe('enrichment jobs', () => {
     assert.deepEqual([done.status, done.processed, done.enriched], ['STOPPED', 1, 1]);
     assert.match(done.stopReason, /RATE_LIMITED/);
   });
+});
+
+test('a job left RUNNING by a crash resumes after its last recorded lead', async () => {
+  const cred = await credential(alice, { cookie: GOOD });
+  const ids = await seed(alice, [
+    { customFields: { profileUrl: profile('ann-lee') } },
+    { customFields: { profileUrl: profile('cid-moss') } },
+  ]);
+  const [row] = await ctx.deps.db
+    .insert(networkEnrichJobs)
+    .values({
+      userId: alice.id,
+      credentialId: cred.id,
+      status: 'RUNNING',
+      leadIds: ids,
+      processed: 1,
+      enriched: 1,
+      results: [{ leadId: ids[0]!, status: 'ENRICHED' }],
+      startedAt: new Date(),
+    })
+    .returning();
+  const before = site.profileRequests().length;
+  assert.equal(await createEnricher(ctx.deps).resumeOrphans(), 1);
+  const done = await eventually(async () => {
+    const j = (await call(alice, 'GET', `/api/linkedin/jobs/${row!.id}`)).json().data.job;
+    return j.status === 'COMPLETED' && j;
+  }, 60_000);
+  assert.deepEqual([done.processed, done.enriched, done.results.length], [2, 2, 2]);
+  assert.deepEqual(
+    site
+      .profileRequests()
+      .slice(before)
+      .map((r) => r.path),
+    ['/in/cid-moss/'],
+  );
 });
 
 describe('commonalities', () => {

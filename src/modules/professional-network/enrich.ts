@@ -48,7 +48,8 @@ async function loadProfile(
   url: string,
 ): Promise<{ verdict: PageVerdict; profile?: ProfileData }> {
   const context = browser.contexts()[0] ?? (await browser.newContext());
-  await context.addCookies([{ name: credential.cookieName, value: credential.cookie, url: base, secure: false }]);
+  // Bound to the network's own address (host-only, secure on https), as its login would have set it.
+  await context.addCookies([{ name: credential.cookieName, value: credential.cookie, url: base, httpOnly: true }]);
   const page = await context.newPage();
   try {
     const response = await page.goto(url, { waitUntil: 'domcontentloaded', timeout: PAGE_TIMEOUT_MS });
@@ -157,6 +158,16 @@ export function createEnricher(deps: AppDeps) {
       const row = key ? await repo.findJob(key, userId) : undefined;
       if (!row) throw notFound('Enrichment job');
       return { ...toJobView(row), results: row.results };
+    },
+
+    /**
+     * Embedded database (one process): jobs left RUNNING by the previous run are handed to the worker again, and
+     * resume after their last recorded lead.
+     */
+    async resumeOrphans(): Promise<number> {
+      const ids = await repo.runningJobs();
+      for (const jobId of ids) await deps.boss.send(QUEUES.networkEnrich, { jobId } satisfies NetworkEnrichMessage);
+      return ids.length;
     },
 
     /** The worker: runs a job from where it stands (a redelivered one resumes after its last recorded lead). */

@@ -147,6 +147,14 @@ export function networkRepository(db: Db) {
         .where(and(eq(networkEnrichJobs.id, id), eq(networkEnrichJobs.processed, position)));
     },
 
+    async runningJobs(): Promise<string[]> {
+      const rows = await db
+        .select({ id: networkEnrichJobs.id })
+        .from(networkEnrichJobs)
+        .where(eq(networkEnrichJobs.status, 'RUNNING'));
+      return rows.map((r) => r.id);
+    },
+
     async finishJob(id: string, status: NetworkJobStatus, reason: string | null, now: Date): Promise<void> {
       await db
         .update(networkEnrichJobs)

@@ -95,13 +95,14 @@ export const professionalNetworkRoutes: RouteModule = (app, deps) => {
         '(LINKEDIN_DELAY_MS plus random LINKEDIN_JITTER_MS), stopped (STOPPED) at a challenge, a rejected login or ' +
         "the daily limit. The profile URL is the lead's `customFields.profileUrl`, else its `sourceUrl` when it is " +
         'a profile. 429 RATE_LIMIT_EXCEEDED when the credential has no requests left today; 400 INVALID_STATE ' +
-        'when no credential is ACTIVE.' +
+        'when no credential is ACTIVE; 409 CONFLICT when the new title and company would duplicate another lead of ' +
+        'its source.' +
         RISK,
       body: enrichBody,
       response: {
         200: envelope(enrichOneView),
         202: envelope(z.object({ job: jobView })),
-        ...errorResponses(400, 401, 403, 404, 429, 502, 503),
+        ...errorResponses(400, 401, 403, 404, 409, 429, 502, 503),
       },
     },
     handler: async (request, reply) => {

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import type { AppDeps } from '../../deps.ts';
 import { cleanTraits, compactForPrompt, isEmptyValue, linesWithin, traitSchema } from '../../shared/ai/traits.ts';
-import { notFound, validationError } from '../../shared/errors.ts';
+import { AppError, notFound, validationError } from '../../shared/errors.ts';
 import { createOutboundClient, OutboundError, outboundSettings } from '../../shared/outbound-http.ts';
 import { createLeadService } from '../leads/index.ts';
 import type { NetworkCommonalitiesView, ValidateView } from './network.schemas.ts';
@@ -118,8 +118,8 @@ export function createNetworkService(deps: Pick<AppDeps, 'db' | 'clock' | 'confi
       const ids = [...new Set(leadIds.map((id) => id.toLowerCase()))];
       const people: Person[] = [];
       for (const id of ids) {
-        const lead = await leads.get(userId, id).catch(() => {
-          throw notFound('Lead', 'leadIds');
+        const lead = await leads.get(userId, id).catch((err: unknown) => {
+          throw err instanceof AppError && err.code === 'NOT_FOUND' ? notFound('Lead', 'leadIds') : err;
         });
         const { location, ...customFields } = lead.customFields as Record<string, unknown>;
         people.push({
