@@ -9,7 +9,9 @@ import { after, before, describe, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import { networkCredentials, networkEnrichJobs } from '../src/db/schema/index.ts';
 import { collectUserData } from '../src/modules/data-export/data-export.builder.ts';
+import { credentialStatus } from '../src/modules/professional-network/credentials.ts';
 import { createEnricher } from '../src/modules/professional-network/index.ts';
+import type { CredentialRow } from '../src/modules/professional-network/network.repository.ts';
 import { type NetworkSite, startNetworkSite } from './fixtures/network-site.ts';
 import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError } from './helpers/assertions.ts';
@@ -134,6 +136,24 @@ describe('credentials', () => {
     assertError(await call(other, 'GET', '/api/linkedin/credentials'), 403, 'INSUFFICIENT_SCOPE');
     assertError(await call(other, 'GET', '/api/linkedin/jobs'), 403, 'INSUFFICIENT_SCOPE');
   });
+});
+
+test('status computation: the daily count restarts each UTC day, a soft ban lasts 24 hours, INVALID stays', () => {
+  const at = new Date('2026-03-10T23:59:00Z');
+  const row = {
+    dailyLimit: 2,
+    requestsDay: '2026-03-10',
+    requestsToday: 2,
+    softBannedAt: null,
+    invalidAt: null,
+  } as unknown as CredentialRow;
+  assert.equal(credentialStatus(row, at), 'RATE_LIMITED');
+  assert.equal(credentialStatus(row, new Date('2026-03-11T00:00:01Z')), 'ACTIVE');
+  assert.equal(credentialStatus({ ...row, requestsToday: 1 }, at), 'ACTIVE');
+  const banned = { ...row, requestsToday: 0, softBannedAt: new Date('2026-03-10T12:00:00Z') };
+  assert.equal(credentialStatus(banned, at), 'SOFT_BANNED');
+  assert.equal(credentialStatus(banned, new Date('2026-03-11T12:00:01Z')), 'ACTIVE');
+  assert.equal(credentialStatus({ ...banned, invalidAt: new Date('2026-01-01T00:00:00Z') }, at), 'INVALID');
 });
 
 describe('validate', () => {

@@ -12,7 +12,7 @@ import { AppError, notFound, validationError } from '../../shared/errors.ts';
 import { storedId } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { withServiceSession } from '../browser/index.ts';
-import { createLeadService, mergeLeadCustomFields } from '../leads/index.ts';
+import { createLeadService, LEAD_LIMITS, mergeLeadCustomFields } from '../leads/index.ts';
 import { createCredentials, type OpenCredential } from './credentials.ts';
 import { type EnrichJobRow, networkRepository } from './network.repository.ts';
 import type { EnrichInput, EnrichOneView, JobDetailView, JobView, ListQuery } from './network.schemas.ts';
@@ -86,8 +86,9 @@ export function createEnricher(deps: AppDeps) {
   /** Writes what the profile says into the lead (fields it does not say are left as they are). */
   async function apply(userId: string, leadId: string, url: string, profile: ProfileData) {
     const patch: { jobTitle?: string; company?: string } = {};
-    if (profile.title) patch.jobTitle = profile.title;
-    if (profile.company) patch.company = profile.company;
+    // Within the limits the leads API holds them to.
+    if (profile.title) patch.jobTitle = profile.title.slice(0, LEAD_LIMITS.jobTitle);
+    if (profile.company) patch.company = profile.company.slice(0, LEAD_LIMITS.company);
     if (Object.keys(patch).length) await leads.update(userId, leadId, patch);
     const fields: Record<string, string> = { profileUrl: url };
     if (profile.location) fields.location = profile.location;
