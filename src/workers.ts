@@ -33,7 +33,10 @@ export interface Workers {
 }
 
 /** Registers every queue's handler on this process's pg-boss instance. */
-export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCrawl } = {}): Promise<Workers> {
+export async function registerWorkers(
+  deps: AppDeps,
+  options: { runCrawl?: RunCrawl; hostsBrowsers?: boolean } = {},
+): Promise<Workers> {
   const { boss } = deps;
   await boss.work(QUEUES.maintenance, async () => {
     await pruneRateLimitEvents(deps.db, deps.clock);
@@ -93,8 +96,9 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
   const matchingRecovery = createMatchingRecovery(deps);
   matchingRecovery.start();
 
-  // Professional-network enrichment runs in a cloud-browser session, so only where this process hosts browsers.
-  if (deps.config.RUN_BROWSERS) {
+  // Professional-network enrichment runs in a cloud-browser session, so only where this process hosts them (default
+  // RUN_BROWSERS; the runtime says whether its API, which starts the sessions service, runs here too).
+  if (options.hostsBrowsers ?? deps.config.RUN_BROWSERS) {
     const enricher = createEnricher(deps);
     const enrichWork = { localConcurrency: 2, notifyPollingIntervalSeconds: 2 } as const;
     await boss.work<NetworkEnrichMessage, void, typeof enrichWork>(QUEUES.networkEnrich, enrichWork, async ([job]) => {
