@@ -31,6 +31,7 @@ import {
   outreachEmailRoutes,
   outreachUnsubscribeRoutes,
 } from './modules/outreach/index.ts';
+import { professionalNetworkRoutes } from './modules/professional-network/index.ts';
 import { profileTypeRoutes } from './modules/profile-types/index.ts';
 import { profileRoutes } from './modules/profiles/index.ts';
 import { projectRoutes } from './modules/projects/index.ts';
@@ -80,6 +81,8 @@ const routeModules: RouteModule[] = [
   webhookRoutes,
   // ---- deliverability ----
   warmupRoutes,
+  // ---- professional network ----
+  professionalNetworkRoutes,
   // ---- analytics and admin ----
   analyticsRoutes,
   adminRoutes,

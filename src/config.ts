@@ -206,6 +206,18 @@ const envSchema = z.object({
     .regex(/^[^;,\r\n]+$/, "CSP sources separated by spaces (no ';' or ',')")
     .default("'self'"),
   // ---- end of cloud browser ----
+  // ---- Professional network (docs/professional-network.md) ----
+  /** The network's base URL (scheme and host): profile URLs must be its /in/<slug> pages; tests use a loopback site. */
+  LINKEDIN_BASE_URL: z
+    .url({ protocol: /^https?$/ })
+    .refine((url) => /^https?:\/\/[^/?#]+\/?$/.test(url), 'must be a base URL without path, query or fragment')
+    .default('https://www.linkedin.com'),
+  /** A credential's daily request limit unless its create names one (`dailyLimit`). */
+  LINKEDIN_DAILY_LIMIT: z.coerce.number().int().min(1).max(10_000).default(80),
+  /** The least wait between two profile requests of an enrichment job, and the random extra on top of it. */
+  LINKEDIN_DELAY_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
+  LINKEDIN_JITTER_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
+  // ---- end of professional network ----
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_URL: z.url().optional(),
   // ---- Credits and payments (docs/webhooks-and-credits.md "Credits") ----

@@ -14,6 +14,7 @@ export * from './inbound-webhooks.ts';
 export * from './leads.ts';
 export * from './matching.ts';
 export * from './outreach.ts';
+export * from './professional-network.ts';
 export * from './profiles.ts';
 export * from './projects.ts';
 export * from './sources.ts';

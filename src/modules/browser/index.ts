@@ -4,6 +4,7 @@ export { browserExtensionRoutes } from './extensions/extensions.routes.ts';
 export { browserLiveRoutes } from './live/live.routes.ts';
 export type { LiveSession } from './sessions/host.ts';
 export { browserOperationRoutes } from './sessions/operations.ts';
+export { withServiceSession } from './sessions/service-session.ts';
 export { browserSessionRoutes } from './sessions/sessions.routes.ts';
 export type { SessionView } from './sessions/sessions.schemas.ts';
 export { type BrowserSessions, browserSessionsOf } from './sessions/sessions.service.ts';
