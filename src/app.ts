@@ -11,6 +11,7 @@ import {
   browserCdpRoutes,
   browserExtensionRoutes,
   browserOperationRoutes,
+  browserProfileRoutes,
   browserSessionRoutes,
   browserUsageRoutes,
 } from './modules/browser/index.ts';
@@ -95,6 +96,7 @@ const routeModules: RouteModule[] = [
   browserCdpRoutes,
   browserOperationRoutes,
   browserExtensionRoutes,
+  browserProfileRoutes,
   browserUsageRoutes,
 ];
 

@@ -4,8 +4,9 @@ import type { RouteModule } from '../../../route-module.ts';
 import { envelope, errorResponses, idParams, ok } from '../../../shared/http.ts';
 import { nextCursor } from '../../../shared/pagination.ts';
 import { forwardHttp } from '../hosts/forward.ts';
+import { webSocketBase } from './session-view.ts';
 import { createSessionBody, listSessionsQuery, sessionView, updateSessionBody } from './sessions.schemas.ts';
-import { browserSessionsOf, webSocketBase } from './sessions.service.ts';
+import { browserSessionsOf } from './sessions.service.ts';
 
 const tenancyNote =
   'With `X-Client-Ref`, only sessions recorded with that ref exist (others answer 404); without it, every ' +

@@ -13,7 +13,7 @@ const viewport = z.strictObject({
   height: z.number().int().min(200).max(2160),
 });
 
-const metadata = z
+export const metadata = z
   .record(z.string().regex(/^[\w.:-]{1,64}$/, 'keys: 1 to 64 of letters, digits, . : _ -'), z.string().max(512))
   .refine((m) => Object.keys(m).length <= 32, 'at most 32 entries');
 
