@@ -56,6 +56,11 @@ export const profilesRepository = {
     return row;
   },
 
+  /** Deletes a profile whatever its lease (one created for a save that failed). */
+  async removeById(db: Conn, id: string): Promise<void> {
+    await db.delete(browserProfiles).where(eq(browserProfiles.id, id));
+  },
+
   /** Takes the writer lease for `sessionId` when it is free or expired: the new fencing token, or undefined (held). */
   async acquire(db: Conn, id: string, sessionId: string, now: Date, ttlMs: number): Promise<number | undefined> {
     const [row] = await db

@@ -133,16 +133,17 @@ export function createProfiles(deps: AppDeps) {
       const token = await repo.acquire(db, target.id, live.id, clock.now(), LEASE_TTL_MS);
       if (token === undefined) throw profileLocked('This profile has a writer (a persistProfile session)');
       try {
-        return view(await leases.save(target, live.id, token, await browser()));
+        await leases.save(target, live.id, token, await browser());
       } catch (err) {
         if (created) {
-          await repo.removeUnheld(db, { userId: target.userId }, target.id, new Date(8.64e15)).catch(() => {});
+          await repo.removeById(db, target.id).catch(() => {});
           await leases.store.removeProfile(target.userId, target.id).catch(() => {});
         }
         throw err;
       } finally {
         await repo.free(db, target.id, token).catch(() => {});
       }
+      return view(await find({ userId: target.userId }, target.id));
     },
   };
 }
