@@ -11,10 +11,10 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { strFromU8, unzipSync } from 'fflate';
-import { LEASE_TTL_MS } from '../src/modules/browser/profiles/profile-leases.ts';
+import { LEASE_RENEW_MS, LEASE_TTL_MS } from '../src/modules/browser/profiles/profile-leases.ts';
 import { profilesRoot } from '../src/modules/browser/profiles/profiles.store.ts';
 import { type LoginSite, startLoginSite } from './fixtures/login-site.ts';
-import type { TestUser } from './helpers/app.ts';
+import { eventually, type TestUser } from './helpers/app.ts';
 import { type BrowserTestContext, createBrowserContext } from './helpers/browser.ts';
 
 const S = '/api/browser/sessions';
@@ -163,14 +163,21 @@ describe('one writer at a time', () => {
       sql`UPDATE browser_profiles SET lease_expires_at = now() - interval '1 second' WHERE id = ${p.id}`,
     );
     const second = await createSession({ profileId: p.id, persistProfile: true });
-    assert.equal((await profile(p.id)).writer.sessionId, second);
+    const taken = (await profile(p.id)).writer;
+    assert.equal(taken.sessionId, second);
+    // This host's next renewal round (every LEASE_RENEW_MS) extends the second's lease and finds the first's lost.
+    await eventually(
+      async () => Date.parse((await profile(p.id)).writer.leaseExpiresAt) > Date.parse(taken.leaseExpiresAt),
+      LEASE_RENEW_MS + 5000,
+      250,
+    );
 
     await logIn(second, 'eve');
     assert.equal(json(await saveProfile(second), 200).data.profile.version, 1);
     await logIn(first, 'fay');
     const stale = await saveProfile(first);
     assert.equal(json(stale, 409).error.code, 'PROFILE_LOCKED');
-    assert.match(stale.json().error.message, /stale/);
+    assert.match(stale.json().error.message, /stale/, JSON.stringify(stale.json()));
     const cookieOf = async () => (await exported(p.id)).state.cookies.find((c: any) => c.name === 'sid')?.value;
     assert.equal(await cookieOf(), 'eve');
 

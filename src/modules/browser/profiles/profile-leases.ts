@@ -28,6 +28,8 @@ interface ProfileSession {
   profileId: string;
   userId: string;
   token?: number;
+  /** Its lease was taken over: no longer renewed; its saves still carry the token, and the database refuses them. */
+  lost?: boolean;
 }
 
 export function createProfileLeases(deps: Pick<AppDeps, 'db' | 'config' | 'clock' | 'logger'>) {
@@ -39,17 +41,17 @@ export function createProfileLeases(deps: Pick<AppDeps, 'db' | 'config' | 'clock
 
   async function renewAll(): Promise<void> {
     for (const [sessionId, held] of sessions) {
-      if (held.token === undefined) continue;
+      if (held.token === undefined || held.lost) continue;
       const kept = await repo.renew(db, held.profileId, held.token, clock.now(), LEASE_TTL_MS).catch((err) => {
         logger.warn({ err, sessionId }, 'a browser profile lease could not be renewed');
         return true; // tried again next round; it holds until it expires
       });
       if (!kept) {
         logger.warn({ sessionId, profileId: held.profileId }, 'a browser profile lease was taken over');
-        held.token = undefined;
+        held.lost = true;
       }
     }
-    if (![...sessions.values()].some((s) => s.token !== undefined)) stopRenewing();
+    if (![...sessions.values()].some((s) => s.token !== undefined && !s.lost)) stopRenewing();
   }
 
   function stopRenewing(): void {
