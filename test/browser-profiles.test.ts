@@ -155,6 +155,21 @@ describe('one writer at a time', () => {
     await release(next);
   });
 
+  it('two writers created at once: exactly one gets the lease, the other 409 and no session', async () => {
+    const p = await newProfile('raced');
+    const before = json(await ctx.api(alice, 'GET', `${S}?limit=100`), 200).data.sessions.length;
+    const results = await Promise.all(
+      [0, 1].map(() => ctx.api(alice, 'POST', S, { profileId: p.id, persistProfile: true })),
+    );
+    const codes = results.map((r) => r.statusCode).sort();
+    assert.deepEqual(codes, [201, 409], JSON.stringify(results.map((r) => r.json())));
+    const winner = results.find((r) => r.statusCode === 201)!.json().data.session.id;
+    assert.equal((await profile(p.id)).writer.sessionId, winner);
+    const sessions = json(await ctx.api(alice, 'GET', `${S}?limit=100`), 200).data.sessions;
+    assert.equal(sessions.length, before + 1, 'the refused create left no session behind');
+    await release(winner);
+  });
+
   it('a save whose lease was taken over is refused; the stored state is the newer writer’s', async () => {
     const p = await newProfile('contested');
     const first = await createSession({ profileId: p.id, persistProfile: true });

@@ -80,3 +80,11 @@ export function createProfileStore(root: string) {
 }
 
 export type ProfileStore = ReturnType<typeof createProfileStore>;
+
+/** Every browser profile file of a user, removed once the account is erased (its rows went with the user's). */
+export async function removeProfileFilesOf(
+  config: Pick<Config, 'BROWSER_PROFILE_DIR' | 'dataDir'>,
+  userId: string,
+): Promise<void> {
+  await createProfileStore(profilesRoot(config)).removeUser(userId);
+}
