@@ -62,7 +62,7 @@ export const browserSessionRoutes: RouteModule = (app, deps) => {
         'runs: CDP commands sent while it starts wait for it, and a Chromium that does not come up ends the ' +
         'session FAILED with the reason (`endReason`); a binary that cannot be run is 503.',
       body: createSessionBody,
-      response: { 201: one, ...errorResponses(400, 401, 402, 403, 429, 503) },
+      response: { 201: one, ...errorResponses(400, 401, 402, 403, 404, 409, 429, 503) },
     },
     handler: async (request, reply) => {
       const session = await sessions.create(request, request.body, base(request));
