@@ -298,6 +298,9 @@ describe('tenancy, input and scopes', () => {
     const asB = await ctx.api(alice, 'POST', S, { profileId: a.id }, B);
     assert.equal(json(asB, 404).error.details[0].field, 'profileId');
     assert.equal((await ctx.api(bob, 'POST', S, { profileId: a.id })).statusCode, 404);
+    // A session recorded for ref B starts from B's profiles only, even when created key-wide.
+    const keyWide = await ctx.api(alice, 'POST', S, { profileId: a.id, clientRef: 'tenant-b' });
+    assert.equal(json(keyWide, 404).error.details[0].field, 'profileId');
     const mismatch = await ctx.api(alice, 'POST', P, { name: 'x', clientRef: 'tenant-b' }, A);
     assert.equal(json(mismatch, 400).error.code, 'CLIENT_REF_MISMATCH');
 

@@ -90,9 +90,25 @@ export function createProfileLeases(deps: Pick<AppDeps, 'db' | 'config' | 'clock
     return saved.row;
   }
 
+  /** A profile's current state; a file replaced by a save meanwhile is read again from the row's new pointer. */
+  async function stateOf(row: Pick<ProfileRow, 'id' | 'userId' | 'stateFile'>): Promise<ProfileState> {
+    for (let attempt = 0; ; attempt++) {
+      if (!row.stateFile) return EMPTY;
+      try {
+        return await store.read(row.userId, row.id, row.stateFile);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || attempt > 0) throw err;
+        const fresh = await repo.find(db, { userId: row.userId }, row.id);
+        if (!fresh) return EMPTY;
+        row = fresh;
+      }
+    }
+  }
+
   return {
     store,
     save,
+    stateOf,
 
     /** The profile a create names (404 naming profileId), checked before anything starts. */
     async forCreate(
@@ -131,9 +147,9 @@ export function createProfileLeases(deps: Pick<AppDeps, 'db' | 'config' | 'clock
       if (!held) return;
       const profile = await repo.find(db, { userId: held.userId }, held.profileId);
       if (!profile?.stateFile) return;
-      const state = await store.read(held.userId, held.profileId, profile.stateFile);
+      const state = await stateOf(profile);
       const context = (await browser()).contexts()[0];
-      await context?.setStorageState(state ?? EMPTY);
+      await context?.setStorageState(state);
     },
 
     /** The writer this host holds for a session, if any (for an explicit save). */

@@ -83,9 +83,7 @@ export function createProfiles(deps: AppDeps) {
     /** The ZIP of GET /profiles/{id}/export. */
     async exportZip(request: FastifyRequest, id: string): Promise<{ name: string; zip: Uint8Array }> {
       const row = await find(scopeOf(request), id);
-      const state = row.stateFile
-        ? await leases.store.read(row.userId, row.id, row.stateFile)
-        : { cookies: [], origins: [] };
+      const state = await leases.stateOf(row);
       const manifest = { format: EXPORT_FORMAT, exportedAt: clock.now().toISOString(), profile: view(row) };
       const zip = zipSync({
         'profile.json': strToU8(JSON.stringify(manifest, null, 2)),
@@ -116,7 +114,8 @@ export function createProfiles(deps: AppDeps) {
         const profile = { id: held.profileId, userId: held.userId };
         return view(await leases.save(profile, live.id, held.token, await browser()));
       }
-      const scope = scopeOf(request);
+      // The session's own ref decides which profiles it may write (the request's is the same or key-wide).
+      const scope = { userId: live.userId, clientRef: live.clientRef ?? undefined };
       let created = false;
       let target: ProfileRow;
       if (body.profileId !== undefined) target = await find(scope, body.profileId, 'profileId');

@@ -196,7 +196,7 @@ export function createBrowserSessions(deps: AppDeps) {
       }
       await deps.credits.assert(db, scope.userId, 'browser_minutes', 1);
       const extensionDirs = await extensions.dirsFor(scope.userId, body.extensionIds);
-      const profile = await profiles.forCreate(db, scope, body);
+      const profile = await profiles.forCreate(db, { userId: scope.userId, clientRef: clientRef ?? undefined }, body);
       const limits = {
         maxPerHost: config.BROWSER_MAX_SESSIONS,
         maxPerUser: config.BROWSER_MAX_SESSIONS_PER_USER,
