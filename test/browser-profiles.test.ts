@@ -56,6 +56,11 @@ async function whoAmI(id: string): Promise<string> {
   return (await act(id, 'evaluate', { function: "return document.getElementById('who').textContent" })).result;
 }
 
+/** Opens the fixture page's IndexedDB database `app` (store `kv`) as `db`, in an evaluate body. */
+const OPEN_DB = `const db = await new Promise((res, rej) => { const r = indexedDB.open('app', 1);
+  r.onupgradeneeded = () => r.result.createObjectStore('kv'); r.onsuccess = () => res(r.result);
+  r.onerror = () => rej(r.error); });`;
+
 const profile = async (id: string, headers = {}) =>
   json(await ctx.api(alice, 'GET', `${P}/${id}`, undefined, headers), 200).data.profile;
 const newProfile = async (name: string, headers = {}) =>
@@ -152,6 +157,31 @@ describe('one writer at a time', () => {
 
     const next = await createSession({ profileId: p.id, persistProfile: true });
     assert.equal(await whoAmI(next), 'logged in as cyd');
+    await release(next);
+  });
+
+  it('release-all saves every writer it releases, IndexedDB included', async () => {
+    const ref = { 'x-client-ref': 'release-all' };
+    const p = await newProfile('bulk', ref);
+    const writer = await createSession({ profileId: p.id, persistProfile: true }, ref);
+    await logIn(writer, 'ida');
+    await act(writer, 'evaluate', {
+      function: `${OPEN_DB}
+      await new Promise((res, rej) => { const tx = db.transaction('kv', 'readwrite');
+        tx.objectStore('kv').put('dark', 'theme'); tx.oncomplete = res; tx.onerror = () => rej(tx.error); });
+      return true;`,
+    });
+    const released = json(await ctx.api(alice, 'POST', `${S}/release-all`, undefined, ref), 200).data;
+    assert.equal(released.released, 1);
+    assert.equal((await profile(p.id)).version, 1);
+    const next = await createSession({ profileId: p.id }, ref);
+    assert.equal(await whoAmI(next), 'logged in as ida');
+    const theme = await act(next, 'evaluate', {
+      function: `${OPEN_DB}
+      return await new Promise((res, rej) => { const q = db.transaction('kv').objectStore('kv').get('theme');
+        q.onsuccess = () => res(q.result ?? null); q.onerror = () => rej(q.error); });`,
+    });
+    assert.equal(theme.result, 'dark');
     await release(next);
   });
 
