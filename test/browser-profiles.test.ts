@@ -11,6 +11,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { strFromU8, unzipSync } from 'fflate';
+import { chromium } from 'playwright-core';
 import { LEASE_RENEW_MS, LEASE_TTL_MS } from '../src/modules/browser/profiles/profile-leases.ts';
 import { profilesRoot } from '../src/modules/browser/profiles/profiles.store.ts';
 import { type LoginSite, startLoginSite } from './fixtures/login-site.ts';
@@ -125,6 +126,40 @@ describe('a profile carries a login from one session to the next', () => {
     assert.equal(session.profileId, saved.id);
     await Promise.all([release(second), release(plain)]);
     assert.equal(filesOf(alice.id, saved.id).length, 1, 'one state file');
+  });
+});
+
+describe('a login made by the client’s own Playwright', () => {
+  it('is saved (the service connects only for the save) and restored for the next client', async () => {
+    const created = json(await ctx.api(alice, 'POST', S, {}), 201).data.session;
+    const client = await chromium.connectOverCDP(created.cdpUrl);
+    try {
+      const page = client.contexts()[0]!.pages()[0] ?? (await client.contexts()[0]!.newPage());
+      await page.goto(`${site.url}/login`);
+      await page.fill('#user', 'jon');
+      await page.click('#go');
+      await page.waitForURL('**/me');
+      assert.equal(await page.textContent('#who'), 'logged in as jon');
+    } finally {
+      await client.close();
+    }
+    const saved = json(await saveProfile(created.id, { name: 'jon' }), 200).data.profile;
+    await release(created.id);
+    const { state } = await exported(saved.id);
+    assert.deepEqual(state.origins.find((o: any) => o.origin === site.url)?.localStorage, [
+      { name: 'user', value: 'jon' },
+    ]);
+
+    const next = json(await ctx.api(alice, 'POST', S, { profileId: saved.id }), 201).data.session;
+    const again = await chromium.connectOverCDP(next.cdpUrl);
+    try {
+      const page = again.contexts()[0]!.pages()[0] ?? (await again.contexts()[0]!.newPage());
+      await page.goto(`${site.url}/me`);
+      assert.equal(await page.textContent('#who'), 'logged in as jon');
+    } finally {
+      await again.close();
+    }
+    await release(next.id);
   });
 });
 

@@ -4,7 +4,7 @@
  * state; the writer's lease is renewed while it lives; at its end its state is saved with its token, then the lease
  * is freed. A host that dies stops renewing: the lease expires and the next writer takes it over.
  */
-import type { Browser } from 'playwright-core';
+import type { Browser, BrowserContext } from 'playwright-core';
 import type { Db, Tx } from '../../../db/client.ts';
 import type { AppDeps } from '../../../deps.ts';
 import { AppError, notFound, validationError } from '../../../shared/errors.ts';
@@ -22,6 +22,42 @@ const EMPTY: ProfileState = { cookies: [], origins: [] };
 
 export const profileLocked = (message: string) =>
   new AppError('PROFILE_LOCKED', message, { details: [{ field: 'profileId', message: 'the profile has a writer' }] });
+
+const httpOrigin = (url: string): string | undefined => {
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed.origin : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * The context's storage state. Playwright reads the storage of the origins it saw navigated to while connected; a
+ * tab a client opened before the service connected (the service connects on first use) is at an origin it has not
+ * seen: such origins are visited once in a temporary page, answered here and never fetched, so they count too.
+ */
+async function storageStateOf(context: BrowserContext): Promise<ProfileState> {
+  const state = (await context.storageState({ indexedDB: true })) as ProfileState;
+  const saved = new Set(state.origins.map((o) => o.origin));
+  const open = new Set(
+    context
+      .pages()
+      .flatMap((page) => page.frames().map((frame) => httpOrigin(frame.url())))
+      .filter((origin): origin is string => origin !== undefined && !saved.has(origin)),
+  );
+  if (open.size === 0) return state;
+  const page = await context.newPage();
+  try {
+    await page.route('**/*', (route) =>
+      route.fulfill({ status: 200, contentType: 'text/html', body: '<!doctype html><title></title>' }),
+    );
+    for (const origin of open) await page.goto(`${origin}/`);
+  } finally {
+    await page.close().catch(() => {});
+  }
+  return (await context.storageState({ indexedDB: true })) as ProfileState;
+}
 
 /** A session of this host started from a profile; `token` while it holds the profile's writer lease. */
 interface ProfileSession {
@@ -71,7 +107,7 @@ export function createProfileLeases(deps: Pick<AppDeps, 'db' | 'config' | 'clock
   ): Promise<ProfileRow> {
     const context = browser.contexts()[0];
     if (!context) throw new Error('the browser has no default context');
-    const bytes = Buffer.from(JSON.stringify(await context.storageState({ indexedDB: true })));
+    const bytes = Buffer.from(JSON.stringify(await storageStateOf(context)));
     if (bytes.length > maxBytes) {
       const message = `the browser state is ${Math.ceil(bytes.length / 2 ** 20)} MB, over BROWSER_PROFILE_MAX_MB (${config.BROWSER_PROFILE_MAX_MB} MB)`;
       throw new AppError('PAYLOAD_TOO_LARGE', message, { details: [{ field: 'state', message }] });

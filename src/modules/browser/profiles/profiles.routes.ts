@@ -116,8 +116,9 @@ export const browserProfileRoutes: RouteModule = (app, deps) => {
       tags: browserTags,
       summary: "Save a live session's browser state into a profile",
       description:
-        'Saves the cookies and, per origin, the localStorage and IndexedDB of the origins the session has open or ' +
-        'has visited since it started, replacing the profile’s state. Into which profile: a `persistProfile` ' +
+        'Saves the cookies and, per origin, the localStorage and IndexedDB of the origins open in its tabs and of ' +
+        'those visited since the service first drove it, replacing the profile’s state. Into which profile: a ' +
+        '`persistProfile` ' +
         'session saves into its own (with its writer lease; a lease taken over since — its host stopped renewing ' +
         'it — makes the save 409 PROFILE_LOCKED and stores nothing). Any other session saves into `profileId`, into ' +
         'a new profile named `name` (recorded with the session’s clientRef), or, with neither, into the profile it ' +
