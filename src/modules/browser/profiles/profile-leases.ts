@@ -207,9 +207,6 @@ export function createProfileLeases(deps: Pick<AppDeps, 'db' | 'config' | 'clock
       }
       await repo.freeOf(db, sessionId).catch((err) => logger.warn({ err, sessionId }, 'profile lease not freed'));
     },
-
-    /** The renewal timer stopped (the service stops; its sessions' ends freed their leases). */
-    stop: stopRenewing,
   };
 }
 
