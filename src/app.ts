@@ -10,6 +10,7 @@ import { authRoutes } from './modules/auth/index.ts';
 import {
   browserCdpRoutes,
   browserExtensionRoutes,
+  browserLiveRoutes,
   browserOperationRoutes,
   browserProfileRoutes,
   browserSessionRoutes,
@@ -98,6 +99,7 @@ const routeModules: RouteModule[] = [
   browserExtensionRoutes,
   browserProfileRoutes,
   browserUsageRoutes,
+  browserLiveRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

@@ -197,6 +197,18 @@ const envSchema = z.object({
   BROWSER_PROFILE_DIR: z.string().min(1).optional(),
   /** The largest state a profile may hold (413 PAYLOAD_TOO_LARGE beyond). */
   BROWSER_PROFILE_MAX_MB: z.coerce.number().int().min(1).max(1024).default(50),
+  /** Screencast frames per second a live view sends its viewers at most (docs/browser.md "Live viewer"). */
+  BROWSER_LIVE_MAX_FPS: z.coerce.number().int().min(1).max(60).default(10),
+  /**
+   * The CSP `frame-ancestors` of the live-view page: who may embed it in an iframe (space-separated sources:
+   * `'self'`, `https://app.example.com`, `https:`, `*`). Default `'self'`: only pages of this service.
+   */
+  BROWSER_LIVE_FRAME_ANCESTORS: z
+    .string()
+    .trim()
+    .min(1)
+    .regex(/^[^;,\r\n]+$/, "CSP sources separated by spaces (no ';' or ',')")
+    .default("'self'"),
   // ---- end of cloud browser ----
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_URL: z.url().optional(),

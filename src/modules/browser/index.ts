@@ -1,6 +1,7 @@
 // The cloud browser's face (docs/CONVENTIONS.md, "A module with sub-folders").
 export { browserCdpRoutes } from './cdp/cdp.routes.ts';
 export { browserExtensionRoutes } from './extensions/extensions.routes.ts';
+export { browserLiveRoutes } from './live/live.routes.ts';
 export { browserProfileRoutes } from './profiles/profiles.routes.ts';
 export { removeProfileFilesOf } from './profiles/profiles.store.ts';
 export type { LiveSession } from './sessions/host.ts';

@@ -40,11 +40,13 @@ export interface ScaleOutParts {
   hostId: string;
   host: BrowserHost | undefined;
   end: (id: string, status: SessionStatus, reason: string) => Promise<SessionRow | undefined>;
+  /** Whether this host can start another session now. */
+  hasRoom: () => boolean;
 }
 
 export type ScaleOut = ReturnType<typeof createScaleOut>;
 
-export function createScaleOut(deps: AppDeps, { hostId, host, end }: ScaleOutParts) {
+export function createScaleOut(deps: AppDeps, { hostId, host, end, hasRoom }: ScaleOutParts) {
   const { config, db, logger } = deps;
   const enabled = deps.database.kind === 'postgres';
   const onError = (err: unknown) => logger.warn({ err }, 'the browser hosts registry could not be written');
@@ -132,15 +134,16 @@ export function createScaleOut(deps: AppDeps, { hostId, host, end }: ScaleOutPar
 
     /**
      * The host a REST request should be forwarded to: a session's routes when another live host holds it, a
-     * create when this process runs no browsers (the live host with most room). Never a request that already
-     * crossed a hop: that one is answered here (503 when this process does not hold its session).
+     * create when this process runs no browsers or has no room (another live host, drawn by room; none: answered
+     * here, 429 on a full host). Never a request that already crossed a hop: that one is answered here (503 when
+     * this process does not hold its session).
      */
     async targetOf(request: FastifyRequest): Promise<string | undefined> {
       if (!enabled || wasForwarded(request)) return undefined;
       const route = request.routeOptions.url;
       if (route === SESSIONS) {
-        if (request.method !== 'POST' || host) return undefined;
-        return urlOf(await hostsRepository.withRoom(db));
+        if (request.method !== 'POST' || (host && hasRoom())) return undefined;
+        return urlOf(await hostsRepository.withRoom(db, hostId));
       }
       if (!route?.startsWith(`${SESSIONS}/:id`) || route === CDP_ROUTE) return undefined;
       const { id } = request.params as { id?: string };
