@@ -14,6 +14,7 @@ import { strFromU8, unzipSync } from 'fflate';
 import { chromium } from 'playwright-core';
 import { LEASE_RENEW_MS, LEASE_TTL_MS } from '../src/modules/browser/profiles/profile-leases.ts';
 import { profilesRoot } from '../src/modules/browser/profiles/profiles.store.ts';
+import { browserSessionsOf } from '../src/modules/browser/sessions/sessions.service.ts';
 import { type LoginSite, startLoginSite } from './fixtures/login-site.ts';
 import { eventually, type TestUser } from './helpers/app.ts';
 import { type BrowserTestContext, createBrowserContext } from './helpers/browser.ts';
@@ -217,6 +218,22 @@ describe('one writer at a time', () => {
         q.onsuccess = () => res(q.result ?? null); q.onerror = () => rej(q.error); });`,
     });
     assert.equal(theme.result, 'dark');
+    await release(next);
+  });
+
+  it('a writer whose Chromium dies frees the lease as its session fails; the next writer starts at once', async () => {
+    const p = await newProfile('crashed');
+    const writer = await createSession({ profileId: p.id, persistProfile: true });
+    const live = browserSessionsOf(ctx.deps).host!.get(writer)!;
+    process.kill(live.chromium.pid, 'SIGKILL');
+    await eventually(
+      async () => (await ctx.api(alice, 'GET', `${S}/${writer}`)).json().data.session.status === 'FAILED',
+    );
+    const after = await profile(p.id);
+    assert.equal(after.writer, null);
+    assert.equal(after.version, 0, 'nothing saved from a dead browser');
+    const next = await createSession({ profileId: p.id, persistProfile: true });
+    assert.equal((await profile(p.id)).writer.sessionId, next);
     await release(next);
   });
 

@@ -193,7 +193,7 @@ export function createProfileLeases(deps: Pick<AppDeps, 'db' | 'config' | 'clock
 
     /**
      * Before a session's Chromium closes: a writer's state saved with its token (a refusal or a failure is logged;
-     * the session ends anyway), then its lease freed.
+     * the session ends anyway); its lease is freed by `free` as its row ends.
      */
     async beforeClose(sessionId: string, browser: () => Promise<Browser>): Promise<void> {
       const held = sessions.get(sessionId);
@@ -205,8 +205,10 @@ export function createProfileLeases(deps: Pick<AppDeps, 'db' | 'config' | 'clock
       } catch (err) {
         logger.warn({ err, sessionId, profileId: held.profileId }, 'a browser profile was not saved at the end');
       }
-      await repo.freeOf(db, sessionId).catch((err) => logger.warn({ err, sessionId }, 'profile lease not freed'));
     },
+
+    /** In the transaction that ends a persistProfile session (whatever ended it): the lease it holds is freed. */
+    free: (tx: Tx, sessionId: string) => repo.freeOf(tx, sessionId),
   };
 }
 

@@ -86,12 +86,13 @@ export function createBrowserSessions(deps: AppDeps) {
     let pending = ending.get(id);
     if (!pending) {
       pending = (async () => {
-        await profiles.beforeClose(id, async () => host!.playwright(id)); // a writer's state saved, its lease freed
+        await profiles.beforeClose(id, async () => host!.playwright(id)); // a writer saves its state first
         await host?.close(id);
         const at = clock.now();
         return db.transaction(async (tx) => {
           const row = await repo.end(tx, id, status, reason, at);
           if (!row) return undefined;
+          if (row.persistProfile) await profiles.free(tx, row.id); // its writer lease ends with it (crash, lost host)
           const minutes = charge ? minutesOf(row.createdAt.getTime(), at.getTime()) : 0;
           if (minutes > 0) {
             await deps.credits.spend(tx, row.userId, 'browser_minutes', minutes, {
