@@ -18,4 +18,5 @@ CREATE TABLE "browser_profiles" (
 --> statement-breakpoint
 ALTER TABLE "browser_profiles" ADD CONSTRAINT "browser_profiles_user_id_users_id_fk" FOREIGN KEY ("user_id") REFERENCES "public"."users"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "browser_profiles_user_idx" ON "browser_profiles" USING btree ("user_id","id");--> statement-breakpoint
-CREATE INDEX "browser_profiles_user_ref_idx" ON "browser_profiles" USING btree ("user_id","client_ref","id");
+CREATE INDEX "browser_profiles_user_ref_idx" ON "browser_profiles" USING btree ("user_id","client_ref","id");--> statement-breakpoint
+CREATE INDEX "browser_profiles_lease_session_idx" ON "browser_profiles" USING btree ("lease_session_id");

@@ -37,5 +37,7 @@ export const browserProfiles = pgTable(
   (t) => [
     index('browser_profiles_user_idx').on(t.userId, t.id),
     index('browser_profiles_user_ref_idx').on(t.userId, t.clientRef, t.id),
+    /** The lease a session holds, freed as it ends. */
+    index('browser_profiles_lease_session_idx').on(t.leaseSessionId),
   ],
 );
