@@ -12,6 +12,7 @@ import {
   browserExtensionRoutes,
   browserLiveRoutes,
   browserOperationRoutes,
+  browserProfileRoutes,
   browserSessionRoutes,
   browserUsageRoutes,
 } from './modules/browser/index.ts';
@@ -99,6 +100,7 @@ const routeModules: RouteModule[] = [
   browserCdpRoutes,
   browserOperationRoutes,
   browserExtensionRoutes,
+  browserProfileRoutes,
   browserUsageRoutes,
   browserLiveRoutes,
 ];

@@ -193,6 +193,10 @@ const envSchema = z.object({
   BROWSER_WARM_POOL: z.coerce.number().int().min(0).max(100).default(0),
   /** The largest file an upload into a session may be (413 PAYLOAD_TOO_LARGE beyond). */
   BROWSER_FILE_MAX_MB: z.coerce.number().int().min(1).max(1024).default(32),
+  /** Where browser profiles' state files live; default DATA_DIR/browser-profiles (shared by every host). */
+  BROWSER_PROFILE_DIR: z.string().min(1).optional(),
+  /** The largest state a profile may hold (413 PAYLOAD_TOO_LARGE beyond). */
+  BROWSER_PROFILE_MAX_MB: z.coerce.number().int().min(1).max(1024).default(50),
   /** Screencast frames per second a live view sends its viewers at most (docs/browser.md "Live viewer"). */
   BROWSER_LIVE_MAX_FPS: z.coerce.number().int().min(1).max(60).default(10),
   /**

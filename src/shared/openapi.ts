@@ -280,6 +280,12 @@ export const operationIds: Record<string, string> = {
   'POST /api/browser/extensions': 'uploadBrowserExtension',
   'GET /api/browser/extensions': 'listBrowserExtensions',
   'DELETE /api/browser/extensions/{id}': 'deleteBrowserExtension',
+  'POST /api/browser/profiles': 'createBrowserProfile',
+  'GET /api/browser/profiles': 'listBrowserProfiles',
+  'GET /api/browser/profiles/{id}': 'getBrowserProfile',
+  'DELETE /api/browser/profiles/{id}': 'deleteBrowserProfile',
+  'GET /api/browser/profiles/{id}/export': 'exportBrowserProfile',
+  'POST /api/browser/sessions/{id}/save-profile': 'saveBrowserProfile',
   'GET /api/browser/usage': 'getBrowserUsage',
 };
 

@@ -4,6 +4,7 @@ export * from './ai.ts';
 export * from './analytics.ts';
 export * from './browser.ts';
 export * from './browser-live.ts';
+export * from './browser-profiles.ts';
 export * from './campaigns.ts';
 export * from './chat.ts';
 export * from './credits.ts';

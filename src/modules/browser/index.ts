@@ -2,6 +2,8 @@
 export { browserCdpRoutes } from './cdp/cdp.routes.ts';
 export { browserExtensionRoutes } from './extensions/extensions.routes.ts';
 export { browserLiveRoutes } from './live/live.routes.ts';
+export { browserProfileRoutes } from './profiles/profiles.routes.ts';
+export { removeProfileFilesOf } from './profiles/profiles.store.ts';
 export type { LiveSession } from './sessions/host.ts';
 export { browserOperationRoutes } from './sessions/operations.ts';
 export { withServiceSession } from './sessions/service-session.ts';
