@@ -10,7 +10,9 @@ import { authRoutes } from './modules/auth/index.ts';
 import {
   browserCdpRoutes,
   browserExtensionRoutes,
+  browserLiveRoutes,
   browserOperationRoutes,
+  browserProfileRoutes,
   browserSessionRoutes,
   browserUsageRoutes,
 } from './modules/browser/index.ts';
@@ -31,6 +33,7 @@ import {
   outreachEmailRoutes,
   outreachUnsubscribeRoutes,
 } from './modules/outreach/index.ts';
+import { professionalNetworkRoutes } from './modules/professional-network/index.ts';
 import { profileTypeRoutes } from './modules/profile-types/index.ts';
 import { profileRoutes } from './modules/profiles/index.ts';
 import { projectRoutes } from './modules/projects/index.ts';
@@ -80,6 +83,8 @@ const routeModules: RouteModule[] = [
   webhookRoutes,
   // ---- deliverability ----
   warmupRoutes,
+  // ---- professional network ----
+  professionalNetworkRoutes,
   // ---- analytics and admin ----
   analyticsRoutes,
   adminRoutes,
@@ -96,7 +101,9 @@ const routeModules: RouteModule[] = [
   browserCdpRoutes,
   browserOperationRoutes,
   browserExtensionRoutes,
+  browserProfileRoutes,
   browserUsageRoutes,
+  browserLiveRoutes,
   // ---- data out ----
   markdownExportRoutes,
 ];

@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium } from 'playwright-core';
+import WebSocket from 'ws';
 import { cdpTokenKey, signCdpToken } from '../src/modules/browser/cdp/token.ts';
 import { forwardedHeaders, HOP_HEADER, openUpstream, wasForwarded } from '../src/modules/browser/hosts/forward.ts';
 import { recordedChromium, running, upgradeStatus } from './helpers/browser.ts';
@@ -231,6 +232,29 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
     assert.equal(((await looped.json()) as any).error.code, 'SERVICE_UNAVAILABLE');
     const evaluated = await alice.call('POST', `${S}/${sessionId}/actions/evaluate`, { expression: '1 + 1' });
     assert.equal(evaluated.status, 200, JSON.stringify(evaluated.body));
+  });
+
+  it('a live view through B: its URL is on B, its stream is relayed from A, a DELETE through B closes it', async () => {
+    assert.equal((await bob.call('POST', `${S}/${sessionId}/live-views`, { mode: 'view' })).status, 404);
+    const created = await alice.call('POST', `${S}/${sessionId}/live-views`, { mode: 'view' });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const { id, url } = created.body.data;
+    assert.match(url, new RegExp(`^http://127\\.0\\.0\\.1:${portB}/api/browser/live/`));
+    assert.equal((await fetch(url)).status, 200);
+    const stream = `${url.replace(/^http/, 'ws')}/stream`;
+    const ws = new WebSocket(stream);
+    const frame = await new Promise<{ data: string }>((resolve, reject) => {
+      ws.on('message', (data) => {
+        const message = JSON.parse(String(data));
+        if (message.type === 'frame') resolve(message);
+      });
+      ws.once('error', reject);
+    });
+    assert.ok(frame.data.length > 1000, 'a JPEG frame of the session, from A');
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    assert.equal((await alice.call('DELETE', `${S}/${sessionId}/live-views/${id}`)).status, 200);
+    assert.equal(await closed, 1008, "A closed its viewer; B's relay closed the client");
+    assert.equal(await upgradeStatus(stream), 404);
   });
 
   it('releases through B', async () => {
