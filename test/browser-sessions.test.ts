@@ -59,6 +59,18 @@ describe('sessions', () => {
     assert.equal(b.clientRef, 'tenant-b');
   });
 
+  it('gives pages the whole viewport (no browser toolbar inside it), in the first tab and a new one', async () => {
+    const inner = async () =>
+      (
+        await ctx.api(alice, 'POST', `/api/browser/sessions/${plain.id}/actions/evaluate`, {
+          expression: '[innerWidth, innerHeight]',
+        })
+      ).json().data.result;
+    assert.deepEqual(await inner(), [800, 600]);
+    assert.equal((await ctx.api(alice, 'POST', `/api/browser/sessions/${plain.id}/tabs`, {})).statusCode, 201);
+    assert.deepEqual(await inner(), [800, 600]);
+  });
+
   it('X-Client-Ref: with the header only that ref exists; without it, everything of the key', async () => {
     for (const s of [plain, a, b]) assert.equal(await status(alice, 'GET', `${S}/${s.id}`), 200);
     assert.equal(await status(alice, 'GET', `${S}/${a.id}`, A), 200);

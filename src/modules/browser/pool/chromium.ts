@@ -81,6 +81,10 @@ export function launchChromium(options: LaunchOptions): ChromiumProcess {
   const args = [
     ...BASE_FLAGS,
     `--user-data-dir=${userDataDir}`,
+    // New headless draws the browser's own toolbar inside --window-size (a 720 px window showed 577 px of page): a
+    // kiosk window fills a screen of exactly the viewport's size, so pages get the whole viewport.
+    '--kiosk',
+    `--screen-info={${options.viewport.width}x${options.viewport.height}}`,
     `--window-size=${options.viewport.width},${options.viewport.height}`,
   ];
   if (options.extensionDirs?.length) {
