@@ -193,6 +193,8 @@ const envSchema = z.object({
   BROWSER_WARM_POOL: z.coerce.number().int().min(0).max(100).default(0),
   /** The largest file an upload into a session may be (413 PAYLOAD_TOO_LARGE beyond). */
   BROWSER_FILE_MAX_MB: z.coerce.number().int().min(1).max(1024).default(32),
+  /** Days a sleeping session's snapshot is kept; then it is deleted and the session ends EXPIRED. */
+  BROWSER_SNAPSHOT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   // ---- end of cloud browser ----
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_URL: z.url().optional(),

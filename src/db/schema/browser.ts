@@ -32,6 +32,8 @@ export const browserSessions = pgTable(
     liveSince: tsColumn('live_since'),
     /** Browser minutes charged for its earlier live parts (each sleep charges the part it ends). */
     billedMinutes: integer('billed_minutes').notNull().default(0),
+    /** The browser_snapshots row holding its state while it sleeps. */
+    snapshotId: uuid('snapshot_id'),
     record: boolean('record').notNull().default(false),
     extensionIds: text('extension_ids').array().notNull().default([]),
     metadata: jsonb('metadata').$type<Record<string, string>>().notNull().default({}),

@@ -16,7 +16,8 @@ function cdpUrl(
   base: string,
   { tokenKey, now }: ViewContext,
 ): { cdpUrl: string | null; cdpUrlExpiresAt: string | null } {
-  if (row.status !== 'LIVE') return { cdpUrl: null, cdpUrlExpiresAt: null };
+  // A sleeping session's cdpUrl wakes it.
+  if (row.status !== 'LIVE' && row.status !== 'SLEEPING') return { cdpUrl: null, cdpUrlExpiresAt: null };
   const expiresAt = now() + CDP_TOKEN_TTL_MS;
   const token = signCdpToken(tokenKey, {
     sessionId: row.id,
@@ -43,6 +44,8 @@ export function sessionView(row: SessionRow, base: string, context: ViewContext)
     keepAlive: row.keepAlive,
     timeoutMs: row.timeoutMs,
     idleTimeoutMs: row.idleTimeoutMs,
+    autoSleepMs: row.autoSleepMs,
+    snapshotId: row.status === 'SLEEPING' ? row.snapshotId : null,
     profileId: row.profileId,
     persistProfile: row.persistProfile,
     proxyProfileId: row.proxyProfileId,
