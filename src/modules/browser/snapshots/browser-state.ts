@@ -119,6 +119,8 @@ async function withSessionStorage(page: Page, tab: TabState, load: () => Promise
   const cdp = await page.context().newCDPSession(page);
   const source = `(() => { if (location.origin !== ${JSON.stringify(origin)}) return;
     try { for (const [k, v] of ${JSON.stringify(entries)}) sessionStorage.setItem(k, v); } catch {} })();`;
+  // The script runs only in sessions that enabled the Page domain.
+  await cdp.send('Page.enable');
   const { identifier } = await cdp.send('Page.addScriptToEvaluateOnNewDocument', { source });
   try {
     await load();

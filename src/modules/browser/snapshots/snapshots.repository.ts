@@ -1,4 +1,4 @@
-import { and, desc, eq, lt, lte, sql } from 'drizzle-orm';
+import { and, desc, eq, getTableColumns, lt, lte, sql } from 'drizzle-orm';
 import type { Db, Tx } from '../../../db/client.ts';
 import { browserSessions, browserSnapshots } from '../../../db/schema/index.ts';
 import type { SessionRow, SessionScope } from '../sessions/sessions.repository.ts';
@@ -10,7 +10,7 @@ type Conn = Db | Tx;
 /** A snapshot without its state (lists and views). */
 export type SnapshotInfo = Omit<SnapshotRow, 'state'>;
 
-const { state: _state, ...infoColumns } = browserSnapshots._.columns;
+const { state: _state, ...infoColumns } = getTableColumns(browserSnapshots);
 
 const inScope = (scope: SessionScope) =>
   and(

@@ -123,17 +123,17 @@ export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, star
     }
   }
 
-  /** Room for the wake on this host, for the user and the clientRef, then SLEEPING → STARTING here. */
-  async function admitWake(row: SessionRow, remainingMs: number): Promise<SessionRow | undefined> {
+  /** Room for the wake on this host (checked before it counts as waking), else 429 as a create. */
+  function admitHere(): void {
     const hostRefusal = admit(
-      {
-        hostLive: (host?.liveCount ?? 0) + starting() + waking,
-        userLive: 0,
-        freeMemoryMb: os.freemem() / 2 ** 20,
-      },
+      { hostLive: (host?.liveCount ?? 0) + starting() + waking, userLive: 0, freeMemoryMb: os.freemem() / 2 ** 20 },
       limits(),
     );
     if (hostRefusal) throw refuse(hostRefusal);
+  }
+
+  /** Room for the user and the clientRef, then SLEEPING → STARTING on this host. */
+  async function admitWake(row: SessionRow, remainingMs: number): Promise<SessionRow | undefined> {
     return db.transaction(async (tx) => {
       await sessionsRepository.lockUser(tx, row.userId);
       const userLive = await sessionsRepository.countLive(tx, row.userId);
@@ -151,6 +151,7 @@ export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, star
     if (!host) throw new AppError('SERVICE_UNAVAILABLE', 'This process hosts no browser sessions (RUN_BROWSERS=false)');
     const saved = await repo.stateOf(db, row.id);
     if (!saved) throw invalidState('The sleeping session has no snapshot', row.status);
+    admitHere();
     waking++;
     try {
       const started = await admitWake(row, saved.remainingMs);
@@ -285,20 +286,6 @@ export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, star
       const row = await sessionOf(snapshot.userId, snapshot.sessionId);
       if (row.status === 'SLEEPING') await end(row.id, 'RELEASED', 'its snapshot was deleted');
       else await repo.remove(db, row.id);
-    },
-
-    /** Ends the sleeping sessions whose snapshot is past BROWSER_SNAPSHOT_RETENTION_DAYS; answers how many. */
-    async sweep(): Promise<number> {
-      let swept = 0;
-      for (;;) {
-        const ids = await repo.expired(db, clock.now());
-        for (const id of ids) {
-          await end(id, 'EXPIRED', 'its snapshot expired (BROWSER_SNAPSHOT_RETENTION_DAYS)', false);
-          await repo.remove(db, id);
-        }
-        swept += ids.length;
-        if (ids.length < 100) return swept;
-      }
     },
   };
 }
