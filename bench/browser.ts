@@ -6,7 +6,8 @@
  *   - 200 Playwright actions (navigate, click, evaluate) through cdpUrl ÷ the same on Chromium's own DevTools port
  *     (rounds interleaved, median ratio of rates); the same 200 as REST actions, actions/s;
  *   - 10 idle sessions: memory per session (RSS and PSS of each session's process group);
- *   - 30 create/release cycles: Chromium processes and profile directories left behind.
+ *   - 30 create/release cycles: Chromium processes and profile directories left behind;
+ *   - sleeping sessions (bench/browser-sleep.ts): sleep and wake → first command p50, 100 asleep on disk.
  * BENCH_BROWSER_SAMPLES (default 10) and BENCH_BROWSER_ROUNDS (default 3) shorten or lengthen it.
  */
 import fs from 'node:fs';
@@ -23,6 +24,7 @@ import {
   startBrowserService,
   startFixturePage,
 } from './browser-parts.ts';
+import { benchSleep } from './browser-sleep.ts';
 import { median, percentile, type Row } from './lib.ts';
 
 const SAMPLES = Number(process.env.BENCH_BROWSER_SAMPLES ?? 10);
@@ -58,6 +60,7 @@ export async function benchBrowser(): Promise<Row[]> {
       rows.push(...(await scripts(service, fixture.url)));
       rows.push(await idleMemory(service));
       rows.push(...(await cycles(service)));
+      rows.push(...(await benchSleep(service, fixture.url)));
     } finally {
       await service.stop();
     }

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import type { RouteModule } from '../../../route-module.ts';
 import { done, envelope, errorResponses, idParams, ok, successOnly } from '../../../shared/http.ts';
 import { nextCursor } from '../../../shared/pagination.ts';
+import { forwardHttp } from '../hosts/forward.ts';
 import { sessionView } from '../sessions/sessions.schemas.ts';
 import { browserSessionsOf, webSocketBase } from '../sessions/sessions.service.ts';
 import { scopeOf } from '../sessions/tenancy.ts';
@@ -79,6 +80,12 @@ export const browserSnapshotRoutes: RouteModule = (app, deps) => {
 
   app.post(`${SNAPSHOTS}/:id/wake`, {
     config: writeScope,
+    // Scale-out: a process that runs no browsers passes the wake to a host with room (before validation, as the
+    // sessions' routes are forwarded).
+    preValidation: async (request, reply) => {
+      const target = await sessions.scaleOut.wakeTarget(request);
+      if (target) return forwardHttp(request, reply, target);
+    },
     schema: {
       tags,
       summary: 'Wake a sleeping session: the same session LIVE again with its state',

@@ -33,6 +33,9 @@ export interface SnapshotParts {
 
 /** A sleeping session's remaining hard timeout is at least this at its wake (a session asleep at its deadline). */
 const MIN_REMAINING_MS = 60_000;
+/** How long a caller waits for another process's wake of the same session, and how often it looks. */
+const SETTLE_MS = 30_000;
+const SETTLE_POLL_MS = 100;
 
 const invalidState = (message: string, status: string) =>
   new AppError('INVALID_STATE', message, { details: [{ field: 'id', message: `session is ${status}` }] });
@@ -155,7 +158,7 @@ export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, star
     waking++;
     try {
       const started = await admitWake(row, saved.remainingMs);
-      if (!started) throw invalidState('The browser session is no longer sleeping', 'awake');
+      if (!started) return settled(row);
       try {
         const [state, extensionDirs] = await Promise.all([
           decodeState(saved.state),
@@ -199,6 +202,16 @@ export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, star
     } finally {
       waking--;
     }
+  }
+
+  /** A session another process is waking (PostgreSQL): as it is once that wake is over (or after 30 s). */
+  async function settled(row: SessionRow): Promise<SessionRow> {
+    for (let waited = 0; waited < SETTLE_MS; waited += SETTLE_POLL_MS) {
+      const current = await sessionOf(row.userId, row.id);
+      if (current.status !== 'STARTING') return current;
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
+    }
+    return sessionOf(row.userId, row.id);
   }
 
   async function findSnapshot(scope: SessionScope, id: string): Promise<SnapshotInfo> {
