@@ -43,7 +43,7 @@ async function sessionWithState(service: BenchBrowserService, url: string): Prom
     cookies: [{ name: 'sid', value: 'a'.repeat(40), url: origin, httpOnly: true }],
   });
   await ok(service, 'POST', `${S}/${id}/actions/evaluate`, {
-    expression: "localStorage.setItem('token', 'b'.repeat(200)); sessionStorage.setItem('draft', 'words'); 1",
+    expression: "(localStorage.setItem('token', 'b'.repeat(200)), sessionStorage.setItem('draft', 'words'), 1)",
   });
   const second = await ok(service, 'POST', `${S}/${id}/tabs`, { url: `${url}?tab=2` });
   await ok(service, 'POST', `${S}/${id}/actions/scroll`, { y: 300 });

@@ -202,6 +202,31 @@ describe('sleeping sessions', () => {
     await expect(200, alice, 'DELETE', `${S}/${s.id}`);
   });
 
+  it('a recorded session stops recording at the sleep and goes on after the wake, its new pages numbered on', async () => {
+    const s = await create(alice, { record: true });
+    await expect(200, alice, 'POST', `${S}/${s.id}/actions/navigate`, { url: `${site.url}/long/1` });
+    const recorded = async () => (await expect(200, alice, 'GET', `${S}/${s.id}/recording`)).pages;
+    await eventually(async () => (await recorded()).length === 1, 5000);
+    const { snapshot } = await expect(200, alice, 'POST', `${S}/${s.id}/sleep`);
+    const asleep = await recorded();
+    await new Promise((r) => setTimeout(r, 500));
+    assert.deepEqual(await recorded(), asleep, 'nothing is recorded while it sleeps');
+    await expect(200, alice, 'POST', `${SNAP}/${snapshot.id}/wake`);
+    await expect(200, alice, 'POST', `${S}/${s.id}/actions/navigate`, { url: `${site.url}/long/9` });
+    const pages = await eventually(async () => {
+      const now = await recorded();
+      return now.length === 2 && now[1].events > 0 && now;
+    }, 8000);
+    assert.deepEqual(
+      pages.map((p: { id: string; url: string }) => [p.id, p.url]),
+      [
+        ['page_1', `${site.url}/long/1`],
+        ['page_2', `${site.url}/long/1`],
+      ],
+    );
+    await expect(200, alice, 'DELETE', `${S}/${s.id}`);
+  });
+
   it('sleeping sessions are released, deleted with their snapshot, and swept after the retention', async () => {
     const a = await create(alice, { metadata: { n: 'a' } });
     const { snapshot: snapA } = await expect(200, alice, 'POST', `${S}/${a.id}/sleep`);

@@ -13,6 +13,7 @@ import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
 import { createExtensions } from '../extensions/extensions.service.ts';
 import { followDownloads } from '../files/files.service.ts';
 import { startRecording } from '../recording/recorder.ts';
+import { readRecording } from '../recording/recording-store.ts';
 import type { BrowserHost } from '../sessions/host.ts';
 import { admit, minutesOf } from '../sessions/lifecycle.ts';
 import { existingOperations, operationsFor } from '../sessions/session-operations.ts';
@@ -179,7 +180,7 @@ export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, star
         );
         void followDownloads(live).catch((err) => logger.warn({ err, sessionId: row.id }, 'downloads not followed'));
         const browser = await host.playwright(row.id);
-        if (row.record) await startRecording(browser, config.dataDir, row.id);
+        if (row.record) await startRecording(browser, config.dataDir, row.id, await nextRecordedPage(row.id));
         const active = await restoreState(browser, state);
         const operations = operationsFor(browser, live, () => clock.now());
         if (active) await operations.tabs.activate(operations.tabs.idOf(active)).catch(() => {});
@@ -212,6 +213,12 @@ export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, star
       await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
     }
     return sessionOf(row.userId, row.id);
+  }
+
+  /** The first page number a woken session's recording goes on with (after the pages recorded before it slept). */
+  async function nextRecordedPage(sessionId: string): Promise<number> {
+    const earlier = await readRecording(config.dataDir, sessionId).catch(() => undefined);
+    return 1 + Math.max(0, ...(earlier?.pages ?? []).map((p) => Number(p.id.slice('page_'.length)) || 0));
   }
 
   async function findSnapshot(scope: SessionScope, id: string): Promise<SnapshotInfo> {
