@@ -42,18 +42,18 @@ describe('sleeping sessions', () => {
 
   const call = async (
     user: TestUser,
-    method: 'GET' | 'POST' | 'DELETE' | 'PATCH',
+    method: 'GET' | 'POST' | 'DELETE' | 'PATCH' | 'PUT',
     url: string,
     body?: object,
     headers = {},
   ) => {
-    const res = await ctx.api(user, method, url, body, headers);
+    const res = await ctx.api(user, method as never, url, body, headers);
     return { status: res.statusCode, body: res.json(), headers: res.headers };
   };
   const expect = async (
     status: number,
     user: TestUser,
-    method: 'GET' | 'POST' | 'DELETE' | 'PATCH',
+    method: 'GET' | 'POST' | 'DELETE' | 'PATCH' | 'PUT',
     url: string,
     body?: object,
     headers = {},
@@ -78,6 +78,9 @@ describe('sleeping sessions', () => {
     await expect(200, alice, 'POST', `${S}/${s.id}/actions/scroll`, { y: 1500 });
     await expect(201, alice, 'POST', `${S}/${s.id}/tabs`, { url: `${site.url}/long/3` });
     await expect(200, alice, 'POST', `${S}/${s.id}/tabs/${second.id}/activate`);
+    // Storage of an origin no tab shows is kept too.
+    const elsewhere = site.url.replace('127.0.0.1', 'localhost');
+    await expect(200, alice, 'PUT', `${S}/${s.id}/storage`, { origin: elsewhere, localStorage: { other: 'kept' } });
     const pid = pidOf(s.id);
 
     const slept = await expect(200, alice, 'POST', `${S}/${s.id}/sleep`);
@@ -96,7 +99,7 @@ describe('sleeping sessions', () => {
     assert.equal(snapshot.tabs[1].scrollY, 1500);
     assert.equal(snapshot.tabs[0].historyLength, 3, 'about:blank, /login, /account');
     assert.equal(snapshot.cookies, 1);
-    assert.deepEqual(snapshot.origins, [site.url]);
+    assert.deepEqual(snapshot.origins.sort(), [site.url, elsewhere].sort());
     assert.ok(snapshot.sizeBytes > 0 && snapshot.sizeBytes < 10_000, `${snapshot.sizeBytes} bytes`);
     assert.ok(!JSON.stringify(snapshot).includes('s3cret'), 'no cookie value shown');
     // No process of it remains, and the host has room again (BROWSER_MAX_SESSIONS=1).
@@ -144,6 +147,8 @@ describe('sleeping sessions', () => {
       'draft: unsent words',
     ]);
     assert.ok(first.id);
+    const kept = await expect(200, alice, 'GET', `${S}/${s.id}/storage?origin=${encodeURIComponent(elsewhere)}`);
+    assert.deepEqual(kept.localStorage, { other: 'kept' });
     await expect(200, alice, 'DELETE', `${S}/${s.id}`);
   });
 
@@ -183,16 +188,26 @@ describe('sleeping sessions', () => {
 
   it('two wakes at once start one Chromium; the session is answered LIVE to both', async () => {
     const s = await create(alice);
+    await expect(200, alice, 'POST', `${S}/${s.id}/actions/navigate`, { url: `${site.url}/login` });
     await expect(200, alice, 'POST', `${S}/${s.id}/actions/navigate`, { url: `${site.url}/long/5` });
     const { snapshot } = await expect(200, alice, 'POST', `${S}/${s.id}/sleep`);
+    assert.deepEqual(snapshot.origins, [site.url], 'storage only of the origin its tab shows');
     assert.equal(recordedChromium(ctx.dataDir).length, 0);
     const [a, b] = await Promise.all([
       call(alice, 'POST', `${SNAP}/${snapshot.id}/wake`),
-      call(alice, 'POST', `${S}/${s.id}/actions/evaluate`, { expression: 'location.pathname' }),
+      call(alice, 'POST', `${S}/${s.id}/actions/evaluate`, {
+        expression: "location.pathname + ' ' + localStorage.getItem('token') + ' ' + document.cookie.length",
+      }),
     ]);
     assert.equal(a.status, 200, JSON.stringify(a.body));
     assert.equal(b.status, 200, JSON.stringify(b.body));
-    assert.equal(b.body.data.result, '/long/5');
+    // Its localStorage is back (seeded in the tab's first document), and the HttpOnly cookie is not a page's to see.
+    assert.equal(b.body.data.result, '/long/5 tok-42 0');
+    const cookies = (await expect(200, alice, 'GET', `${S}/${s.id}/cookies`)).cookies;
+    assert.deepEqual(
+      cookies.map((c: { name: string; httpOnly: boolean }) => [c.name, c.httpOnly]),
+      [['sid', true]],
+    );
     assert.equal(browserSessionsOf(ctx.deps).host!.liveCount, 1);
     // One Chromium started (the host records each one it launches until it is gone).
     assert.deepEqual(

@@ -111,14 +111,48 @@ export async function captureState(browser: Browser, order: TabOrder, viewport: 
 /** Where a restored tab may go: the web (through the SSRF guard, as any navigation) or a blank page. */
 const reloadable = (url: string) => /^https?:\/\//i.test(url);
 
-/** Seeds sessionStorage of `origin` in the next document of `page` only (the script is removed after the load). */
-async function withSessionStorage(page: Page, tab: TabState, load: () => Promise<void>): Promise<void> {
-  const entries = Object.entries(tab.sessionStorage);
-  if (!entries.length) return load();
-  const origin = new URL(tab.url).origin;
+const originOf = (url: string) => new URL(url).origin;
+
+/**
+ * Cookies first, before any tab loads. localStorage of the origins the tabs open is seeded by each tab's first
+ * document (`withStorage`): Playwright's setStorageState visits every origin in a page of its own, half a second and
+ * more; it is used only when some origin has IndexedDB data or storage without a tab. Answers the localStorage to
+ * seed per origin.
+ */
+async function restoreStorage(context: BrowserContext, state: BrowserState): Promise<Map<string, [string, string][]>> {
+  const { cookies, origins } = state.storage;
+  const tabOrigins = new Set(state.tabs.filter((t) => reloadable(t.url)).map((t) => originOf(t.url)));
+  const full = origins.some(
+    (o) =>
+      ((o as { indexedDB?: unknown[] }).indexedDB?.length ?? 0) > 0 ||
+      (!tabOrigins.has(o.origin) && o.localStorage.length > 0),
+  );
+  if (full) {
+    await context.setStorageState(state.storage);
+    return new Map();
+  }
+  if (cookies.length) await context.addCookies(cookies);
+  return new Map(origins.map((o) => [o.origin, o.localStorage.map(({ name, value }) => [name, value])]));
+}
+
+/**
+ * Seeds the tab's sessionStorage, and the localStorage of its origin when still empty (another tab of the origin may
+ * have seeded it), in its next document only, before the page's own scripts (the script is removed after the load).
+ */
+async function withStorage(
+  page: Page,
+  tab: TabState,
+  local: [string, string][],
+  load: () => Promise<void>,
+): Promise<void> {
+  const perTab = Object.entries(tab.sessionStorage);
+  if (!perTab.length && !local.length) return load();
+  const origin = originOf(tab.url);
   const cdp = await page.context().newCDPSession(page);
   const source = `(() => { if (location.origin !== ${JSON.stringify(origin)}) return;
-    try { for (const [k, v] of ${JSON.stringify(entries)}) sessionStorage.setItem(k, v); } catch {} })();`;
+    try { for (const [k, v] of ${JSON.stringify(perTab)}) sessionStorage.setItem(k, v); } catch {}
+    try { if (localStorage.length === 0) for (const [k, v] of ${JSON.stringify(local)}) localStorage.setItem(k, v); }
+    catch {} })();`;
   // The script runs only in sessions that enabled the Page domain.
   await cdp.send('Page.enable');
   const { identifier } = await cdp.send('Page.addScriptToEvaluateOnNewDocument', { source });
@@ -137,7 +171,7 @@ async function withSessionStorage(page: Page, tab: TabState, load: () => Promise
 export async function restoreState(browser: Browser, state: BrowserState): Promise<Page | undefined> {
   const context = browser.contexts()[0];
   if (!context) throw new Error('The browser has no default context');
-  await context.setStorageState(state.storage);
+  const seeds = await restoreStorage(context, state);
   const blank = context.pages().filter((p) => p.url() === 'about:blank');
   const pages: Page[] = [];
   // Opened one after the other, so their order is the tabs' order; loaded all at once.
@@ -147,7 +181,7 @@ export async function restoreState(browser: Browser, state: BrowserState): Promi
     state.tabs.map(async (tab, i) => {
       const page = pages[i]!;
       if (!reloadable(tab.url)) return;
-      await withSessionStorage(page, tab, async () => {
+      await withStorage(page, tab, seeds.get(originOf(tab.url)) ?? [], async () => {
         await page.goto(tab.url, { waitUntil: 'load', timeout: LOAD_TIMEOUT_MS }).catch(() => {});
       });
       if (tab.scrollX || tab.scrollY) {
