@@ -8,12 +8,14 @@
  *   - 10 idle sessions: memory per session (RSS and PSS of each session's process group);
  *   - 30 create/release cycles: Chromium processes and profile directories left behind;
  *   - sleeping sessions (bench/browser-sleep.ts): sleep and wake → first command p50, 100 asleep on disk.
+ *   - the live viewer (bench/browser-live.ts): frames per second and latency with 1 and 5 viewers, one screencast.
  * BENCH_BROWSER_SAMPLES (default 10) and BENCH_BROWSER_ROUNDS (default 3) shorten or lengthen it.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { recordedChromium } from '../test/helpers/browser.ts';
+import { liveViewer } from './browser-live.ts';
 import {
   type BenchBrowserService,
   firstCommand,
@@ -61,6 +63,7 @@ export async function benchBrowser(): Promise<Row[]> {
       rows.push(await idleMemory(service));
       rows.push(...(await cycles(service)));
       rows.push(...(await benchSleep(service, fixture.url)));
+      rows.push(...(await liveViewer(service)));
     } finally {
       await service.stop();
     }

@@ -10,6 +10,7 @@ import { authRoutes } from './modules/auth/index.ts';
 import {
   browserCdpRoutes,
   browserExtensionRoutes,
+  browserLiveRoutes,
   browserOperationRoutes,
   browserSessionRoutes,
   browserUsageRoutes,
@@ -96,6 +97,7 @@ const routeModules: RouteModule[] = [
   browserOperationRoutes,
   browserExtensionRoutes,
   browserUsageRoutes,
+  browserLiveRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

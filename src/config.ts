@@ -195,6 +195,18 @@ const envSchema = z.object({
   BROWSER_FILE_MAX_MB: z.coerce.number().int().min(1).max(1024).default(32),
   /** Days a sleeping session's snapshot is kept; then it is deleted and the session ends EXPIRED. */
   BROWSER_SNAPSHOT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  /** Screencast frames per second a live view sends its viewers at most (docs/browser.md "Live viewer"). */
+  BROWSER_LIVE_MAX_FPS: z.coerce.number().int().min(1).max(60).default(10),
+  /**
+   * The CSP `frame-ancestors` of the live-view page: who may embed it in an iframe (space-separated sources:
+   * `'self'`, `https://app.example.com`, `https:`, `*`). Default `'self'`: only pages of this service.
+   */
+  BROWSER_LIVE_FRAME_ANCESTORS: z
+    .string()
+    .trim()
+    .min(1)
+    .regex(/^[^;,\r\n]+$/, "CSP sources separated by spaces (no ';' or ',')")
+    .default("'self'"),
   // ---- end of cloud browser ----
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_URL: z.url().optional(),

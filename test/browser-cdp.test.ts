@@ -122,6 +122,23 @@ it("the service's own Playwright connects once per session, through a loopback l
   await assert.rejects(sessions.playwright(session.id));
 });
 
+it('a cdpUrl is refused once the API key that asked for it is revoked; one from another key still opens', async () => {
+  const extra = await ctx.api(alice, 'POST', '/api/api-keys', {
+    name: 'short-lived',
+    scopes: ['browser:read', 'browser:write'],
+  });
+  assert.equal(extra.statusCode, 201, JSON.stringify(extra.json()));
+  const { id: keyId, key } = extra.json().data.apiKey;
+  const viaExtra = { ...alice, apiKey: key, headers: { authorization: `Bearer ${key}` } };
+  const session = await create(alice);
+  const fromExtra = (await ctx.api(viaExtra, 'GET', `/api/browser/sessions/${session.id}`)).json().data.session.cdpUrl;
+  assert.equal(await upgradeStatus(fromExtra), 101);
+  assert.equal((await ctx.api(alice, 'DELETE', `/api/api-keys/${keyId}`)).statusCode, 200);
+  assert.equal(await upgradeStatus(fromExtra), 401, 'its key is revoked');
+  assert.equal(await upgradeStatus(session.cdpUrl), 101, "alice's own key still stands");
+  await ctx.api(alice, 'DELETE', `/api/browser/sessions/${session.id}`);
+});
+
 it('refuses a bad, expired or foreign token before the upgrade', async () => {
   const mine = await create(alice);
   const theirs = await create(bob);
@@ -139,6 +156,7 @@ it('refuses a bad, expired or foreign token before the upgrade', async () => {
     sessionId: mine.id,
     userId: alice.id,
     clientRef: null,
+    keyId: null,
     expiresAt: Date.now() - 1,
   });
   assert.equal(await upgradeStatus(`${base}/${mine.id}/cdp?token=${expired}`), 401);
@@ -147,6 +165,7 @@ it('refuses a bad, expired or foreign token before the upgrade', async () => {
     sessionId: theirs.id,
     userId: alice.id,
     clientRef: null,
+    keyId: null,
     expiresAt: Date.now() + 60_000,
   });
   assert.equal(await upgradeStatus(`${base}/${theirs.id}/cdp?token=${forged}`), 404);

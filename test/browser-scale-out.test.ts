@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium } from 'playwright-core';
+import WebSocket from 'ws';
 import { cdpTokenKey, signCdpToken } from '../src/modules/browser/cdp/token.ts';
 import { forwardedHeaders, HOP_HEADER, openUpstream, wasForwarded } from '../src/modules/browser/hosts/forward.ts';
 import { recordedChromium, running, upgradeStatus } from './helpers/browser.ts';
@@ -68,7 +69,7 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
   const baseB = () => `http://127.0.0.1:${portB}`;
 
   before(async () => {
-    dirs = [1, 2, 3].map((n) => fs.mkdtempSync(path.join(os.tmpdir(), `quarry-scale-${n}-`)));
+    dirs = [1, 2, 3, 4].map((n) => fs.mkdtempSync(path.join(os.tmpdir(), `quarry-scale-${n}-`)));
     db = await createTestDatabase();
     site = http.createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html' });
@@ -214,6 +215,7 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
       sessionId,
       userId: crypto.randomUUID(),
       clientRef: null,
+      keyId: null,
       expiresAt: Date.now() + 60_000,
     });
     assert.equal(await upgradeStatus(`ws://127.0.0.1:${portB}${S}/${sessionId}/cdp?token=${foreign}`), 404);
@@ -230,6 +232,29 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
     assert.equal(((await looped.json()) as any).error.code, 'SERVICE_UNAVAILABLE');
     const evaluated = await alice.call('POST', `${S}/${sessionId}/actions/evaluate`, { expression: '1 + 1' });
     assert.equal(evaluated.status, 200, JSON.stringify(evaluated.body));
+  });
+
+  it('a live view through B: its URL is on B, its stream is relayed from A, a DELETE through B closes it', async () => {
+    assert.equal((await bob.call('POST', `${S}/${sessionId}/live-views`, { mode: 'view' })).status, 404);
+    const created = await alice.call('POST', `${S}/${sessionId}/live-views`, { mode: 'view' });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const { id, url } = created.body.data;
+    assert.match(url, new RegExp(`^http://127\\.0\\.0\\.1:${portB}/api/browser/live/`));
+    assert.equal((await fetch(url)).status, 200);
+    const stream = `${url.replace(/^http/, 'ws')}/stream`;
+    const ws = new WebSocket(stream);
+    const frame = await new Promise<{ data: string }>((resolve, reject) => {
+      ws.on('message', (data) => {
+        const message = JSON.parse(String(data));
+        if (message.type === 'frame') resolve(message);
+      });
+      ws.once('error', reject);
+    });
+    assert.ok(frame.data.length > 1000, 'a JPEG frame of the session, from A');
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    assert.equal((await alice.call('DELETE', `${S}/${sessionId}/live-views/${id}`)).status, 200);
+    assert.equal(await closed, 1008, "A closed its viewer; B's relay closed the client");
+    assert.equal(await upgradeStatus(stream), 404);
   });
 
   it('sleep and wake through B: the sleep goes to A, every wake to a host with room (A)', async () => {
@@ -346,6 +371,49 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
     assert.equal(await c.exited, 1, c.output());
     assert.match(c.output(), new RegExp(`Browser host id ${hostId} is in use by another running process`));
     assert.doesNotMatch(c.output(), /\n\s+at /, 'no stack trace');
+  });
+
+  it('a full host passes a create on to a host with room; with none, it answers 429', async () => {
+    const portC = await freePort();
+    const c = startService(
+      env({ DATA_DIR: dirs[3]!, PORT: String(portC), RUN_BROWSERS: 'true', BROWSER_MAX_SESSIONS: '1' }),
+    );
+    try {
+      await waitHealthy(portC, c);
+      const viaC = (body: object) =>
+        fetch(`http://127.0.0.1:${portC}${S}`, {
+          method: 'POST',
+          headers: { authorization: alice.headers.authorization!, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      const hostOf = async (id: string) =>
+        (
+          await db.database.query<{ host_address: string }>('SELECT host_address FROM browser_sessions WHERE id = $1', [
+            id,
+          ])
+        )[0]?.host_address;
+      const first = await viaC({});
+      assert.equal(first.status, 201);
+      const firstId = ((await first.json()) as { data: { session: { id: string } } }).data.session.id;
+      assert.equal(await hostOf(firstId), `http://127.0.0.1:${portC}`, 'C had room: its own');
+      const second = await viaC({});
+      assert.equal(second.status, 201, 'C is full: A takes it');
+      const secondId = ((await second.json()) as { data: { session: { id: string } } }).data.session.id;
+      assert.equal(await hostOf(secondId), `http://127.0.0.1:${portA}`);
+      // A full as well (its registry row says so, until its next heartbeat): C answers itself.
+      const hostC = fs.readFileSync(path.join(dirs[3]!, 'browser-host-id'), 'utf8').trim();
+      await db.database.query('UPDATE browser_hosts SET max_sessions = live_sessions WHERE host_id <> $1', [hostC]);
+      const refused = await viaC({});
+      assert.equal(refused.status, 429);
+      assert.ok(refused.headers.get('retry-after'));
+      for (const id of [firstId, secondId]) assert.equal((await alice.call('DELETE', `${S}/${id}`)).status, 200);
+    } finally {
+      c.child.kill('SIGTERM');
+      await c.exited;
+      // A's room (the default BROWSER_MAX_SESSIONS) back at once for the next test, not at its next heartbeat.
+      const hostA = fs.readFileSync(path.join(dirs[0]!, 'browser-host-id'), 'utf8').trim();
+      await db.database.query('UPDATE browser_hosts SET max_sessions = 10 WHERE host_id = $1', [hostA]);
+    }
   });
 
   it('a kill -9 of the host: its live session is FAILED within 30 s, as B tells', async () => {

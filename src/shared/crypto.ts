@@ -1,8 +1,8 @@
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { hash as argonHash, verify as argonVerify } from '@node-rs/argon2';
+import { readOrCreateFile } from './file-once.ts';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -112,20 +112,7 @@ export function secretKeyMaterial(config: { SECRET_KEY?: string; dataDir: string
   const file = path.join(config.dataDir, 'secret.key');
   let material = keyFiles.get(file);
   if (material) return material;
-  fs.mkdirSync(config.dataDir, { recursive: true });
-  if (!fs.existsSync(file)) {
-    // Written aside, then linked into place: two processes starting at once end up with the same complete key.
-    const draft = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}`;
-    fs.writeFileSync(draft, `${crypto.randomBytes(32).toString('base64url')}\n`, { mode: 0o600 });
-    try {
-      fs.linkSync(draft, file);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    } finally {
-      fs.rmSync(draft, { force: true });
-    }
-  }
-  material = fs.readFileSync(file, 'utf8').trim();
+  material = readOrCreateFile(file, () => crypto.randomBytes(32).toString('base64url'), 0o600);
   keyFiles.set(file, material);
   return material;
 }

@@ -103,6 +103,15 @@ export const eventDataSchemas = {
       endedAt: time,
     })
     .describe('A cloud browser session ended.'),
+  'browser.live.control': z
+    .looseObject({
+      sessionId: id,
+      liveViewId: id,
+      action: z.enum(['take', 'release']).describe('take: a person took control; release: handed it back'),
+      clientRef: z.string().nullable(),
+      at: time,
+    })
+    .describe('A viewer of an interact live view took control of a browser session, or handed it back.'),
 } satisfies Record<EventType, z.ZodType>;
 
 /** The body of a delivery of `type`. */

@@ -15,6 +15,7 @@ export const EVENT_TYPES = [
   'email.replied',
   'warmup.auto_paused',
   'browser.session.ended',
+  'browser.live.control',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -3,6 +3,7 @@ export * from './admin.ts';
 export * from './ai.ts';
 export * from './analytics.ts';
 export * from './browser.ts';
+export * from './browser-live.ts';
 export * from './browser-snapshots.ts';
 export * from './campaigns.ts';
 export * from './chat.ts';

@@ -58,6 +58,17 @@ export function apiKeyRepository(db: Db) {
         .limit(1);
       return row;
     },
+    /** Whether the key is neither revoked nor expired at `now`. */
+    async isLive(id: string, now: Date): Promise<boolean> {
+      const [row] = await db
+        .select({ id: apiKeys.id })
+        .from(apiKeys)
+        .where(
+          and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now))),
+        )
+        .limit(1);
+      return row !== undefined;
+    },
     async update(id: string, values: Partial<typeof apiKeys.$inferInsert>): Promise<void> {
       await db.update(apiKeys).set(values).where(eq(apiKeys.id, id));
     },

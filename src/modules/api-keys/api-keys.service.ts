@@ -173,6 +173,12 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
       return { ...publicKeyView(row), key, previousKey: { id: old.id, expiresAt: oldExpiry.toISOString() } };
     },
 
+    /**
+     * Whether a key is still usable (not revoked, not expired): credentials it minted that outlive a request (a
+     * browser session's cdpUrl) are honoured only while it is.
+     */
+    isLive: (keyId: string): Promise<boolean> => repo.isLive(keyId, deps.clock.now()),
+
     async revoke(principal: Principal, id: string) {
       const row = await findManageable(principal, id);
       await repo.update(row.id, { revokedAt: deps.clock.now() });

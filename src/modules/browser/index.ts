@@ -1,6 +1,7 @@
 // The cloud browser's face (docs/CONVENTIONS.md, "A module with sub-folders").
 export { browserCdpRoutes } from './cdp/cdp.routes.ts';
 export { browserExtensionRoutes } from './extensions/extensions.routes.ts';
+export { browserLiveRoutes } from './live/live.routes.ts';
 export type { LiveSession } from './sessions/host.ts';
 export { browserOperationRoutes } from './sessions/operations.ts';
 export { browserSessionRoutes } from './sessions/sessions.routes.ts';

@@ -1,6 +1,6 @@
 /**
  * The token of a `cdpUrl`: short-lived, HMAC-signed under a key derived from the service's secret material, bound
- * to one session, its user and its clientRef. It is never the API key, so a cdpUrl can be handed to a browser
+ * to one session, its user, its clientRef and the API key that asked for it (refused once that key is revoked). It is never the API key, so a cdpUrl can be handed to a browser
  * library or another machine and expires by itself.
  */
 import crypto from 'node:crypto';
@@ -13,6 +13,8 @@ export interface CdpGrant {
   sessionId: string;
   userId: string;
   clientRef: string | null;
+  /** The API key of the request that minted it: the token is refused once that key is revoked or expired. */
+  keyId: string | null;
   /** Expiry, ms since the epoch. */
   expiresAt: number;
 }
@@ -21,6 +23,7 @@ const grantSchema = z.object({
   s: z.string(),
   u: z.string(),
   r: z.string().nullable(),
+  k: z.string().nullable(),
   e: z.number(),
 });
 
@@ -32,7 +35,7 @@ const sign = (key: Buffer, body: string) => crypto.createHmac('sha256', key).upd
 
 export function signCdpToken(key: Buffer, grant: CdpGrant): string {
   const body = Buffer.from(
-    JSON.stringify({ s: grant.sessionId, u: grant.userId, r: grant.clientRef, e: grant.expiresAt }),
+    JSON.stringify({ s: grant.sessionId, u: grant.userId, r: grant.clientRef, k: grant.keyId, e: grant.expiresAt }),
   ).toString('base64url');
   return `${body}.${sign(key, body)}`;
 }
@@ -48,5 +51,5 @@ export function verifyCdpToken(key: Buffer, token: string, now: number): CdpGran
     return undefined;
   }
   if (parsed.e <= now) return undefined;
-  return { sessionId: parsed.s, userId: parsed.u, clientRef: parsed.r, expiresAt: parsed.e };
+  return { sessionId: parsed.s, userId: parsed.u, clientRef: parsed.r, keyId: parsed.k, expiresAt: parsed.e };
 }

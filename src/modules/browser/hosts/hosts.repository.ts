@@ -28,13 +28,20 @@ export const hostsRepository = {
         .limit(1)
     )[0],
 
-  /** A live host with room for another session, the roomier the likelier. */
-  withRoom: async (db: Db): Promise<HostRow | undefined> =>
+  /** A live host other than `besides` with room for another session, the roomier the likelier. */
+  withRoom: async (db: Db, besides: string): Promise<HostRow | undefined> =>
     (
       await db
         .select()
         .from(browserHosts)
-        .where(and(fresh(), reachable(), gt(browserHosts.maxSessions, browserHosts.liveSessions)))
+        .where(
+          and(
+            fresh(),
+            reachable(),
+            ne(browserHosts.hostId, besides),
+            gt(browserHosts.maxSessions, browserHosts.liveSessions),
+          ),
+        )
         // Drawn with odds by room, not simply the emptiest: the counts are up to a heartbeat old, and a burst of
         // creates would all go to one host until its next heartbeat.
         .orderBy(desc(sql`(${browserHosts.maxSessions} - ${browserHosts.liveSessions}) * random()`))

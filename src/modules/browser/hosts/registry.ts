@@ -10,6 +10,7 @@ import path from 'node:path';
 import { StartupError } from '../../../config.ts';
 import type { Db } from '../../../db/client.ts';
 import { processAlive } from '../../../db/lock.ts';
+import { readOrCreateFile } from '../../../shared/file-once.ts';
 import { type HostRow, hostsRepository } from './hosts.repository.ts';
 
 /** How often a host says it is alive. */
@@ -20,27 +21,11 @@ export class HostIdInUseError extends StartupError {}
 
 /** The default host id: random, kept in DATA_DIR so that a restart is the same host (and reaps its Chromium). */
 export function persistedHostId(dataDir: string): string {
-  const file = path.join(dataDir, 'browser-host-id');
-  const read = () => fs.readFileSync(file, 'utf8').trim();
-  if (fs.existsSync(file)) return read();
-  fs.mkdirSync(dataDir, { recursive: true });
-  // Written aside, then linked into place: two processes starting at once end up with the same id.
-  const draft = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}`;
-  fs.writeFileSync(
-    draft,
-    `${os
-      .hostname()
-      .replace(/[^\w.-]/g, '_')
-      .slice(0, 60)}-${crypto.randomUUID()}\n`,
-  );
-  try {
-    fs.linkSync(draft, file);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  } finally {
-    fs.rmSync(draft, { force: true });
-  }
-  return read();
+  const hostname = os
+    .hostname()
+    .replace(/[^\w.-]/g, '_')
+    .slice(0, 60);
+  return readOrCreateFile(path.join(dataDir, 'browser-host-id'), () => `${hostname}-${crypto.randomUUID()}`);
 }
 
 /**

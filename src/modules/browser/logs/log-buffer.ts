@@ -1,16 +1,19 @@
 import type { ConsoleMessage, Page, Request } from 'playwright-core';
 
-export const LOG_TYPES = ['console', 'pageerror', 'network'] as const;
+export const LOG_TYPES = ['console', 'pageerror', 'network', 'live'] as const;
 export type LogType = (typeof LOG_TYPES)[number];
 
-/** One entry of a session's log: a console message, an uncaught page error, or a finished or failed request. */
+/**
+ * One entry of a session's log: a console message, an uncaught page error, a finished or failed request, or a live
+ * viewer taking or handing back control (`live`).
+ */
 export interface LogEntry {
   /** Increasing within the session: the SSE event id and the `after` cursor. */
   seq: number;
   type: LogType;
   at: string;
   tabId: string;
-  /** console: log, warning, error…; pageerror: error; network: info, or error when the request failed. */
+  /** console: log, warning, error…; pageerror: error; network: info, or error when the request failed; live: info. */
   level: string;
   /** console text, error message, or `METHOD URL`. */
   text: string;
@@ -30,6 +33,8 @@ export interface LogBuffer {
   readonly capacity: number;
   /** Calls `listener` with each new entry, and `onEnd` at dispose; returns the function that stops it. */
   subscribe(listener: (entry: LogEntry) => void, onEnd?: () => void): () => void;
+  /** Adds an entry the service itself observed (a live viewer's control hand-off). */
+  add(entry: Omit<LogEntry, 'seq' | 'at'>): void;
   /** Starts collecting a tab's console messages, page errors and requests. */
   watch(page: Page, tabId: string): void;
   dispose(): void;
@@ -91,6 +96,7 @@ export function createLogBuffer(options: { capacity?: number; now?: () => Date }
       return dropped;
     },
     capacity,
+    add: push,
     subscribe(listener, onEnd) {
       listeners.add(listener);
       if (onEnd) enders.set(listener, onEnd);

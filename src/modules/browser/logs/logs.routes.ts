@@ -14,7 +14,7 @@ const logQuery = z.object({
       `comma-separated: ${LOG_TYPES.join(', ')}`,
     )
     .optional()
-    .describe('console, pageerror, network (comma-separated)'),
+    .describe('console, pageerror, network, live (comma-separated)'),
   since: isoDate.optional().describe('Entries at or after this time'),
   after: z.coerce.number().int().min(0).optional().describe('Entries after this seq (the last one seen)'),
 });

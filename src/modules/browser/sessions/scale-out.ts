@@ -40,11 +40,13 @@ export interface ScaleOutParts {
   hostId: string;
   host: BrowserHost | undefined;
   end: (id: string, status: SessionStatus, reason: string) => Promise<SessionRow | undefined>;
+  /** Whether this host can start another session now. */
+  hasRoom: () => boolean;
 }
 
 export type ScaleOut = ReturnType<typeof createScaleOut>;
 
-export function createScaleOut(deps: AppDeps, { hostId, host, end }: ScaleOutParts) {
+export function createScaleOut(deps: AppDeps, { hostId, host, end, hasRoom }: ScaleOutParts) {
   const { config, db, logger } = deps;
   const enabled = deps.database.kind === 'postgres';
   const onError = (err: unknown) => logger.warn({ err }, 'the browser hosts registry could not be written');
@@ -98,17 +100,17 @@ export function createScaleOut(deps: AppDeps, { hostId, host, end }: ScaleOutPar
 
   /** A live host with room (the registry's counts, a heartbeat old), for what this process cannot start itself. */
   async function roomUrl(): Promise<string | undefined> {
-    return urlOf(await hostsRepository.withRoom(db));
+    return urlOf(await hostsRepository.withRoom(db, hostId));
   }
 
   /**
    * Where a session's requests go: to the live host that holds it; a sleeping one's to a host with room when this
-   * process runs no browsers (it would wake there); undefined: answered here.
+   * process runs no browsers or has no room (it would wake there); undefined: answered here.
    */
   async function holderUrl(id: string): Promise<string | undefined> {
     const key = storedId(id);
     const holder = key ? await repo.holderOf(db, key) : undefined;
-    if (holder?.status === 'SLEEPING' && !host) return roomUrl();
+    if (holder?.status === 'SLEEPING' && !(host && hasRoom())) return roomUrl();
     if (!holder || !LIVE_STATUSES.includes(holder.status as SessionStatus)) return undefined;
     return liveHostUrl(holder.hostId);
   }
@@ -141,14 +143,15 @@ export function createScaleOut(deps: AppDeps, { hostId, host, end }: ScaleOutPar
 
     /**
      * The host a REST request should be forwarded to: a session's routes when another live host holds it, a
-     * create when this process runs no browsers (the live host with most room). Never a request that already
-     * crossed a hop: that one is answered here (503 when this process does not hold its session).
+     * create when this process runs no browsers or has no room (another live host, drawn by room; none: answered
+     * here, 429 on a full host). Never a request that already crossed a hop: that one is answered here (503 when
+     * this process does not hold its session).
      */
     async targetOf(request: FastifyRequest): Promise<string | undefined> {
       if (!enabled || wasForwarded(request)) return undefined;
       const route = request.routeOptions.url;
       if (route === SESSIONS) {
-        if (request.method !== 'POST' || host) return undefined;
+        if (request.method !== 'POST' || (host && hasRoom())) return undefined;
         return roomUrl();
       }
       if (!route?.startsWith(`${SESSIONS}/:id`) || route === CDP_ROUTE) return undefined;
@@ -184,9 +187,9 @@ export function createScaleOut(deps: AppDeps, { hostId, host, end }: ScaleOutPar
       return counts.reduce((a, b) => a + b, 0);
     },
 
-    /** Where a wake goes when this process runs no browsers: a live host with room (PostgreSQL only). */
+    /** Where a wake goes when this process runs no browsers or has no room: a live host with room (PostgreSQL). */
     async wakeTarget(request: FastifyRequest): Promise<string | undefined> {
-      if (!enabled || host || wasForwarded(request)) return undefined;
+      if (!enabled || (host && hasRoom()) || wasForwarded(request)) return undefined;
       return roomUrl();
     },
 

@@ -9,12 +9,14 @@ export interface ViewContext {
   host: BrowserHost | undefined;
   tokenKey: Parameters<typeof signCdpToken>[0];
   now: () => number;
+  /** The API key of the request the view answers: the cdpUrl's token is bound to it. */
+  keyId: string | null;
 }
 
 function cdpUrl(
   row: SessionRow,
   base: string,
-  { tokenKey, now }: ViewContext,
+  { tokenKey, now, keyId }: ViewContext,
 ): { cdpUrl: string | null; cdpUrlExpiresAt: string | null } {
   // A sleeping session's cdpUrl wakes it.
   if (row.status !== 'LIVE' && row.status !== 'SLEEPING') return { cdpUrl: null, cdpUrlExpiresAt: null };
@@ -23,6 +25,7 @@ function cdpUrl(
     sessionId: row.id,
     userId: row.userId,
     clientRef: row.clientRef,
+    keyId,
     expiresAt,
   });
   return {

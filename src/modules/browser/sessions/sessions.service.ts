@@ -75,7 +75,24 @@ export function createBrowserSessions(deps: AppDeps) {
             : end(session.id, 'FAILED', reason)),
       })
     : undefined;
-  const scaleOut = createScaleOut(deps, { hostId, host, end });
+  const limits = {
+    maxPerHost: config.BROWSER_MAX_SESSIONS,
+    maxPerUser: config.BROWSER_MAX_SESSIONS_PER_USER,
+    maxPerClientRef: config.BROWSER_MAX_SESSIONS_PER_CLIENT_REF,
+    minFreeMemoryMb: config.BROWSER_MIN_FREE_MEMORY_MB,
+  };
+  /** Why this host cannot start another session now (sessions, those starting or waking, free memory); none: it can. */
+  const hostRefusal = () =>
+    host &&
+    admit(
+      {
+        hostLive: host.liveCount + starting + snapshots.waking,
+        userLive: 0,
+        freeMemoryMb: os.freemem() / 2 ** 20,
+      },
+      limits,
+    );
+  const scaleOut = createScaleOut(deps, { hostId, host, end, hasRoom: () => !hostRefusal() });
   const snapshots = createSnapshots(deps, {
     hostId,
     host,
@@ -125,7 +142,8 @@ export function createBrowserSessions(deps: AppDeps) {
 
   let unwatchUsers: (() => void) | undefined;
 
-  const view = (row: SessionRow, base: string): SessionView => sessionView(row, base, { hostId, host, tokenKey, now });
+  const view = (row: SessionRow, base: string, request: FastifyRequest): SessionView =>
+    sessionView(row, base, { hostId, host, tokenKey, now, keyId: request.principal?.keyId ?? null });
 
   async function findRow(scope: SessionScope, id: string): Promise<SessionRow> {
     const key = storedId(id);
@@ -176,21 +194,12 @@ export function createBrowserSessions(deps: AppDeps) {
       }
       await deps.credits.assert(db, scope.userId, 'browser_minutes', 1);
       const extensionDirs = await extensions.dirsFor(scope.userId, body.extensionIds);
-      const limits = {
-        maxPerHost: config.BROWSER_MAX_SESSIONS,
-        maxPerUser: config.BROWSER_MAX_SESSIONS_PER_USER,
-        maxPerClientRef: config.BROWSER_MAX_SESSIONS_PER_CLIENT_REF,
-        minFreeMemoryMb: config.BROWSER_MIN_FREE_MEMORY_MB,
-      };
       const refuse = (refusal: { message: string; retryAfterSeconds: number }) =>
         new AppError('CAPACITY_EXCEEDED', refusal.message, {
           headers: { 'retry-after': String(refusal.retryAfterSeconds) },
         });
-      const hostRefusal = admit(
-        { hostLive: host.liveCount + starting + snapshots.waking, userLive: 0, freeMemoryMb: os.freemem() / 2 ** 20 },
-        limits,
-      );
-      if (hostRefusal) throw refuse(hostRefusal);
+      const full = hostRefusal();
+      if (full) throw refuse(full);
       starting++;
       try {
         const viewport = body.viewport ?? DEFAULT_VIEWPORT;
@@ -262,14 +271,14 @@ export function createBrowserSessions(deps: AppDeps) {
         }
         // An account suspended while its session started: the watcher saw no session of it then.
         const released = await releaseIfAccountEnded(db, host, end, row.userId);
-        return view(released ? await findRow({ userId: row.userId }, row.id) : liveRow, base);
+        return view(released ? await findRow({ userId: row.userId }, row.id) : liveRow, base, request);
       } finally {
         starting--;
       }
     },
 
     async get(request: FastifyRequest, id: string, base: string): Promise<SessionView> {
-      return view(await findRow(scopeOf(request), id), base);
+      return view(await findRow(scopeOf(request), id), base, request);
     },
 
     async list(request: FastifyRequest, query: ListSessionsQuery, base: string) {
@@ -283,7 +292,7 @@ export function createBrowserSessions(deps: AppDeps) {
         limit: query.limit,
       });
       const { items, nextCursor } = pageOf(rows, query.limit);
-      return { sessions: items.map((row) => view(row, base)), nextCursor };
+      return { sessions: items.map((row) => view(row, base, request)), nextCursor };
     },
 
     async update(request: FastifyRequest, id: string, body: UpdateSessionBody, base: string): Promise<SessionView> {
@@ -317,7 +326,7 @@ export function createBrowserSessions(deps: AppDeps) {
       if (body.keepAlive !== undefined) live.keepAlive = body.keepAlive;
       if (body.autoSleepMs !== undefined) live.autoSleepMs = body.autoSleepMs;
       live.lastActivity = now();
-      return view(updated ?? row, base);
+      return view(updated ?? row, base, request);
     },
 
     async release(request: FastifyRequest, id: string, base: string): Promise<SessionView> {
@@ -328,7 +337,7 @@ export function createBrowserSessions(deps: AppDeps) {
         if (row.hostId !== hostId) liveOf(row);
         await end(row.id, 'RELEASED', 'released');
       }
-      return view(await findRow({ userId: row.userId }, row.id), base);
+      return view(await findRow({ userId: row.userId }, row.id), base, request);
     },
 
     /**
@@ -365,11 +374,16 @@ export function createBrowserSessions(deps: AppDeps) {
 
     /** The session a valid grant names, when it is live or sleeping (404 otherwise, 503 on another host). */
     async liveForGrant(grant: CdpGrant, id: string): Promise<LiveSession> {
-      // The token outlives checks of the account: a suspended user's is refused as the API key is, a deleted one's 404.
-      const account = await accountStatusOf(db, grant.userId);
-      if (account !== 'active') throw account === 'suspended' ? accountSuspended() : notFound('Browser session');
+      // The token outlives checks of the account and the key: a suspended user's is refused as the API key is, a
+      // deleted one's 404, and one minted by a key revoked (or expired) since is 401 like that key.
       const key = storedId(id);
-      const row = key === grant.sessionId ? await repo.find(db, { userId: grant.userId }, key) : undefined;
+      const [account, keyLive, row] = await Promise.all([
+        accountStatusOf(db, grant.userId),
+        grant.keyId === null ? true : deps.apiKeys.isLive(grant.keyId),
+        key === grant.sessionId ? repo.find(db, { userId: grant.userId }, key) : undefined,
+      ]);
+      if (account !== 'active') throw account === 'suspended' ? accountSuspended() : notFound('Browser session');
+      if (!keyLive) throw new AppError('UNAUTHORIZED', 'The API key that asked for this cdpUrl is revoked or expired');
       const waking = row?.status === 'STARTING' && snapshots.busy(row.id);
       if (!row || row.clientRef !== grant.clientRef || !(['LIVE', 'SLEEPING'].includes(row.status) || waking))
         throw notFound('Browser session');

@@ -19,6 +19,8 @@ export interface TabRegistry {
   /** The open tab `tabId`, or 404 NOT_FOUND naming `tabId`. */
   get(tabId: string): Page;
   activePage(): Promise<Page>;
+  /** The active tab as it is now, without opening one (undefined when the session has no tab open). */
+  current(): { id: string; page: Page } | undefined;
   activate(tabId: string): Promise<Page>;
   open(): Promise<Page>;
   close(tabId: string): Promise<void>;
@@ -92,6 +94,11 @@ export function createTabRegistry(
         return page;
       }
       return openPage();
+    },
+    current() {
+      const id = currentId();
+      const page = id ? open.get(id) : undefined;
+      return id && page && !page.isClosed() ? { id, page } : undefined;
     },
     async activate(tabId) {
       const page = get(tabId);
