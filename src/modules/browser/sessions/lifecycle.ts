@@ -51,6 +51,19 @@ export interface Refusal {
   retryAfterSeconds: number;
 }
 
+/** The admission limits of a configuration. */
+export const admissionLimits = (config: {
+  BROWSER_MAX_SESSIONS: number;
+  BROWSER_MAX_SESSIONS_PER_USER: number;
+  BROWSER_MAX_SESSIONS_PER_CLIENT_REF: number;
+  BROWSER_MIN_FREE_MEMORY_MB: number;
+}): AdmissionLimits => ({
+  maxPerHost: config.BROWSER_MAX_SESSIONS,
+  maxPerUser: config.BROWSER_MAX_SESSIONS_PER_USER,
+  maxPerClientRef: config.BROWSER_MAX_SESSIONS_PER_CLIENT_REF,
+  minFreeMemoryMb: config.BROWSER_MIN_FREE_MEMORY_MB,
+});
+
 /** Room for one more session, or why not and when to try again. */
 export function admit(facts: AdmissionFacts, limits: AdmissionLimits): Refusal | undefined {
   if (facts.hostLive >= limits.maxPerHost) {

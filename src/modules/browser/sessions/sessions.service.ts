@@ -20,7 +20,7 @@ import { startRecording } from '../recording/recorder.ts';
 import { createSnapshots } from '../snapshots/snapshots.service.ts';
 import { releaseIfAccountEnded, watchAccounts } from './account-watch.ts';
 import { BrowserHost, type LiveSession } from './host.ts';
-import { admit, minutesOf } from './lifecycle.ts';
+import { admissionLimits, admit, minutesOf } from './lifecycle.ts';
 import { createLiveLookup } from './live-lookup.ts';
 import { createReaper } from './reaper.ts';
 import { createScaleOut } from './scale-out.ts';
@@ -75,12 +75,7 @@ export function createBrowserSessions(deps: AppDeps) {
             : end(session.id, 'FAILED', reason)),
       })
     : undefined;
-  const limits = {
-    maxPerHost: config.BROWSER_MAX_SESSIONS,
-    maxPerUser: config.BROWSER_MAX_SESSIONS_PER_USER,
-    maxPerClientRef: config.BROWSER_MAX_SESSIONS_PER_CLIENT_REF,
-    minFreeMemoryMb: config.BROWSER_MIN_FREE_MEMORY_MB,
-  };
+  const limits = admissionLimits(config);
   /** Why this host cannot start another session now (sessions, those starting or waking, free memory); none: it can. */
   const hostRefusal = () =>
     host &&
@@ -97,7 +92,7 @@ export function createBrowserSessions(deps: AppDeps) {
     hostId,
     host,
     internalUrl: () => scaleOut.internalUrl,
-    starting: () => starting,
+    hostRefusal: () => hostRefusal() || undefined,
     end,
   });
   const { liveOf, lostHere } = createLiveLookup({ hostId, host, ending, transitioning: snapshots.busy, end });

@@ -5,7 +5,6 @@
  * `autoSleepMs` sleeps by itself (the reaper), and any operation on it or a connection to its cdpUrl wakes it while
  * the caller waits. One sleep or wake of a session at a time in this process: concurrent callers share it.
  */
-import os from 'node:os';
 import type { AppDeps } from '../../../deps.ts';
 import { AppError, notFound } from '../../../shared/errors.ts';
 import { storedId } from '../../../shared/ids.ts';
@@ -15,7 +14,7 @@ import { followDownloads } from '../files/files.service.ts';
 import { startRecording } from '../recording/recorder.ts';
 import { readRecording } from '../recording/recording-store.ts';
 import type { BrowserHost } from '../sessions/host.ts';
-import { admit, minutesOf } from '../sessions/lifecycle.ts';
+import { admissionLimits, admit, minutesOf, type Refusal } from '../sessions/lifecycle.ts';
 import { existingOperations, operationsFor } from '../sessions/session-operations.ts';
 import { type SessionRow, type SessionScope, sessionsRepository } from '../sessions/sessions.repository.ts';
 import type { SessionStatus } from '../sessions/sessions.schemas.ts';
@@ -27,8 +26,8 @@ export interface SnapshotParts {
   host: BrowserHost | undefined;
   /** This host's internal URL (scale-out), recorded on the sessions it wakes. */
   internalUrl: () => string | null;
-  /** Creates admitted and not yet running: they take room as a wake does. */
-  starting: () => number;
+  /** Why this host has no room for another session now (creates and wakes under way counted); none: it has. */
+  hostRefusal: () => Refusal | undefined;
   end: (id: string, status: SessionStatus, reason: string, charge?: boolean) => Promise<SessionRow | undefined>;
 }
 
@@ -43,7 +42,7 @@ const invalidState = (message: string, status: string) =>
 
 export type Snapshots = ReturnType<typeof createSnapshots>;
 
-export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, starting, end }: SnapshotParts) {
+export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, hostRefusal, end }: SnapshotParts) {
   const { config, db, clock, logger } = deps;
   const now = () => clock.now().getTime();
   const extensions = createExtensions(db, config.dataDir);
@@ -51,12 +50,7 @@ export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, star
   const busy = new Map<string, Promise<unknown>>();
   let waking = 0;
 
-  const limits = () => ({
-    maxPerHost: config.BROWSER_MAX_SESSIONS,
-    maxPerUser: config.BROWSER_MAX_SESSIONS_PER_USER,
-    maxPerClientRef: config.BROWSER_MAX_SESSIONS_PER_CLIENT_REF,
-    minFreeMemoryMb: config.BROWSER_MIN_FREE_MEMORY_MB,
-  });
+  const limits = () => admissionLimits(config);
   const refuse = (refusal: { message: string; retryAfterSeconds: number }) =>
     new AppError('CAPACITY_EXCEEDED', refusal.message, {
       headers: { 'retry-after': String(refusal.retryAfterSeconds) },
@@ -129,11 +123,8 @@ export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, star
 
   /** Room for the wake on this host (checked before it counts as waking), else 429 as a create. */
   function admitHere(): void {
-    const hostRefusal = admit(
-      { hostLive: (host?.liveCount ?? 0) + starting() + waking, userLive: 0, freeMemoryMb: os.freemem() / 2 ** 20 },
-      limits(),
-    );
-    if (hostRefusal) throw refuse(hostRefusal);
+    const refusal = hostRefusal();
+    if (refusal) throw refuse(refusal);
   }
 
   /** Room for the user and the clientRef, then SLEEPING → STARTING on this host. */
