@@ -3,14 +3,14 @@
  * (a login cookie, localStorage, 3 tabs, one scrolled) put to sleep and woken SAMPLES times:
  *   - POST /sessions/{id}/sleep p50 (capture, Chromium stopped, snapshot stored);
  *   - POST /snapshots/{id}/wake → first CDP command answered over the cdpUrl, p50 (a new Chromium, the state back,
- *     the tabs loaded and scrolled);
+ *     the tabs loaded and scrolled), beside Chromium's own launch → first command measured in the same rounds;
  *   - the snapshot's size; then 100 sessions of that state asleep: Chromium processes left, and the disk they take
  *     (the snapshots' bytes, and what DATA_DIR grew by: the embedded database's files).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { recordedChromium } from '../test/helpers/browser.ts';
-import { type BenchBrowserService, firstCommand } from './browser-parts.ts';
+import { type BenchBrowserService, firstCommand, pipeLaunchToFirstCommand } from './browser-parts.ts';
 import { percentile, type Row } from './lib.ts';
 
 const SAMPLES = Number(process.env.BENCH_BROWSER_SAMPLES ?? 10);
@@ -67,6 +67,7 @@ export async function benchSleep(service: BenchBrowserService, url: string): Pro
   const id = await sessionWithState(service, url);
   const sleeps: number[] = [];
   const wakes: number[] = [];
+  const own: number[] = [];
   let size = 0;
   // A first cycle unmeasured (it compiles the paths).
   for (let i = -1; i < SAMPLES; i++) {
@@ -82,6 +83,8 @@ export async function benchSleep(service: BenchBrowserService, url: string): Pro
     if (i < 0) continue;
     sleeps.push(slept);
     wakes.push(woke);
+    // Chromium's own launch → first command in the same round: what any wake pays before restoring anything.
+    own.push(await pipeLaunchToFirstCommand());
   }
   const tabs = (await ok(service, 'GET', `${S}/${id}/tabs`)).tabs.length;
   if (tabs !== 3) throw new Error(`the woken session has ${tabs} tabs`);
@@ -120,6 +123,12 @@ export async function benchSleep(service: BenchBrowserService, url: string): Pro
       value: `${p50(wakes).toFixed(0)} ms`,
       target: `< ${WAKE_TARGET_MS} ms`,
       pass: p50(wakes) < WAKE_TARGET_MS,
+    },
+    {
+      name: `  Chromium's own launch → first command, same rounds, p50 (range ${spread(own)}); wake ÷ launch`,
+      value: `${p50(own).toFixed(0)} ms; ${(p50(wakes) / p50(own)).toFixed(2)}`,
+      target: '',
+      pass: null,
     },
     { name: 'snapshot of the fixture state (gzipped JSON)', value: `${size} B`, target: '', pass: null },
     {
