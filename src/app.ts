@@ -12,6 +12,7 @@ import {
   browserExtensionRoutes,
   browserLiveRoutes,
   browserOperationRoutes,
+  browserProfileRoutes,
   browserSessionRoutes,
   browserUsageRoutes,
 } from './modules/browser/index.ts';
@@ -31,6 +32,7 @@ import {
   outreachEmailRoutes,
   outreachUnsubscribeRoutes,
 } from './modules/outreach/index.ts';
+import { professionalNetworkRoutes } from './modules/professional-network/index.ts';
 import { profileTypeRoutes } from './modules/profile-types/index.ts';
 import { profileRoutes } from './modules/profiles/index.ts';
 import { projectRoutes } from './modules/projects/index.ts';
@@ -80,6 +82,8 @@ const routeModules: RouteModule[] = [
   webhookRoutes,
   // ---- deliverability ----
   warmupRoutes,
+  // ---- professional network ----
+  professionalNetworkRoutes,
   // ---- analytics and admin ----
   analyticsRoutes,
   adminRoutes,
@@ -96,6 +100,7 @@ const routeModules: RouteModule[] = [
   browserCdpRoutes,
   browserOperationRoutes,
   browserExtensionRoutes,
+  browserProfileRoutes,
   browserUsageRoutes,
   browserLiveRoutes,
 ];

@@ -193,6 +193,10 @@ const envSchema = z.object({
   BROWSER_WARM_POOL: z.coerce.number().int().min(0).max(100).default(0),
   /** The largest file an upload into a session may be (413 PAYLOAD_TOO_LARGE beyond). */
   BROWSER_FILE_MAX_MB: z.coerce.number().int().min(1).max(1024).default(32),
+  /** Where browser profiles' state files live; default DATA_DIR/browser-profiles (shared by every host). */
+  BROWSER_PROFILE_DIR: z.string().min(1).optional(),
+  /** The largest state a profile may hold (413 PAYLOAD_TOO_LARGE beyond). */
+  BROWSER_PROFILE_MAX_MB: z.coerce.number().int().min(1).max(1024).default(50),
   /** Days a sleeping session's snapshot is kept; then it is deleted and the session ends EXPIRED. */
   BROWSER_SNAPSHOT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** Screencast frames per second a live view sends its viewers at most (docs/browser.md "Live viewer"). */
@@ -208,6 +212,18 @@ const envSchema = z.object({
     .regex(/^[^;,\r\n]+$/, "CSP sources separated by spaces (no ';' or ',')")
     .default("'self'"),
   // ---- end of cloud browser ----
+  // ---- Professional network (docs/professional-network.md) ----
+  /** The network's base URL (scheme and host): profile URLs must be its /in/<slug> pages; tests use a loopback site. */
+  LINKEDIN_BASE_URL: z
+    .url({ protocol: /^https?$/ })
+    .refine((url) => /^https?:\/\/[^/?#]+\/?$/.test(url), 'must be a base URL without path, query or fragment')
+    .default('https://www.linkedin.com'),
+  /** A credential's daily request limit unless its create names one (`dailyLimit`). */
+  LINKEDIN_DAILY_LIMIT: z.coerce.number().int().min(1).max(10_000).default(80),
+  /** The least wait between two profile requests of an enrichment job, and the random extra on top of it. */
+  LINKEDIN_DELAY_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
+  LINKEDIN_JITTER_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
+  // ---- end of professional network ----
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_URL: z.url().optional(),
   // ---- Credits and payments (docs/webhooks-and-credits.md "Credits") ----

@@ -99,7 +99,9 @@ export async function startRuntime(
   if (role.workers) {
     const says = { start: 'starting background workers and schedules…', done: 'workers started' };
     workers = await step(logger, says, async () => {
-      const registered = await registerWorkers(deps);
+      // Browser work (professional-network enrichment) only where the API runs the browser sessions service: a
+      // worker-only process would hold Chromium under the API's host id without its reaper.
+      const registered = await registerWorkers(deps, { hostsBrowsers: role.http && config.RUN_BROWSERS });
       await registerSchedules(deps);
       return registered;
     });

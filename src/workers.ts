@@ -15,6 +15,7 @@ import { createLeadValidationService, type EmailValidationJob } from './modules/
 import type { MatchingJob } from './modules/matching/index.ts';
 import { createMatchingRecovery, createMatchingRunner } from './modules/matching/index.ts';
 import { createInboxReader, createInboxWatcher, createSequencer } from './modules/outreach/index.ts';
+import { createEnricher, type NetworkEnrichMessage } from './modules/professional-network/index.ts';
 import type { RunCrawl } from './modules/scraping/index.ts';
 import { createWarmupSender } from './modules/warmup/index.ts';
 import { createWebhookDispatcher, pruneWebhookHistory } from './modules/webhooks/index.ts';
@@ -33,7 +34,10 @@ export interface Workers {
 }
 
 /** Registers every queue's handler on this process's pg-boss instance. */
-export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCrawl } = {}): Promise<Workers> {
+export async function registerWorkers(
+  deps: AppDeps,
+  options: { runCrawl?: RunCrawl; hostsBrowsers?: boolean } = {},
+): Promise<Workers> {
   const { boss } = deps;
   await boss.work(QUEUES.maintenance, async () => {
     await pruneRateLimitEvents(deps.db, deps.clock);
@@ -93,6 +97,18 @@ export async function registerWorkers(deps: AppDeps, options: { runCrawl?: RunCr
   });
   const matchingRecovery = createMatchingRecovery(deps);
   matchingRecovery.start();
+
+  // Professional-network enrichment runs in a cloud-browser session, so only where this process hosts them (default
+  // RUN_BROWSERS; the runtime says whether its API, which starts the sessions service, runs here too).
+  if (options.hostsBrowsers ?? deps.config.RUN_BROWSERS) {
+    const enricher = createEnricher(deps);
+    const enrichWork = { localConcurrency: 2, notifyPollingIntervalSeconds: 2 } as const;
+    await boss.work<NetworkEnrichMessage, void, typeof enrichWork>(QUEUES.networkEnrich, enrichWork, async ([job]) => {
+      if (job) await enricher.run(job.data.jobId);
+    });
+    // Embedded: this process is the only one, so RUNNING jobs are orphans of the last run.
+    if (deps.database.pglite) await enricher.resumeOrphans();
+  }
 
   const jobService = createJobService(deps);
   const runner = createJobRunner(deps, options);

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { jobs, leads, profiles, profileTypes, projects, sources, suppressions } from '../src/db/schema/index.ts';
 import { createAccountDeletionService } from '../src/modules/account-deletion/account-deletion.service.ts';
+import { createProfileStore, profilesRoot } from '../src/modules/browser/profiles/profiles.store.ts';
 import { QUEUES } from '../src/queue/queues.ts';
 import { DAY_MS, ManualClock } from '../src/shared/clock.ts';
 import { sha256 } from '../src/shared/crypto.ts';
@@ -343,6 +346,22 @@ describe('purge after the grace period', () => {
       `INSERT INTO rate_limit_events (id, bucket, subject) VALUES (gen_random_uuid(), 'test', $1)`,
       [doomed.id],
     );
+    // And a browser profile's state file on disk.
+    const browserProfile = await ctx.inject({
+      method: 'POST',
+      url: '/api/browser/profiles',
+      headers: doomed.headers,
+      payload: { name: 'doomed' },
+    });
+    assert.equal(browserProfile.statusCode, 201, browserProfile.body);
+    const profileDir = path.join(profilesRoot(ctx.deps.config), doomed.id);
+    await createProfileStore(profilesRoot(ctx.deps.config)).write(
+      doomed.id,
+      browserProfile.json().data.profile.id,
+      1,
+      Buffer.from('{"cookies":[],"origins":[]}'),
+    );
+    assert.ok(fs.existsSync(profileDir));
     clock.advance(5 * DAY_MS);
     await schedule(later);
     await schedule(cancelled);
@@ -394,6 +413,7 @@ describe('purge after the grace period', () => {
       [doomed.id],
     );
     assert.equal(Number(rl!.n), 0);
+    assert.ok(!fs.existsSync(profileDir), 'the browser profile files went with the account');
     assert.deepEqual(await ctx.deps.boss.findJobs(QUEUES.dataExport, { data: { userId: doomed.id } }), []);
     // The key was cached: without the cache invalidation, a route that does not load the user would still answer.
     assertError(

@@ -362,6 +362,8 @@ describe('GET /api/users/export/download', () => {
         'leads.csv',
         'matching_rules.csv',
         'matching_runs.csv',
+        'network_credentials.csv',
+        'network_enrich_jobs.csv',
         'outreach_campaigns.csv',
         'outreach_connections.csv',
         'outreach_enrollments.csv',

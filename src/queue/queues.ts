@@ -15,6 +15,7 @@ export const QUEUES = {
   warmup: 'warmup',
   outreachSend: 'outreach-send',
   outreachInbox: 'outreach-inbox',
+  networkEnrich: 'network-enrich',
 } as const;
 
 /** pg-boss on the service's own database: PGlite in-process, or PostgreSQL shared by any number of processes. */
@@ -64,6 +65,9 @@ export async function startBoss(
     // A crawl's own retries are per request; a crashed worker's job is recovered from the jobs
     // table (heartbeats), so pg-boss does not retry or expire scrape messages early.
     boss.createQueue(QUEUES.scrape, { retryLimit: 0, expireInSeconds: 86_400, notify: true }),
+    // An enrichment job records each lead as it goes and resumes after the last one when delivered again; it paces
+    // itself (minutes per profile), so its message outlives a long run.
+    boss.createQueue(QUEUES.networkEnrich, { retryLimit: 1, retryDelay: 60, expireInSeconds: 86_400, notify: true }),
     boss.createQueue(QUEUES.sourceScheduler, { retryLimit: 0, expireInSeconds: 300 }),
     // A rule execution resumes from its stored results when a message is delivered again; a run's
     // lease (not the message's expiry) decides who executes it, and the recovery sweep resends runs

@@ -39,6 +39,13 @@ export const openApiTags = [
       'Signed event deliveries to your endpoints (Standard Webhooks), retried with backoff; the events and their ' +
       'payloads are listed under `webhooks`. Inbound events from providers, verified by signature.',
   },
+  {
+    name: 'Professional Network',
+    description:
+      'Session cookies of the professional network (encrypted, rate-limited per day), profile URL checks, lead ' +
+      'enrichment from profile pages through a cloud browser, and the commonalities of a set of leads. Automated ' +
+      "access breaks the network's terms of service (docs/professional-network.md).",
+  },
   // ---- deliverability ----
   {
     name: 'Warmup Domains',
@@ -178,6 +185,13 @@ export const operationIds: Record<string, string> = {
   'GET /api/webhooks/{id}/deliveries': 'listWebhookDeliveries',
   'POST /api/webhooks/deliveries/{deliveryId}/replay': 'replayWebhookDelivery',
   // ---- warmup domains ----
+  'POST /api/linkedin/credentials': 'createNetworkCredential',
+  'GET /api/linkedin/credentials': 'listNetworkCredentials',
+  'POST /api/linkedin/validate': 'validateNetworkProfile',
+  'POST /api/linkedin/enrich': 'enrichFromNetwork',
+  'GET /api/linkedin/jobs': 'listNetworkEnrichJobs',
+  'GET /api/linkedin/jobs/{id}': 'getNetworkEnrichJob',
+  'POST /api/linkedin/commonalities': 'networkCommonalities',
   'POST /api/warmup-domains': 'createWarmupDomain',
   'GET /api/warmup-domains': 'listWarmupDomains',
   'GET /api/warmup-domains/{id}': 'getWarmupDomain',
@@ -266,6 +280,12 @@ export const operationIds: Record<string, string> = {
   'POST /api/browser/extensions': 'uploadBrowserExtension',
   'GET /api/browser/extensions': 'listBrowserExtensions',
   'DELETE /api/browser/extensions/{id}': 'deleteBrowserExtension',
+  'POST /api/browser/profiles': 'createBrowserProfile',
+  'GET /api/browser/profiles': 'listBrowserProfiles',
+  'GET /api/browser/profiles/{id}': 'getBrowserProfile',
+  'DELETE /api/browser/profiles/{id}': 'deleteBrowserProfile',
+  'GET /api/browser/profiles/{id}/export': 'exportBrowserProfile',
+  'POST /api/browser/sessions/{id}/save-profile': 'saveBrowserProfile',
   'GET /api/browser/usage': 'getBrowserUsage',
 };
 

@@ -6,6 +6,7 @@ import { DAY_MS } from '../../shared/clock.ts';
 import { randomUrlToken, sha256 } from '../../shared/crypto.ts';
 import { AppError } from '../../shared/errors.ts';
 import { rateLimitError } from '../../shared/rate-limit.ts';
+import { removeProfileFilesOf } from '../browser/index.ts';
 import { deletionRepository } from './account-deletion.repository.ts';
 
 /** Limits (docs/api.md, API conventions): 1 accepted request per day per user; token valid 24 h; 30-day grace period. */
@@ -44,8 +45,9 @@ export function createAccountDeletionService(deps: Deps) {
       details: [{ field: 'token', message: 'invalid or expired' }],
     });
 
-  /** Removes what is keyed by the user outside the cascading tables: queued jobs, rate-limit entries. */
+  /** Removes what is keyed by the user outside the cascading tables: queued jobs, rate-limit entries, files. */
   async function removeLeftovers(userId: string, email: string) {
+    await removeProfileFilesOf(deps.config, userId);
     await deps.db.delete(rateLimitEvents).where(inArray(rateLimitEvents.subject, email ? [userId, email] : [userId]));
     for (const queue of Object.values(QUEUES)) {
       try {

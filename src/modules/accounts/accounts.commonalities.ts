@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { AppDeps } from '../../deps.ts';
 import type { SearchResult } from '../../shared/ai/search.ts';
+import { cleanTraits, compactForPrompt, isEmptyValue, linesWithin, traitSchema } from '../../shared/ai/traits.ts';
 import { AppError, notFound } from '../../shared/errors.ts';
 import { accountIdOf, accountKeyOf, describeAccountKey } from './account-key.ts';
 import { type AccountSampleRow, accountRepository } from './accounts.repository.ts';
@@ -10,7 +11,6 @@ import { toAccountView } from './accounts.service.ts';
 /** Leads read for the prompt (most recently updated first), and how much of them the prompt may hold. */
 const SAMPLE_LEADS = 200;
 const MAX_LEADS_PROMPT_CHARS = 12_000;
-const MAX_VALUE_CHARS = 200;
 const SEARCH_RESULTS = 5;
 const MAX_TRAITS = 10;
 const MAX_FACTS = 10;
@@ -18,17 +18,7 @@ const MAX_FACTS = 10;
 /** What the model answers (strict-mode friendly: every key required). */
 const answerSchema = z.object({
   summary: z.string().describe('Two or three sentences on what the leads have in common'),
-  traits: z
-    .array(
-      z.object({
-        trait: z
-          .string()
-          .describe('A trait several leads share (role, seniority, department, status, a custom field value…)'),
-        evidence: z.string().describe('What in the lead data shows it'),
-        leadCount: z.number().int().describe("How many of the account's leads share it"),
-      }),
-    )
-    .describe(`At most ${MAX_TRAITS}, most widely shared first`),
+  traits: z.array(traitSchema).describe(`At most ${MAX_TRAITS}, most widely shared first`),
   companyFacts: z
     .array(
       z.object({
@@ -48,31 +38,12 @@ const SYSTEM =
   'result it ' +
   'comes from exactly as given; never cite any other URL, and give no fact the results do not support.';
 
-/**
- * A JSON-able copy of `value` with long strings cut and wide or deep structures trimmed, so one lead
- * cannot fill the prompt.
- */
-function compact(value: unknown, depth = 0): unknown {
-  if (typeof value === 'string') return value.length > MAX_VALUE_CHARS ? `${value.slice(0, MAX_VALUE_CHARS)}…` : value;
-  if (value === null || typeof value !== 'object') return value;
-  if (depth >= 3) return '…';
-  if (Array.isArray(value)) return value.slice(0, 10).map((v) => compact(v, depth + 1));
-  return Object.fromEntries(
-    Object.entries(value)
-      .slice(0, 20)
-      .map(([k, v]) => [k.slice(0, 60), compact(v, depth + 1)]),
-  );
-}
-
-const isEmpty = (value: unknown) =>
-  value === null || value === undefined || (typeof value === 'object' && Object.keys(value as object).length === 0);
-
 /** One lead as a prompt line: what describes the person's role, no name, email or phone. */
 function leadLine(row: AccountSampleRow): string {
   const line: Record<string, unknown> = { jobTitle: row.job_title?.trim() || null, status: row.status };
   if (row.company?.trim()) line.company = row.company.trim();
-  if (!isEmpty(row.custom_fields)) line.customFields = compact(row.custom_fields);
-  if (row.profiles?.length) line.profiles = compact(row.profiles);
+  if (!isEmptyValue(row.custom_fields)) line.customFields = compactForPrompt(row.custom_fields);
+  if (row.profiles?.length) line.profiles = compactForPrompt(row.profiles);
   return JSON.stringify(line);
 }
 
@@ -81,14 +52,7 @@ function buildPrompt(account: AccountView, sample: AccountSampleRow[], results: 
     .filter(([, n]) => n > 0)
     .map(([s, n]) => `${s} ${n}`)
     .join(', ');
-  const lines: string[] = [];
-  let size = 0;
-  for (const row of sample) {
-    const line = leadLine(row);
-    if (size + line.length > MAX_LEADS_PROMPT_CHARS) break;
-    lines.push(line);
-    size += line.length + 1;
-  }
+  const lines = linesWithin(sample.map(leadLine), MAX_LEADS_PROMPT_CHARS);
   const omitted = account.leadCount - lines.length;
   const searchText = results.length
     ? results.map((r, i) => `[${i + 1}] ${r.title}\nURL: ${r.url}\n${r.description}`).join('\n\n')
@@ -161,14 +125,7 @@ export function createAccountCommonalities(deps: Pick<AppDeps, 'db' | 'ai' | 'se
       });
 
       const cited = new Map(results.map((r) => [canonicalUrl(r.url), r.url]));
-      const traits = answer.traits
-        .map((t) => ({
-          trait: t.trait.trim(),
-          evidence: t.evidence.trim(),
-          leadCount: Math.min(account.leadCount, Math.max(0, Math.round(t.leadCount))),
-        }))
-        .filter((t) => t.trait)
-        .slice(0, MAX_TRAITS);
+      const traits = cleanTraits(answer.traits, account.leadCount, MAX_TRAITS);
       const companyFacts = answer.companyFacts
         .map((f) => ({ fact: f.fact.trim(), sourceUrl: cited.get(canonicalUrl(f.sourceUrl)) }))
         .filter((f): f is { fact: string; sourceUrl: string } => Boolean(f.fact && f.sourceUrl))

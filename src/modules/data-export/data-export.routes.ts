@@ -20,7 +20,7 @@ export const dataExportRoutes: RouteModule = (app, deps) => {
         'It holds the profile, consent history, API keys (no hashes), projects, sources, jobs, leads, profile ' +
         'types, profiles, suppressions, the credit ledger and checkouts, AI usage, account notes, matching rules ' +
         'and runs, campaigns, chat conversations, messages and approvals, webhook endpoints (no signing secrets) ' +
-        'and events, bounces, warmup domains (no mailbox credentials), outreach connections, mailboxes (no credentials), campaigns, enrollments, mails and unsubscribes, and the changes admins made to the account; JSON: one document, CSV: a ZIP, one file per ' +
+        'and events, bounces, warmup domains (no mailbox credentials), outreach connections, mailboxes (no credentials), campaigns, enrollments, mails and unsubscribes, professional-network credentials (no cookie) and enrichment jobs, and the changes admins made to the account; JSON: one document, CSV: a ZIP, one file per ' +
         'section. ' +
         'Rate limit: 3 accepted requests per rolling week per user (429 with Retry-After).',
       body: createExportBody,

@@ -13,6 +13,6 @@ export {
   type OutreachLead,
 } from './leads.outreach.ts';
 export { leadRoutes } from './leads.routes.ts';
-export { bulkUpdateBody, listLeadsQuery } from './leads.schemas.ts';
+export { bulkUpdateBody, LEAD_LIMITS, listLeadsQuery } from './leads.schemas.ts';
 export { createLeadService, distinctIds } from './leads.service.ts';
 export { createLeadWriter, type LeadWriter } from './leads.writer.ts';

@@ -151,20 +151,20 @@ export class BrowserHost {
   /** Settles once Chromium answers on its pipe; one that exits first, or answers too late, is killed and rejects. */
   async #answered(chromium: ChromiumProcess, mux: CdpMux): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
+    const late = 'chromium did not start in time';
     try {
       const ready = await Promise.race([
         mux.call('Browser.getVersion'),
         chromium.exited.then((reason) => ({ error: { code: 0, message: reason } })),
         new Promise<{ error: { code: number; message: string } }>((resolve) => {
-          timer = setTimeout(
-            () => resolve({ error: { code: 0, message: 'chromium did not start in time' } }),
-            READY_TIMEOUT_MS,
-          );
+          timer = setTimeout(() => resolve({ error: { code: 0, message: late } }), READY_TIMEOUT_MS);
         }),
       ]);
       if ('error' in ready && ready.error) throw new Error(ready.error.message);
     } catch (error) {
-      chromium.kill((error as Error).message);
+      // Only a Chromium that is too late is ended for a reason of ours; one whose pipe closed (killed, crashed) is
+      // ending anyway, and its exit says why.
+      chromium.kill((error as Error).message === late ? late : undefined);
       throw error;
     } finally {
       clearTimeout(timer);

@@ -1,4 +1,5 @@
 /** A session's API view: its row, with a fresh cdpUrl while it is live and the clients connected to it here. */
+import type { FastifyRequest } from 'fastify';
 import { CDP_TOKEN_TTL_MS, signCdpToken } from '../cdp/token.ts';
 import type { BrowserHost } from './host.ts';
 import type { SessionRow } from './sessions.repository.ts';
@@ -60,4 +61,10 @@ export function sessionView(row: SessionRow, base: string, context: ViewContext)
     createdAt: row.createdAt.toISOString(),
     endedAt: row.endedAt?.toISOString() ?? null,
   };
+}
+
+/** ws(s)://… of the service as this request reached it, or PUBLIC_URL. */
+export function webSocketBase(publicUrl: string | undefined, request: FastifyRequest): string {
+  const base = publicUrl ? publicUrl.replace(/\/+$/, '') : `${request.protocol}://${request.host}`;
+  return base.replace(/^http/, 'ws');
 }

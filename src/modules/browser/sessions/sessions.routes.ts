@@ -4,8 +4,9 @@ import type { RouteModule } from '../../../route-module.ts';
 import { envelope, errorResponses, idParams, ok } from '../../../shared/http.ts';
 import { nextCursor } from '../../../shared/pagination.ts';
 import { forwardHttp } from '../hosts/forward.ts';
+import { webSocketBase } from './session-view.ts';
 import { createSessionBody, listSessionsQuery, sessionView, updateSessionBody } from './sessions.schemas.ts';
-import { browserSessionsOf, webSocketBase } from './sessions.service.ts';
+import { browserSessionsOf } from './sessions.service.ts';
 
 const tenancyNote =
   'With `X-Client-Ref`, only sessions recorded with that ref exist (others answer 404); without it, every ' +
@@ -61,7 +62,7 @@ export const browserSessionRoutes: RouteModule = (app, deps) => {
         'runs: CDP commands sent while it starts wait for it, and a Chromium that does not come up ends the ' +
         'session FAILED with the reason (`endReason`); a binary that cannot be run is 503.',
       body: createSessionBody,
-      response: { 201: one, ...errorResponses(400, 401, 402, 403, 429, 503) },
+      response: { 201: one, ...errorResponses(400, 401, 402, 403, 404, 409, 429, 503) },
     },
     handler: async (request, reply) => {
       const session = await sessions.create(request, request.body, base(request));

@@ -13,7 +13,7 @@ const viewport = z.strictObject({
   height: z.number().int().min(200).max(2160),
 });
 
-const metadata = z
+export const metadata = z
   .record(z.string().regex(/^[\w.:-]{1,64}$/, 'keys: 1 to 64 of letters, digits, . : _ -'), z.string().max(512))
   .refine((m) => Object.keys(m).length <= 32, 'at most 32 entries');
 
@@ -27,8 +27,11 @@ const autoSleep = duration.describe(
 
 export const createSessionBody = z
   .strictObject({
-    profileId: z.string().min(1).max(100).optional(),
-    persistProfile: z.boolean().default(false),
+    profileId: z.string().min(1).max(100).optional().describe("Start with this browser profile's saved state"),
+    persistProfile: z
+      .boolean()
+      .default(false)
+      .describe("With profileId: this session is the profile's one writer (409 PROFILE_LOCKED when it has one)"),
     viewport: viewport.optional(),
     proxyProfileId: z.string().min(1).max(100).optional().describe('Stored; proxies arrive with Enterprise'),
     timeoutMs: duration.optional().describe('Hard timeout; default BROWSER_SESSION_TIMEOUT_MS'),

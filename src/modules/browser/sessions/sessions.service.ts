@@ -16,6 +16,7 @@ import { type CdpGrant, cdpTokenKey, verifyCdpToken } from '../cdp/token.ts';
 import { createExtensions } from '../extensions/extensions.service.ts';
 import { followDownloads } from '../files/files.service.ts';
 import { hostIdOf } from '../hosts/registry.ts';
+import { profileLeasesOf } from '../profiles/profile-leases.ts';
 import { startRecording } from '../recording/recorder.ts';
 import { createSnapshots } from '../snapshots/snapshots.service.ts';
 import { releaseIfAccountEnded, watchAccounts } from './account-watch.ts';
@@ -41,12 +42,6 @@ const REAP_INTERVAL_MS = 1000;
 
 /** endReason of a session whose CDP client closed the browser. */
 export const CLOSED_BY_CLIENT = 'closed by a CDP client (Browser.close)';
-
-/** ws(s)://… of the service as this request reached it, or PUBLIC_URL. */
-export function webSocketBase(publicUrl: string | undefined, request: FastifyRequest): string {
-  const base = publicUrl ? publicUrl.replace(/\/+$/, '') : `${request.protocol}://${request.host}`;
-  return base.replace(/^http/, 'ws');
-}
 
 export type BrowserSessions = ReturnType<typeof createBrowserSessions>;
 
@@ -97,17 +92,20 @@ export function createBrowserSessions(deps: AppDeps) {
   });
   const { liveOf, lostHere } = createLiveLookup({ hostId, host, ending, transitioning: snapshots.busy, end });
   const extensions = createExtensions(db, config.dataDir);
+  const profiles = profileLeasesOf(deps);
 
   /** Ends a session once (Chromium closed first), charging its minutes and telling the webhooks in one transaction. */
   function end(id: string, status: SessionStatus, reason: string, charge = true): Promise<SessionRow | undefined> {
     let pending = ending.get(id);
     if (!pending) {
       pending = (async () => {
+        await profiles.beforeClose(id, async () => host!.playwright(id)); // a writer saves its state first
         await host?.close(id);
         const at = clock.now();
         return db.transaction(async (tx) => {
           const row = await repo.end(tx, id, status, reason, at);
           if (!row) return undefined;
+          if (row.persistProfile) await profiles.free(tx, row.id); // its writer lease ends with it (crash, lost host)
           // The live part now ending (none for a sleeping session: each sleep charged the part it ended).
           const minutes = charge && row.liveSince ? minutesOf(row.liveSince.getTime(), at.getTime()) : 0;
           if (minutes > 0) {
@@ -189,6 +187,7 @@ export function createBrowserSessions(deps: AppDeps) {
       }
       await deps.credits.assert(db, scope.userId, 'browser_minutes', 1);
       const extensionDirs = await extensions.dirsFor(scope.userId, body.extensionIds);
+      const profile = await profiles.forCreate(db, { userId: scope.userId, clientRef: clientRef ?? undefined }, body);
       const refuse = (refusal: { message: string; retryAfterSeconds: number }) =>
         new AppError('CAPACITY_EXCEEDED', refusal.message, {
           headers: { 'retry-after': String(refusal.retryAfterSeconds) },
@@ -206,13 +205,13 @@ export function createBrowserSessions(deps: AppDeps) {
           const refusal = admit({ hostLive: 0, userLive, refLive, freeMemoryMb: Number.POSITIVE_INFINITY }, limits);
           if (refusal) throw refuse(refusal);
           const createdAt = clock.now();
-          return repo.insert(tx, {
+          const inserted = await repo.insert(tx, {
             userId: scope.userId,
             clientRef,
             status: 'STARTING',
             viewportWidth: viewport.width,
             viewportHeight: viewport.height,
-            profileId: body.profileId ?? null,
+            profileId: profile?.id ?? null,
             persistProfile: body.persistProfile,
             proxyProfileId: body.proxyProfileId ?? null,
             timeoutMs,
@@ -229,6 +228,8 @@ export function createBrowserSessions(deps: AppDeps) {
             createdAt,
             updatedAt: createdAt,
           });
+          await profiles.acquire(tx, profile, inserted); // persistProfile: the writer lease, or 409 PROFILE_LOCKED
+          return inserted;
         });
         try {
           const live = await host.open(
@@ -244,6 +245,7 @@ export function createBrowserSessions(deps: AppDeps) {
             viewport,
             extensionDirs,
           );
+          await profiles.restore(row.id, () => host.playwright(row.id)); // starts where its profile was saved
           // Downloads become the session's files (they land in its directory anyway: the profile's preferences
           // say so); followed from here on, without holding the create up for the round trips.
           void followDownloads(live).catch((err) => logger.warn({ err, sessionId: row.id }, 'downloads not followed'));

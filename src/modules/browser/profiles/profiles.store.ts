@@ -1,0 +1,90 @@
+/**
+ * Profiles' state files: BROWSER_PROFILE_DIR/<user>/<profile>/state-<token>-<id>.json, each save a new file (written
+ * aside, flushed, renamed into place), so a stale writer never overwrites the file a newer one recorded; the row
+ * says which file is current, and the file it replaced is removed after the switch.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../../../config.ts';
+import { newId } from '../../../shared/ids.ts';
+
+/** What a profile holds: Playwright's storage state (cookies, and per origin its localStorage and IndexedDB). */
+export interface ProfileState {
+  cookies: Array<{
+    name: string;
+    value: string;
+    domain: string;
+    path: string;
+    expires: number;
+    httpOnly: boolean;
+    secure: boolean;
+    sameSite: 'Strict' | 'Lax' | 'None';
+  }>;
+  origins: Array<{ origin: string; localStorage: Array<{ name: string; value: string }>; indexedDB?: unknown[] }>;
+}
+
+export const profilesRoot = (config: Pick<Config, 'BROWSER_PROFILE_DIR' | 'dataDir'>): string =>
+  path.resolve(config.BROWSER_PROFILE_DIR ?? path.join(config.dataDir, 'browser-profiles'));
+
+/** Ids are UUIDs (checked before they reach here): nothing else is ever joined to the root. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const STATE_FILE = /^state-\d+-[0-9a-f-]{36}\.json$/;
+
+function safe(part: string, shape: RegExp): string {
+  if (!shape.test(part)) throw new Error(`not a profile path part: ${part}`);
+  return part;
+}
+
+export function createProfileStore(root: string) {
+  const userDir = (userId: string) => path.join(root, safe(userId, UUID));
+  const dirOf = (userId: string, profileId: string) => path.join(userDir(userId), safe(profileId, UUID));
+
+  return {
+    /** Writes a new state file for a save under `token`; answers its name (the row is pointed at it afterwards). */
+    async write(userId: string, profileId: string, token: number, bytes: Buffer): Promise<string> {
+      const dir = dirOf(userId, profileId);
+      await fs.promises.mkdir(dir, { recursive: true });
+      const name = `state-${token}-${newId()}.json`;
+      const draft = path.join(dir, `.${name}.tmp`);
+      const handle = await fs.promises.open(draft, 'wx', 0o600);
+      try {
+        await handle.writeFile(bytes);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await fs.promises.rename(draft, path.join(dir, name));
+      return name;
+    },
+
+    async read(userId: string, profileId: string, file: string): Promise<ProfileState> {
+      const bytes = await fs.promises.readFile(path.join(dirOf(userId, profileId), safe(file, STATE_FILE)));
+      return JSON.parse(bytes.toString('utf8')) as ProfileState;
+    },
+
+    async removeFile(userId: string, profileId: string, file: string | null): Promise<void> {
+      if (!file) return;
+      await fs.promises.rm(path.join(dirOf(userId, profileId), safe(file, STATE_FILE)), { force: true });
+    },
+
+    /** A profile's directory with every state file in it. */
+    async removeProfile(userId: string, profileId: string): Promise<void> {
+      await fs.promises.rm(dirOf(userId, profileId), { recursive: true, force: true });
+    },
+
+    /** Every profile file of a user (account erased). */
+    async removeUser(userId: string): Promise<void> {
+      await fs.promises.rm(userDir(userId), { recursive: true, force: true });
+    },
+  };
+}
+
+export type ProfileStore = ReturnType<typeof createProfileStore>;
+
+/** Every browser profile file of a user, removed once the account is erased (its rows went with the user's). */
+export async function removeProfileFilesOf(
+  config: Pick<Config, 'BROWSER_PROFILE_DIR' | 'dataDir'>,
+  userId: string,
+): Promise<void> {
+  await createProfileStore(profilesRoot(config)).removeUser(userId);
+}
