@@ -242,6 +242,21 @@ describe('sleeping sessions', () => {
     await expect(200, alice, 'DELETE', `${S}/${s.id}`);
   });
 
+  it('a persistProfile session saves its profile as it falls asleep and keeps the writer lease', async () => {
+    const profile = (await expect(201, alice, 'POST', '/api/browser/profiles', { name: 'sleeper' })).profile;
+    assert.equal(profile.savedAt, null);
+    const s = await create(alice, { profileId: profile.id, persistProfile: true });
+    await expect(200, alice, 'POST', `${S}/${s.id}/actions/navigate`, { url: `${site.url}/login` });
+    await expect(200, alice, 'POST', `${S}/${s.id}/sleep`);
+    const saved = (await expect(200, alice, 'GET', `/api/browser/profiles/${profile.id}`)).profile;
+    assert.ok(saved.savedAt && saved.sizeBytes > 0, JSON.stringify(saved));
+    const locked = await call(alice, 'POST', S, { profileId: profile.id, persistProfile: true });
+    assert.equal(locked.status, 409, JSON.stringify(locked.body));
+    await expect(200, alice, 'DELETE', `${S}/${s.id}`);
+    const next = await create(alice, { profileId: profile.id, persistProfile: true });
+    await expect(200, alice, 'DELETE', `${S}/${next.id}`);
+  });
+
   it('sleeping sessions are released, deleted with their snapshot, and swept after the retention', async () => {
     const a = await create(alice, { metadata: { n: 'a' } });
     const { snapshot: snapA } = await expect(200, alice, 'POST', `${S}/${a.id}/sleep`);

@@ -11,6 +11,7 @@ import { storedId } from '../../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
 import { createExtensions } from '../extensions/extensions.service.ts';
 import { followDownloads } from '../files/files.service.ts';
+import { profileLeasesOf } from '../profiles/profile-leases.ts';
 import { startRecording } from '../recording/recorder.ts';
 import { readRecording } from '../recording/recording-store.ts';
 import type { BrowserHost } from '../sessions/host.ts';
@@ -46,6 +47,7 @@ export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, host
   const { config, db, clock, logger } = deps;
   const now = () => clock.now().getTime();
   const extensions = createExtensions(db, config.dataDir);
+  const leases = profileLeasesOf(deps);
   /** Sleeps and wakes under way in this process, by session id. */
   const busy = new Map<string, Promise<unknown>>();
   let waking = 0;
@@ -84,6 +86,13 @@ export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, host
     const state = await captureState(browser, await tabOrderOf(browser), viewport);
     const bytes = await encodeState(state);
     const remainingMs = Math.max(MIN_REMAINING_MS, live.expiresAt - now());
+    // A persistProfile session saves its profile as it falls asleep (it keeps the profile's writer lease meanwhile).
+    const writer = leases.sessionOf(row.id);
+    if (writer?.token !== undefined) {
+      await leases
+        .save({ id: writer.profileId, userId: writer.userId }, row.id, writer.token, browser)
+        .catch((err) => logger.warn({ err, sessionId: row.id }, 'a browser profile was not saved at the sleep'));
+    }
     // Chromium goes first: nothing changes in it between the capture and the snapshot (recording stops with it).
     await host.close(row.id);
     const at = clock.now();
