@@ -7,6 +7,7 @@
  *     (rounds interleaved, median ratio of rates); the same 200 as REST actions, actions/s;
  *   - 10 idle sessions: memory per session (RSS and PSS of each session's process group);
  *   - 30 create/release cycles: Chromium processes and profile directories left behind;
+ *   - sleeping sessions (bench/browser-sleep.ts): sleep and wake → first command p50, 100 asleep on disk.
  *   - the live viewer (bench/browser-live.ts): frames per second and latency with 1 and 5 viewers, one screencast.
  * BENCH_BROWSER_SAMPLES (default 10) and BENCH_BROWSER_ROUNDS (default 3) shorten or lengthen it.
  */
@@ -25,6 +26,7 @@ import {
   startBrowserService,
   startFixturePage,
 } from './browser-parts.ts';
+import { benchSleep } from './browser-sleep.ts';
 import { median, percentile, type Row } from './lib.ts';
 
 const SAMPLES = Number(process.env.BENCH_BROWSER_SAMPLES ?? 10);
@@ -60,6 +62,7 @@ export async function benchBrowser(): Promise<Row[]> {
       rows.push(...(await scripts(service, fixture.url)));
       rows.push(await idleMemory(service));
       rows.push(...(await cycles(service)));
+      rows.push(...(await benchSleep(service, fixture.url)));
       rows.push(...(await liveViewer(service)));
     } finally {
       await service.stop();

@@ -200,6 +200,8 @@ const envSchema = z.object({
   BROWSER_PROFILE_DIR: z.string().min(1).optional(),
   /** The largest state a profile may hold (413 PAYLOAD_TOO_LARGE beyond). */
   BROWSER_PROFILE_MAX_MB: z.coerce.number().int().min(1).max(1024).default(50),
+  /** Days a sleeping session's snapshot is kept; then it is deleted and the session ends EXPIRED. */
+  BROWSER_SNAPSHOT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** Screencast frames per second a live view sends its viewers at most (docs/browser.md "Live viewer"). */
   BROWSER_LIVE_MAX_FPS: z.coerce.number().int().min(1).max(60).default(10),
   /**

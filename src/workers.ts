@@ -2,6 +2,7 @@ import type { AppDeps } from './deps.ts';
 import { createAccountDeletionService } from './modules/account-deletion/index.ts';
 import { createAccountService } from './modules/accounts/index.ts';
 import { createAnalyticsService } from './modules/analytics/index.ts';
+import { sweepSnapshots } from './modules/browser/index.ts';
 import { createDataExportService, type DataExportJob } from './modules/data-export/index.ts';
 import {
   createJobRecovery,
@@ -48,6 +49,7 @@ export async function registerWorkers(
     await pruneRateLimitEvents(deps.db, deps.clock);
     await pruneIdempotencyKeys(deps.db, deps.clock);
     await pruneWebhookHistory(deps);
+    await sweepSnapshots(deps);
   });
   const accounts = createAccountService(deps);
   await boss.work(QUEUES.accountRollups, async () => {

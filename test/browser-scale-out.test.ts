@@ -257,6 +257,47 @@ describe('two processes on one PostgreSQL database', { skip }, () => {
     assert.equal(await upgradeStatus(stream), 404);
   });
 
+  it('sleep and wake through B: the sleep goes to A, every wake to a host with room (A)', async () => {
+    const created = await alice.call('POST', S, {});
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id = created.body.data.session.id;
+    assert.equal((await alice.call('POST', `${S}/${id}/actions/navigate`, { url: siteUrl })).status, 200);
+    const sleep = async () => {
+      const slept = await alice.call('POST', `${S}/${id}/sleep`);
+      assert.equal(slept.status, 200, JSON.stringify(slept.body));
+      assert.equal(slept.body.data.session.status, 'SLEEPING');
+      return slept.body.data;
+    };
+    await sleep();
+    // A REST action through B (which runs no browsers) wakes it where there is room, and is answered from there.
+    const act = await alice.call('POST', `${S}/${id}/actions/evaluate`, { expression: 'location.href' });
+    assert.equal(act.status, 200, JSON.stringify(act.body));
+    assert.equal(act.body.data.result, siteUrl);
+    const { snapshot } = await sleep();
+    const woke = await alice.call('POST', `/api/browser/snapshots/${snapshot.id}/wake`);
+    assert.equal(woke.status, 200, JSON.stringify(woke.body));
+    assert.equal(woke.body.data.session.status, 'LIVE');
+    assert.equal(woke.body.data.session.id, id);
+    const { session } = await sleep();
+    assert.match(session.cdpUrl, new RegExp(`^ws://127\\.0\\.0\\.1:${portB}${S}/${id}/cdp`));
+    const browser = await chromium.connectOverCDP(session.cdpUrl);
+    try {
+      const urls = browser
+        .contexts()[0]!
+        .pages()
+        .map((p) => p.url());
+      assert.deepEqual(urls, [siteUrl]);
+    } finally {
+      await browser.close();
+    }
+    const held = await db.database.query<{ host_address: string | null; status: string }>(
+      'SELECT host_address, status FROM browser_sessions WHERE id = $1',
+      [id],
+    );
+    assert.deepEqual(held[0], { host_address: `http://127.0.0.1:${portA}`, status: 'LIVE' });
+    assert.equal((await alice.call('DELETE', `${S}/${id}`)).status, 200);
+  });
+
   it('releases through B', async () => {
     const released = await alice.call('DELETE', `${S}/${sessionId}`);
     assert.equal(released.status, 200);

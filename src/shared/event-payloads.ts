@@ -98,7 +98,7 @@ export const eventDataSchemas = {
       endReason: z.string().describe('released, timeout, idle, the service stopped, or why Chromium died'),
       clientRef: z.string().nullable(),
       metadata: z.record(z.string(), z.string()),
-      minutes: z.int().describe('Browser minutes charged (started minutes; 0 when it never ran)'),
+      minutes: z.int().describe('Browser minutes charged (started minutes of each live part; 0 when it never ran)'),
       createdAt: time,
       endedAt: time,
     })

@@ -15,7 +15,7 @@ export const browserSessions = pgTable(
       .references(() => users.id, { onDelete: 'cascade' }),
     /** The integrator's own user (X-Client-Ref); null for sessions of the key-wide view. */
     clientRef: text('client_ref'),
-    /** STARTING, LIVE, RELEASED, EXPIRED, FAILED. */
+    /** STARTING, LIVE, SLEEPING (no process: its state is a browser_snapshots row), RELEASED, EXPIRED, FAILED. */
     status: text('status').notNull(),
     endReason: text('end_reason'),
     viewportWidth: integer('viewport_width').notNull(),
@@ -26,6 +26,14 @@ export const browserSessions = pgTable(
     timeoutMs: integer('timeout_ms').notNull(),
     idleTimeoutMs: integer('idle_timeout_ms').notNull(),
     keepAlive: boolean('keep_alive').notNull().default(false),
+    /** Sleeps by itself after this long with no client and no action (instead of ending idle); null: never. */
+    autoSleepMs: integer('auto_sleep_ms'),
+    /** When its current live part began (its start, or its last wake); null while it sleeps. */
+    liveSince: tsColumn('live_since'),
+    /** Browser minutes charged for its earlier live parts (each sleep charges the part it ends). */
+    billedMinutes: integer('billed_minutes').notNull().default(0),
+    /** The browser_snapshots row holding its state while it sleeps. */
+    snapshotId: uuid('snapshot_id'),
     record: boolean('record').notNull().default(false),
     extensionIds: text('extension_ids').array().notNull().default([]),
     metadata: jsonb('metadata').$type<Record<string, string>>().notNull().default({}),

@@ -5,6 +5,7 @@ export * from './analytics.ts';
 export * from './browser.ts';
 export * from './browser-live.ts';
 export * from './browser-profiles.ts';
+export * from './browser-snapshots.ts';
 export * from './campaigns.ts';
 export * from './chat.ts';
 export * from './credits.ts';

@@ -11,4 +11,5 @@ export { browserSessionRoutes } from './sessions/sessions.routes.ts';
 export type { SessionView } from './sessions/sessions.schemas.ts';
 export { type BrowserSessions, browserSessionsOf } from './sessions/sessions.service.ts';
 export { clientRefOf, scopeOf } from './sessions/tenancy.ts';
+export { sweepSnapshots } from './snapshots/sweep.ts';
 export { browserUsageRoutes } from './usage/usage.routes.ts';

@@ -46,14 +46,20 @@ const isEvents = (value: unknown): value is RecordedEvent[] =>
 
 /**
  * Starts recording `sessionId` on `browser` (connected with connectOverCDP). Call it before any page of the session
- * loads; the recording closes when the connection does (the session's release closes it).
+ * loads; the recording closes when the connection does (the session's release or sleep closes it). A woken session
+ * goes on in the same file, its pages numbered from `firstPage` on.
  */
-export async function startRecording(browser: Browser, dataDir: string, sessionId: string): Promise<void> {
+export async function startRecording(
+  browser: Browser,
+  dataDir: string,
+  sessionId: string,
+  firstPage = 1,
+): Promise<void> {
   const context = browser.contexts()[0];
   if (!context) throw new Error('The browser has no default context');
   const writer = openRecording(dataDir, sessionId);
   const ids = new WeakMap<Page, string>();
-  let next = 1;
+  let next = firstPage;
   const pageId = (page: Page) => {
     let id = ids.get(page);
     if (!id) {

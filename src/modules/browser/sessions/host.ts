@@ -31,6 +31,8 @@ export interface LiveSession {
   expiresAt: number;
   idleTimeoutMs: number;
   keepAlive: boolean;
+  /** Sleeps after this long with no client and no action (the reaper); null or absent: never. */
+  autoSleepMs?: number | null;
   /** Set once the service ends it: its Chromium's exit is then no failure. */
   ending: boolean;
   playwright?: Promise<Browser>;

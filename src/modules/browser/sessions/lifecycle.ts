@@ -7,17 +7,28 @@ export interface LiveFacts {
   /** CDP clients connected now. */
   clients: number;
   lastActivity: number;
+  /** Sleeps instead of ending idle after this long with no client and no action (null/undefined: never). */
+  autoSleepMs?: number | null;
 }
 
 export type Ending = { status: 'EXPIRED'; reason: 'timeout' | 'idle' };
 
-/** Whether a live session is due to end at `now`: its hard deadline, or idle (no client, no action) for too long. */
+/**
+ * Whether a live session is due to end at `now`: its hard deadline, or idle (no client, no action) for too long. A
+ * session that sleeps by itself (autoSleepMs) never ends idle: it sleeps instead (`dueSleep`).
+ */
 export function dueEnding(session: LiveFacts, now: number): Ending | undefined {
   if (now >= session.expiresAt) return { status: 'EXPIRED', reason: 'timeout' };
+  if (session.autoSleepMs) return undefined;
   if (!session.keepAlive && session.clients === 0 && now - session.lastActivity >= session.idleTimeoutMs) {
     return { status: 'EXPIRED', reason: 'idle' };
   }
   return undefined;
+}
+
+/** Whether a live session with autoSleepMs is due to sleep at `now`: no client and no action for that long. */
+export function dueSleep(session: LiveFacts, now: number): boolean {
+  return !!session.autoSleepMs && session.clients === 0 && now - session.lastActivity >= session.autoSleepMs;
 }
 
 export interface AdmissionFacts {
@@ -39,6 +50,19 @@ export interface Refusal {
   message: string;
   retryAfterSeconds: number;
 }
+
+/** The admission limits of a configuration. */
+export const admissionLimits = (config: {
+  BROWSER_MAX_SESSIONS: number;
+  BROWSER_MAX_SESSIONS_PER_USER: number;
+  BROWSER_MAX_SESSIONS_PER_CLIENT_REF: number;
+  BROWSER_MIN_FREE_MEMORY_MB: number;
+}): AdmissionLimits => ({
+  maxPerHost: config.BROWSER_MAX_SESSIONS,
+  maxPerUser: config.BROWSER_MAX_SESSIONS_PER_USER,
+  maxPerClientRef: config.BROWSER_MAX_SESSIONS_PER_CLIENT_REF,
+  minFreeMemoryMb: config.BROWSER_MIN_FREE_MEMORY_MB,
+});
 
 /** Room for one more session, or why not and when to try again. */
 export function admit(facts: AdmissionFacts, limits: AdmissionLimits): Refusal | undefined {

@@ -1,10 +1,11 @@
 /**
- * The reaper: ends sessions of this host at their deadline, when idle, or when their Chromium died, and now and then
+ * The reaper: ends sessions of this host at their deadline, when idle, or when their Chromium died, puts those with
+ * autoSleepMs to sleep when idle that long, and now and then
  * sweeps the rows and browsers of this host that disagree.
  */
 import type { Db } from '../../../db/client.ts';
 import type { BrowserHost } from './host.ts';
-import { dueEnding } from './lifecycle.ts';
+import { dueEnding, dueSleep } from './lifecycle.ts';
 import { sessionsRepository as repo, type SessionRow } from './sessions.repository.ts';
 import type { SessionStatus } from './sessions.schemas.ts';
 
@@ -21,16 +22,28 @@ export interface ReaperOptions {
   lostHere: (row: SessionRow) => boolean;
   /** Sessions being ended now (their browsers are closed by their end). */
   ending: ReadonlyMap<string, unknown>;
+  /** Puts a session to sleep in the background (autoSleepMs); a second call while it falls asleep does nothing. */
+  sleep: (id: string) => void;
 }
 
 /** One reaper round per call. */
-export function createReaper({ db, hostId, host, now, end, lostHere, ending }: ReaperOptions): () => Promise<void> {
+export function createReaper({
+  db,
+  hostId,
+  host,
+  now,
+  end,
+  lostHere,
+  ending,
+  sleep,
+}: ReaperOptions): () => Promise<void> {
   let sweeps = 0;
   return async function reap(): Promise<void> {
     const at = now();
     for (const live of host.sessions()) {
       const due = dueEnding(live, at);
       if (due) await end(live.id, due.status, due.reason).catch(() => {});
+      else if (dueSleep(live, at)) sleep(live.id);
     }
     // Now and then, rows of this host that say LIVE without a browser here (an end whose write failed) end too.
     if (++sweeps % LOST_SWEEP_EVERY === 0) {

@@ -98,10 +98,19 @@ export function createScaleOut(deps: AppDeps, { hostId, host, end, hasRoom }: Sc
     return urlOf(await hostsRepository.findLive(db, holder));
   }
 
-  /** Where a live session's requests go when another live host holds it; undefined: answered here. */
+  /** A live host with room (the registry's counts, a heartbeat old), for what this process cannot start itself. */
+  async function roomUrl(): Promise<string | undefined> {
+    return urlOf(await hostsRepository.withRoom(db, hostId));
+  }
+
+  /**
+   * Where a session's requests go: to the live host that holds it; a sleeping one's to a host with room when this
+   * process runs no browsers or has no room (it would wake there); undefined: answered here.
+   */
   async function holderUrl(id: string): Promise<string | undefined> {
     const key = storedId(id);
     const holder = key ? await repo.holderOf(db, key) : undefined;
+    if (holder?.status === 'SLEEPING' && !(host && hasRoom())) return roomUrl();
     if (!holder || !LIVE_STATUSES.includes(holder.status as SessionStatus)) return undefined;
     return liveHostUrl(holder.hostId);
   }
@@ -143,7 +152,7 @@ export function createScaleOut(deps: AppDeps, { hostId, host, end, hasRoom }: Sc
       const route = request.routeOptions.url;
       if (route === SESSIONS) {
         if (request.method !== 'POST' || (host && hasRoom())) return undefined;
-        return urlOf(await hostsRepository.withRoom(db, hostId));
+        return roomUrl();
       }
       if (!route?.startsWith(`${SESSIONS}/:id`) || route === CDP_ROUTE) return undefined;
       const { id } = request.params as { id?: string };
@@ -176,6 +185,12 @@ export function createScaleOut(deps: AppDeps, { hostId, host, end, hasRoom }: Sc
         }),
       );
       return counts.reduce((a, b) => a + b, 0);
+    },
+
+    /** Where a wake goes when this process runs no browsers or has no room: a live host with room (PostgreSQL). */
+    async wakeTarget(request: FastifyRequest): Promise<string | undefined> {
+      if (!enabled || (host && hasRoom()) || wasForwarded(request)) return undefined;
+      return roomUrl();
     },
 
     /** The host a CDP WebSocket should be relayed to (the token is checked again there, under the same key). */

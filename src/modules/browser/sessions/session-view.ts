@@ -19,7 +19,8 @@ function cdpUrl(
   base: string,
   { tokenKey, now, keyId }: ViewContext,
 ): { cdpUrl: string | null; cdpUrlExpiresAt: string | null } {
-  if (row.status !== 'LIVE') return { cdpUrl: null, cdpUrlExpiresAt: null };
+  // A sleeping session's cdpUrl wakes it.
+  if (row.status !== 'LIVE' && row.status !== 'SLEEPING') return { cdpUrl: null, cdpUrlExpiresAt: null };
   const expiresAt = now() + CDP_TOKEN_TTL_MS;
   const token = signCdpToken(tokenKey, {
     sessionId: row.id,
@@ -47,6 +48,8 @@ export function sessionView(row: SessionRow, base: string, context: ViewContext)
     keepAlive: row.keepAlive,
     timeoutMs: row.timeoutMs,
     idleTimeoutMs: row.idleTimeoutMs,
+    autoSleepMs: row.autoSleepMs,
+    snapshotId: row.status === 'SLEEPING' ? row.snapshotId : null,
     profileId: row.profileId,
     persistProfile: row.persistProfile,
     proxyProfileId: row.proxyProfileId,

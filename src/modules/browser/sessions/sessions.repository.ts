@@ -1,6 +1,6 @@
 import { and, count, desc, eq, gte, inArray, lt, ne, notExists, notInArray, sql } from 'drizzle-orm';
 import type { Db, Tx } from '../../../db/client.ts';
-import { browserHosts, browserSessions } from '../../../db/schema/index.ts';
+import { browserHosts, browserSessions, browserSnapshots } from '../../../db/schema/index.ts';
 import type { SessionStatus } from './sessions.schemas.ts';
 
 export type SessionRow = typeof browserSessions.$inferSelect;
@@ -8,6 +8,8 @@ type NewSession = typeof browserSessions.$inferInsert;
 type Conn = Db | Tx;
 
 export const LIVE_STATUSES: SessionStatus[] = ['STARTING', 'LIVE'];
+/** Sessions that have not ended: live ones and sleeping ones (no process; they count against no live limit). */
+export const OPEN_STATUSES: SessionStatus[] = [...LIVE_STATUSES, 'SLEEPING'];
 
 /** What a request may see: the user's sessions; with X-Client-Ref only those recorded with that ref. */
 export interface SessionScope {
@@ -93,14 +95,14 @@ export const sessionsRepository = {
   async update(
     db: Conn,
     id: string,
-    values: Partial<Pick<NewSession, 'status' | 'expiresAt' | 'timeoutMs' | 'keepAlive' | 'metadata'>>,
+    values: Partial<Pick<NewSession, 'status' | 'expiresAt' | 'timeoutMs' | 'keepAlive' | 'autoSleepMs' | 'metadata'>>,
     now: Date,
   ): Promise<SessionRow | undefined> {
     // Only a session that has not ended changes: an end that won a race is never undone.
     const [row] = await db
       .update(browserSessions)
       .set({ ...values, updatedAt: now })
-      .where(and(eq(browserSessions.id, id), inArray(browserSessions.status, LIVE_STATUSES)))
+      .where(and(eq(browserSessions.id, id), inArray(browserSessions.status, OPEN_STATUSES)))
       .returning();
     return row;
   },
@@ -115,13 +117,14 @@ export const sessionsRepository = {
     return row;
   },
 
-  /** Ends a live session once: the row that ended, or undefined when it had already ended. */
+  /** Ends a live or sleeping session once (a snapshot goes with it): the row that ended, or undefined. */
   async end(tx: Tx, id: string, status: SessionStatus, reason: string, now: Date): Promise<SessionRow | undefined> {
     const [row] = await tx
       .update(browserSessions)
-      .set({ status, endReason: reason, endedAt: now, updatedAt: now })
-      .where(and(eq(browserSessions.id, id), inArray(browserSessions.status, LIVE_STATUSES)))
+      .set({ status, endReason: reason, endedAt: now, updatedAt: now, snapshotId: null })
+      .where(and(eq(browserSessions.id, id), inArray(browserSessions.status, OPEN_STATUSES)))
       .returning();
+    if (row) await tx.delete(browserSnapshots).where(eq(browserSnapshots.sessionId, id));
     return row;
   },
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { isoDate } from '../../../shared/http.ts';
 import { paginationQuery } from '../../../shared/pagination.ts';
 
-export const SESSION_STATUSES = ['STARTING', 'LIVE', 'RELEASED', 'EXPIRED', 'FAILED'] as const;
+export const SESSION_STATUSES = ['STARTING', 'LIVE', 'SLEEPING', 'RELEASED', 'EXPIRED', 'FAILED'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
 
 /** The integrator's own user id (X-Client-Ref and `clientRef`): printable, bounded. */
@@ -20,6 +20,11 @@ export const metadata = z
 /** A timeout in ms: from 1 s to a day. */
 const duration = z.number().int().min(1000).max(86_400_000);
 
+const autoSleep = duration.describe(
+  'Sleeps by itself after this long with no client and no action (instead of ending idle); the next action or ' +
+    'cdpUrl connection wakes it',
+);
+
 export const createSessionBody = z
   .strictObject({
     profileId: z.string().min(1).max(100).optional().describe("Start with this browser profile's saved state"),
@@ -32,6 +37,7 @@ export const createSessionBody = z
     timeoutMs: duration.optional().describe('Hard timeout; default BROWSER_SESSION_TIMEOUT_MS'),
     idleTimeoutMs: duration.optional().describe('Ends after this long with no client and no action'),
     keepAlive: z.boolean().default(false).describe('No idle timeout (the hard timeout still applies)'),
+    autoSleepMs: autoSleep.optional(),
     record: z.boolean().default(false),
     extensionIds: z.array(z.string().min(1).max(100)).max(10).default([]),
     metadata: metadata.default({}),
@@ -44,6 +50,7 @@ export const updateSessionBody = z.strictObject({
   timeoutMs: duration.optional().describe("The new hard timeout, counted from the session's start"),
   extendMs: duration.optional().describe('Moves `expiresAt` this much later'),
   keepAlive: z.boolean().optional(),
+  autoSleepMs: autoSleep.nullable().optional().describe('null: never sleeps by itself'),
   metadata: metadata.optional().describe('Replaces the metadata'),
 });
 export type UpdateSessionBody = z.infer<typeof updateSessionBody>;
@@ -64,13 +71,21 @@ export const sessionView = z
     id: z.string(),
     status: z.enum(SESSION_STATUSES),
     endReason: z.string().nullable(),
-    cdpUrl: z.string().nullable().describe('WebSocket URL for Playwright/Puppeteer; null once the session ended'),
+    cdpUrl: z
+      .string()
+      .nullable()
+      .describe(
+        'WebSocket URL for Playwright/Puppeteer; null once the session ended. A SLEEPING session has one too: ' +
+          'connecting to it wakes the session',
+      ),
     cdpUrlExpiresAt: isoDate.nullable(),
     expiresAt: isoDate,
     viewport: viewport,
     keepAlive: z.boolean(),
     timeoutMs: z.number().int(),
     idleTimeoutMs: z.number().int(),
+    autoSleepMs: z.number().int().nullable(),
+    snapshotId: z.string().nullable().describe('The snapshot of a SLEEPING session (null otherwise)'),
     profileId: z.string().nullable(),
     persistProfile: z.boolean(),
     proxyProfileId: z.string().nullable(),

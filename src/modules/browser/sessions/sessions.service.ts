@@ -18,9 +18,11 @@ import { followDownloads } from '../files/files.service.ts';
 import { hostIdOf } from '../hosts/registry.ts';
 import { profileLeasesOf } from '../profiles/profile-leases.ts';
 import { startRecording } from '../recording/recorder.ts';
+import { createSnapshots } from '../snapshots/snapshots.service.ts';
 import { releaseIfAccountEnded, watchAccounts } from './account-watch.ts';
 import { BrowserHost, type LiveSession } from './host.ts';
-import { admit, minutesOf } from './lifecycle.ts';
+import { admissionLimits, admit, minutesOf } from './lifecycle.ts';
+import { createLiveLookup } from './live-lookup.ts';
 import { createReaper } from './reaper.ts';
 import { createScaleOut } from './scale-out.ts';
 import { sessionView } from './session-view.ts';
@@ -68,16 +70,27 @@ export function createBrowserSessions(deps: AppDeps) {
             : end(session.id, 'FAILED', reason)),
       })
     : undefined;
-  const limits = {
-    maxPerHost: config.BROWSER_MAX_SESSIONS,
-    maxPerUser: config.BROWSER_MAX_SESSIONS_PER_USER,
-    maxPerClientRef: config.BROWSER_MAX_SESSIONS_PER_CLIENT_REF,
-    minFreeMemoryMb: config.BROWSER_MIN_FREE_MEMORY_MB,
-  };
-  /** Why this host cannot start another session now (sessions, those starting, free memory); none: it can. */
+  const limits = admissionLimits(config);
+  /** Why this host cannot start another session now (sessions, those starting or waking, free memory); none: it can. */
   const hostRefusal = () =>
-    host && admit({ hostLive: host.liveCount + starting, userLive: 0, freeMemoryMb: os.freemem() / 2 ** 20 }, limits);
+    host &&
+    admit(
+      {
+        hostLive: host.liveCount + starting + snapshots.waking,
+        userLive: 0,
+        freeMemoryMb: os.freemem() / 2 ** 20,
+      },
+      limits,
+    );
   const scaleOut = createScaleOut(deps, { hostId, host, end, hasRoom: () => !hostRefusal() });
+  const snapshots = createSnapshots(deps, {
+    hostId,
+    host,
+    internalUrl: () => scaleOut.internalUrl,
+    hostRefusal: () => hostRefusal() || undefined,
+    end,
+  });
+  const { liveOf, lostHere } = createLiveLookup({ hostId, host, ending, transitioning: snapshots.busy, end });
   const extensions = createExtensions(db, config.dataDir);
   const profiles = profileLeasesOf(deps);
 
@@ -93,7 +106,8 @@ export function createBrowserSessions(deps: AppDeps) {
           const row = await repo.end(tx, id, status, reason, at);
           if (!row) return undefined;
           if (row.persistProfile) await profiles.free(tx, row.id); // its writer lease ends with it (crash, lost host)
-          const minutes = charge ? minutesOf(row.createdAt.getTime(), at.getTime()) : 0;
+          // The live part now ending (none for a sleeping session: each sleep charged the part it ended).
+          const minutes = charge && row.liveSince ? minutesOf(row.liveSince.getTime(), at.getTime()) : 0;
           if (minutes > 0) {
             await deps.credits.spend(tx, row.userId, 'browser_minutes', minutes, {
               partial: true,
@@ -106,7 +120,7 @@ export function createBrowserSessions(deps: AppDeps) {
             endReason: reason,
             clientRef: row.clientRef,
             metadata: row.metadata,
-            minutes,
+            minutes: row.billedMinutes + minutes,
             createdAt: row.createdAt.toISOString(),
             endedAt: at.toISOString(),
           });
@@ -131,45 +145,11 @@ export function createBrowserSessions(deps: AppDeps) {
     return row;
   }
 
-  /** A row this host recorded as running whose browser it no longer holds (not one that is still starting). */
-  function lostHere(row: SessionRow): boolean {
-    return row.hostId === hostId && row.status === 'LIVE' && !host?.get(row.id) && !ending.has(row.id);
-  }
-
-  /** The running session behind a live row of this host: 400 when it ended, 503 when another host holds it. */
-  function liveOf(row: SessionRow): LiveSession {
-    if (row.status !== 'LIVE') {
-      throw new AppError('INVALID_STATE', `The browser session is ${row.status}`, {
-        details: [{ field: 'id', message: `session is ${row.status}` }],
-      });
-    }
-    const live = row.hostId === hostId ? host?.get(row.id) : undefined;
-    if (!live && row.hostId === hostId && ending.has(row.id)) {
-      // Its deadline (or a release) is ending it right now: not a host that is out of reach.
-      throw new AppError('INVALID_STATE', 'The browser session is ending', {
-        details: [{ field: 'id', message: 'session is ending' }],
-      });
-    }
-    if (!live && lostHere(row)) {
-      void end(row.id, 'FAILED', 'its browser is gone from this host', false).catch(() => {});
-      throw new AppError('INVALID_STATE', 'The browser session has ended: its browser is gone', {
-        details: [{ field: 'id', message: 'session is FAILED' }],
-      });
-    }
-    if (!live) {
-      throw new AppError(
-        'SERVICE_UNAVAILABLE',
-        `The browser session is held by host ${row.hostId}, which this process cannot reach yet`,
-        { headers: { 'retry-after': '5' } },
-      );
-    }
-    return live;
-  }
-
   return {
     hostId,
     host,
     scaleOut,
+    snapshots,
 
     async start(): Promise<void> {
       await scaleOut.start();
@@ -182,7 +162,7 @@ export function createBrowserSessions(deps: AppDeps) {
       for (const row of stale) await end(row.id, 'FAILED', 'the host restarted', false);
       if (!host) return;
       unwatchUsers = watchAccounts(deps, host, end);
-      const reap = createReaper({ db, hostId, host, now, end, lostHere, ending });
+      const reap = createReaper({ db, hostId, host, now, end, lostHere, ending, sleep: snapshots.autoSleep });
       reaper = setInterval(() => void reap(), REAP_INTERVAL_MS);
       reaper.unref();
     },
@@ -237,12 +217,14 @@ export function createBrowserSessions(deps: AppDeps) {
             timeoutMs,
             idleTimeoutMs: body.idleTimeoutMs ?? config.BROWSER_IDLE_TIMEOUT_MS,
             keepAlive: body.keepAlive,
+            autoSleepMs: body.autoSleepMs ?? null,
             record: body.record,
             extensionIds: body.extensionIds,
             metadata: body.metadata,
             hostId,
             hostAddress: scaleOut.internalUrl,
             expiresAt: new Date(createdAt.getTime() + timeoutMs),
+            liveSince: createdAt,
             createdAt,
             updatedAt: createdAt,
           });
@@ -258,6 +240,7 @@ export function createBrowserSessions(deps: AppDeps) {
               expiresAt: row.expiresAt.getTime(),
               idleTimeoutMs: row.idleTimeoutMs,
               keepAlive: row.keepAlive,
+              autoSleepMs: row.autoSleepMs,
             },
             viewport,
             extensionDirs,
@@ -310,7 +293,8 @@ export function createBrowserSessions(deps: AppDeps) {
     },
 
     async update(request: FastifyRequest, id: string, body: UpdateSessionBody, base: string): Promise<SessionView> {
-      const row = await findRow(scopeOf(request), id);
+      // A sleeping session wakes for it (a change of its deadline counts from the wake).
+      const row = await snapshots.awake(await findRow(scopeOf(request), id));
       const live = liveOf(row);
       let expiresAt = row.expiresAt.getTime();
       let timeoutMs = row.timeoutMs;
@@ -326,18 +310,26 @@ export function createBrowserSessions(deps: AppDeps) {
       const updated = await repo.update(
         db,
         row.id,
-        { expiresAt: new Date(expiresAt), timeoutMs, keepAlive: body.keepAlive, metadata: body.metadata },
+        {
+          expiresAt: new Date(expiresAt),
+          timeoutMs,
+          keepAlive: body.keepAlive,
+          autoSleepMs: body.autoSleepMs,
+          metadata: body.metadata,
+        },
         clock.now(),
       );
       live.expiresAt = expiresAt;
       if (body.keepAlive !== undefined) live.keepAlive = body.keepAlive;
+      if (body.autoSleepMs !== undefined) live.autoSleepMs = body.autoSleepMs;
       live.lastActivity = now();
       return view(updated ?? row, base, request);
     },
 
     async release(request: FastifyRequest, id: string, base: string): Promise<SessionView> {
       const row = await findRow(scopeOf(request), id);
-      if (row.status === 'LIVE' || row.status === 'STARTING') {
+      if (row.status === 'SLEEPING') await end(row.id, 'RELEASED', 'released');
+      else if (row.status === 'LIVE' || row.status === 'STARTING') {
         // Held here (or starting here): released; held by another live host: 503 from liveOf.
         if (row.hostId !== hostId) liveOf(row);
         await end(row.id, 'RELEASED', 'released');
@@ -361,9 +353,9 @@ export function createBrowserSessions(deps: AppDeps) {
       return { released, elsewhere: Math.max(0, live.length - released) };
     },
 
-    /** The live session a request names, for the session's operations (actions, page, tabs, state, logs). */
+    /** The live session a request names, for the session's operations (a sleeping one is woken first). */
     async findLiveSession(request: FastifyRequest, id: string): Promise<LiveSession> {
-      const live = liveOf(await findRow(scopeOf(request), id));
+      const live = liveOf(await snapshots.awake(await findRow(scopeOf(request), id)));
       live.lastActivity = now();
       return live;
     },
@@ -377,7 +369,7 @@ export function createBrowserSessions(deps: AppDeps) {
     /** A cdpUrl's token: the grant when valid and unexpired. */
     verifyToken: (token: string): CdpGrant | undefined => verifyCdpToken(tokenKey, token, now()),
 
-    /** The session a valid grant names, when it is still live (404 otherwise, 503 on another host). */
+    /** The session a valid grant names, when it is live or sleeping (404 otherwise, 503 on another host). */
     async liveForGrant(grant: CdpGrant, id: string): Promise<LiveSession> {
       // The token outlives checks of the account and the key: a suspended user's is refused as the API key is, a
       // deleted one's 404, and one minted by a key revoked (or expired) since is 401 like that key.
@@ -389,8 +381,11 @@ export function createBrowserSessions(deps: AppDeps) {
       ]);
       if (account !== 'active') throw account === 'suspended' ? accountSuspended() : notFound('Browser session');
       if (!keyLive) throw new AppError('UNAUTHORIZED', 'The API key that asked for this cdpUrl is revoked or expired');
-      if (!row || row.clientRef !== grant.clientRef || row.status !== 'LIVE') throw notFound('Browser session');
-      return liveOf(row);
+      const waking = row?.status === 'STARTING' && snapshots.busy(row.id);
+      if (!row || row.clientRef !== grant.clientRef || !(['LIVE', 'SLEEPING'].includes(row.status) || waking))
+        throw notFound('Browser session');
+      // A sleeping session wakes for its client, which waits for it.
+      return liveOf(await snapshots.awake(row));
     },
   };
 }

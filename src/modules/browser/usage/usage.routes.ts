@@ -9,7 +9,7 @@ import { browserSessions } from '../../../db/schema/index.ts';
 import type { RouteModule } from '../../../route-module.ts';
 import { envelope, errorResponses, isoDate, ok } from '../../../shared/http.ts';
 import { hostsRepository } from '../hosts/hosts.repository.ts';
-import { LIVE_STATUSES } from '../sessions/sessions.repository.ts';
+import { LIVE_STATUSES, OPEN_STATUSES } from '../sessions/sessions.repository.ts';
 import { browserSessionsOf } from '../sessions/sessions.service.ts';
 import { scopeOf } from '../sessions/tenancy.ts';
 import { browserTags, readScope } from '../tabs/route-parts.ts';
@@ -29,8 +29,8 @@ const usageView = z
       .number()
       .int()
       .describe(
-        'Browser minutes of the sessions created this month (UTC), each counted as it is billed: started minutes, ' +
-          'at least one; a live session up to now',
+        'Browser minutes of the sessions created this month (UTC), each live part counted as it is billed: started ' +
+          'minutes, at least one; a live session up to now; a sleeping session costs none while it sleeps',
       ),
     monthStart: isoDate,
     hosts: z.array(hostView),
@@ -89,19 +89,23 @@ export const browserUsageRoutes: RouteModule = (app, deps) => {
       const until = sql`coalesce(${browserSessions.endedAt}, ${now.toISOString()}::timestamptz)`;
       const [[counts], [month]] = await Promise.all([
         db
-          .select({ live: sql<number>`count(*)::int` })
+          .select({
+            live: sql<number>`count(*) filter (where ${inArray(browserSessions.status, LIVE_STATUSES)})::int`,
+            sleeping: sql<number>`count(*) filter (where ${browserSessions.status} = 'SLEEPING')::int`,
+          })
           .from(browserSessions)
-          .where(and(mine, inArray(browserSessions.status, LIVE_STATUSES))),
+          .where(and(mine, inArray(browserSessions.status, OPEN_STATUSES))),
         db
           .select({
-            minutes: sql<number>`coalesce(sum(greatest(1, ceil(extract(epoch from (${until} - ${browserSessions.createdAt})) / 60))), 0)::int`,
+            // Each live part as it is billed (its started minutes, at least one); a sleeping one's parts are billed.
+            minutes: sql<number>`coalesce(sum(${browserSessions.billedMinutes} + case when ${browserSessions.liveSince} is null then 0 else greatest(1, ceil(extract(epoch from (${until} - ${browserSessions.liveSince})) / 60)) end), 0)::int`,
           })
           .from(browserSessions)
           .where(and(mine, gte(browserSessions.createdAt, monthStart))),
       ]);
       return ok({
         live: counts?.live ?? 0,
-        sleeping: 0,
+        sleeping: counts?.sleeping ?? 0,
         minutes: month?.minutes ?? 0,
         monthStart: monthStart.toISOString(),
         hosts: await hosts(),
