@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cloud browser (docs/browser.md): a session, Playwright and Puppeteer on its cdpUrl at once, then the same browser
 # driven over REST with curl only: navigate, wait, evaluate, a screenshot, the page as markdown, a scrape with the
-# sources' selectors, its tabs; then the session released. Needs the demo site, the service
+# sources' selectors, its tabs; asleep and woken where it was; a live view's page; then the session released. Needs the demo site, the service
 # (ALLOW_PRIVATE_NETWORK=true, so the browser may open the demo site on loopback) and Chromium (CHROMIUM_PATH).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -27,6 +27,18 @@ api GET "$S/page/content?format=markdown" | query 'd.data.content.includes("Page
 api POST "$S/page/scrape" '{"selectors": {"item": ".member", "fullName": ".name", "email": "a.email@href"}}' |
   query "d.data.items.length === $MEMBERS && d.data.items.every((i) => i.fields.email.includes('@'))"
 api GET "$S/tabs" | query 'd.data.tabs.filter((t) => t.active).length === 1'
+
+# asleep: cookies, storage and tabs saved, Chromium stopped; woken: the same session LIVE again, where it was
+SLEPT=$(api POST "$S/sleep" | pick data)
+printf '%s' "$SLEPT" | query 'd.session.status === "SLEEPING"'
+SNAPSHOT_ID=$(printf '%s' "$SLEPT" | pick snapshot.id)
+api POST "/api/browser/snapshots/$SNAPSHOT_ID/wake" | query 'd.data.session.status === "LIVE"'
+api POST "$S/actions/evaluate" '{"expression": "location.pathname"}' | query 'd.data.result === "/members"'
+
+# a live view to embed in an iframe: a signed URL serving a self-contained page (view only: input is dropped)
+VIEW_URL=$(api POST "$S/live-views" '{"mode": "view", "expiresInMs": 600000}' | pick data.url)
+VIEW_PAGE=$(curl -sSf --max-time 30 "$VIEW_URL")
+[[ "$VIEW_PAGE" == '<!doctype html>'* ]] || fail "no live-view page at $VIEW_URL: ${VIEW_PAGE:0:200}"
 
 # released: Chromium closed, the session kept for history
 api DELETE "$S" | query 'd.data.session.status === "RELEASED"'
