@@ -237,6 +237,36 @@ describe('one writer at a time', () => {
     await release(next);
   });
 
+  it('a writer whose restore fails ends without saving its empty browser over the profile', async () => {
+    const p = await newProfile('unreadable');
+    const first = await createSession({ profileId: p.id, persistProfile: true });
+    await logIn(first, 'eve');
+    await release(first);
+    assert.equal((await profile(p.id)).version, 1);
+    // The saved state becomes unreadable (a damaged disk, a profile directory not shared between hosts).
+    const dir = path.join(profilesRoot(ctx.config), alice.id, p.id);
+    for (const file of fs.readdirSync(dir)) fs.writeFileSync(path.join(dir, file), 'not a state');
+    const failed = await ctx.api(alice, 'POST', S, { profileId: p.id, persistProfile: true });
+    assert.equal(json(failed, 503).error.code, 'SERVICE_UNAVAILABLE');
+    const after = await profile(p.id);
+    assert.equal(after.version, 1, 'nothing saved by the session that could not start');
+    assert.equal(after.writer, null);
+  });
+
+  it('a page that never yields does not hold a writer’s end: released after the state timeout, nothing saved', async () => {
+    const p = await newProfile('spinning');
+    const writer = await createSession({ profileId: p.id, persistProfile: true });
+    await logIn(writer, 'fay');
+    await act(writer, 'evaluate', { function: 'setTimeout(() => { for (;;) {} }, 200); return true' });
+    await new Promise((r) => setTimeout(r, 500));
+    const started = Date.now();
+    assert.equal((await release(writer)).data.session.status, 'RELEASED');
+    assert.ok(Date.now() - started < 30_000, `released in ${Date.now() - started} ms`);
+    const after = await profile(p.id);
+    assert.equal(after.version, 0);
+    assert.equal(after.writer, null, 'lease freed');
+  });
+
   it('two writers created at once: exactly one gets the lease, the other 409 and no session', async () => {
     const p = await newProfile('raced');
     const before = json(await ctx.api(alice, 'GET', `${S}?limit=100`), 200).data.sessions.length;
