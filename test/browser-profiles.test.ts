@@ -341,6 +341,32 @@ describe('profiles as resources', () => {
     assert.deepEqual(empty.state, { cookies: [], origins: [] });
   });
 
+  it('the file on disk is sealed (no cookie or storage value in it); a legacy plaintext file is still read', async () => {
+    const secret = 'sealed-7f3c91ab2d';
+    const id = await createSession();
+    await logIn(id, secret);
+    const p = json(await saveProfile(id, { name: 'sealed' }), 200).data.profile;
+    await release(id);
+    const [file] = filesOf(alice.id, p.id);
+    assert.match(file!, /^state-\d+-[0-9a-f-]{36}\.sealed$/);
+    const stored = fs.readFileSync(path.join(profilesRoot(ctx.deps.config), alice.id, p.id, file!));
+    for (const plain of [secret, 'cookies', 'localStorage', site.url]) {
+      assert.ok(!stored.includes(plain), `the stored file shows ${plain}`);
+    }
+    assert.equal(fs.statSync(path.join(profilesRoot(ctx.deps.config), alice.id, p.id, file!)).mode & 0o777, 0o600);
+    const zip = await exported(p.id);
+    assert.equal(zip.state.cookies.find((c: any) => c.name === 'sid').value, secret, 'the export is plaintext');
+    const compact = JSON.stringify(zip.state);
+    assert.equal(p.sizeBytes, Buffer.byteLength(compact), 'sizeBytes: the JSON state, as the cap counts it');
+
+    // A state file of the version before sealing (plaintext JSON) is read as it is.
+    const legacy = `state-1-${'0'.repeat(8)}-0000-7000-8000-${'0'.repeat(12)}.json`;
+    const state = { cookies: [{ ...zip.state.cookies[0], value: 'legacy-user' }], origins: [] };
+    fs.writeFileSync(path.join(profilesRoot(ctx.deps.config), alice.id, p.id, legacy), JSON.stringify(state));
+    await ctx.deps.db.execute(sql`UPDATE browser_profiles SET state_file = ${legacy} WHERE id = ${p.id}`);
+    assert.equal((await exported(p.id)).state.cookies[0].value, 'legacy-user');
+  });
+
   it('a state over BROWSER_PROFILE_MAX_MB is 413, nothing stored', async () => {
     const id = await createSession();
     await act(id, 'navigate', { url: `${site.url}/me` });

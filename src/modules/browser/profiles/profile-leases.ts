@@ -7,6 +7,7 @@
 import type { Browser, BrowserContext } from 'playwright-core';
 import type { Db, Tx } from '../../../db/client.ts';
 import type { AppDeps } from '../../../deps.ts';
+import { createSecretBox, secretKeyMaterial } from '../../../shared/crypto.ts';
 import { AppError, notFound, validationError } from '../../../shared/errors.ts';
 import { storedId } from '../../../shared/ids.ts';
 import type { SessionScope } from '../sessions/sessions.repository.ts';
@@ -100,7 +101,7 @@ async function withinStateTimeout<T>(work: Promise<T>): Promise<T> {
 
 export function createProfileLeases(deps: Pick<AppDeps, 'db' | 'config' | 'clock' | 'logger'>) {
   const { db, config, clock, logger } = deps;
-  const store = createProfileStore(profilesRoot(config));
+  const store = createProfileStore(profilesRoot(config), createSecretBox(secretKeyMaterial(config)));
   const maxBytes = config.BROWSER_PROFILE_MAX_MB * 2 ** 20;
   const sessions = new Map<string, ProfileSession>();
   let renewer: NodeJS.Timeout | undefined;
