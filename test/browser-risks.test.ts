@@ -193,9 +193,21 @@ describe("the guard proxy's peer check", () => {
   it("admits the group's connections, scanning /proc once for the group, and nobody else's", async () => {
     const verdicts: boolean[] = [];
     let pgid = 0;
+    /** When set, connections wait until that many are open, then are all checked at once (a page's first burst). */
+    let holdFor = 0;
+    let held: net.Socket[] = [];
     const server = net.createServer(async (socket) => {
-      verdicts.push(await peerInGroup(socket, pgid));
-      socket.end('x');
+      if (holdFor === 0) {
+        verdicts.push(await peerInGroup(socket, pgid));
+        socket.end('x');
+        return;
+      }
+      held.push(socket);
+      if (held.length < holdFor) return;
+      const burst = held;
+      held = [];
+      verdicts.push(...(await Promise.all(burst.map((s) => peerInGroup(s, pgid)))));
+      for (const s of burst) s.end('x');
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as net.AddressInfo).port;
@@ -228,6 +240,7 @@ describe("the guard proxy's peer check", () => {
         if (args[0] === '/proc/net/tcp') tableReads++;
         return readFile(...args);
       });
+      holdFor = 20;
       const burst = connector(port, 20, 20);
       pgid = burst.pid!;
       await new Promise((resolve) => burst.once('exit', resolve));
