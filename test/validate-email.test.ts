@@ -285,7 +285,10 @@ describe('POST /api/leads/validate-bulk', () => {
       async () => (await Promise.all(ids.map(leadRow))).every((r) => r.status === 'VALID' && r.validatedAt),
       30_000,
     );
-    assert.equal(dns.queries.get('bulk.test'), 1);
+    // One lookup for 40 leads; the resolver may send its query twice when a loaded machine answers the first late
+    // (its retry), which the server counts too. Without the cache it would be 40.
+    const queries = dns.queries.get('bulk.test') ?? 0;
+    assert.ok(queries >= 1 && queries <= 2, `${queries} queries for one domain`);
   });
 
   test('400 for an empty list, more than 1000 ids or a missing list', async () => {
