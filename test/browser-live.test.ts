@@ -187,6 +187,12 @@ describe('live views', () => {
     const page = await open(v.url);
     await page.click('#control');
     await until(page, 'window.__live.controlling === true');
+    // The same view taking control again, over and over (a hand-made client): no change, nothing told.
+    const again = new WebSocket(wsUrl(v.url));
+    await new Promise((resolve) => again.once('open', resolve));
+    for (let i = 0; i < 5; i++) again.send(JSON.stringify({ type: 'control', action: 'take' }));
+    await new Promise((r) => setTimeout(r, 300));
+    again.close();
     await page.click('#control');
     const events = await eventually(async () => {
       const rows = await queryRows<{ data: Record<string, unknown> }>(

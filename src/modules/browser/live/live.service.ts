@@ -103,6 +103,11 @@ export function createLiveViews(deps: AppDeps) {
 
   async function control(view: LiveViewRow, hub: LiveHub, ops: SessionOperations, action: 'take' | 'release') {
     const at = clock.now();
+    // Only a change of who has control is logged and told to the webhooks: a page sending the same message over and
+    // over fills neither the logs nor anyone's webhook endpoint.
+    const holds = hub.controller === view.id;
+    if ((action === 'take') === holds) return;
+    hub.controller = action === 'take' ? view.id : undefined;
     ops.logs.add({
       type: 'live',
       tabId: hub.tabId ?? '',

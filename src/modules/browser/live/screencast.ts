@@ -50,6 +50,8 @@ export class LiveHub {
   framesSent = 0;
   /** Input of view-only viewers, dropped. */
   inputsDropped = 0;
+  /** The live view that took control and has not released it (a hand-off is told once per change). */
+  controller: string | undefined;
   #ops: SessionOperations;
   #options: HubOptions;
   #cast?: Cast;
