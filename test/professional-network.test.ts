@@ -10,7 +10,7 @@ import { eq } from 'drizzle-orm';
 import { networkCredentials, networkEnrichJobs } from '../src/db/schema/index.ts';
 import { collectUserData } from '../src/modules/data-export/data-export.builder.ts';
 import { credentialStatus } from '../src/modules/professional-network/credentials.ts';
-import { createEnricher } from '../src/modules/professional-network/index.ts';
+import { createEnrichRecovery } from '../src/modules/professional-network/index.ts';
 import type { CredentialRow } from '../src/modules/professional-network/network.repository.ts';
 import { type NetworkSite, startNetworkSite } from './fixtures/network-site.ts';
 import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
@@ -423,7 +423,7 @@ test('a job left RUNNING by a crash resumes after its last recorded lead', async
     })
     .returning();
   const before = site.profileRequests().length;
-  assert.equal(await createEnricher(ctx.deps).resumeOrphans(), 1);
+  assert.deepEqual(await createEnrichRecovery(ctx.deps).recoverOrphans(), [row!.id]);
   const done = await eventually(async () => {
     const j = (await call(alice, 'GET', `/api/linkedin/jobs/${row!.id}`)).json().data.job;
     return j.status === 'COMPLETED' && j;

@@ -11,6 +11,7 @@ import { QUEUES } from '../../queue/queues.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
 import { storedId } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
+import { newWorkerId, staleBefore } from '../../shared/recovery-sweep.ts';
 import { withServiceSession } from '../browser/index.ts';
 import { createLeadService, LEAD_LIMITS, mergeLeadCustomFields } from '../leads/index.ts';
 import { createCredentials, type OpenCredential } from './credentials.ts';
@@ -67,6 +68,7 @@ export function createEnricher(deps: AppDeps) {
   const leads = createLeadService(deps);
   const base = new URL(deps.config.LINKEDIN_BASE_URL).origin;
   const pace = () => deps.config.LINKEDIN_DELAY_MS + Math.random() * deps.config.LINKEDIN_JITTER_MS;
+  const workerId = newWorkerId();
 
   /** The lead and the profile URL to read for it, or why there is none. */
   async function targetOf(userId: string, leadId: string, profileUrl?: string) {
@@ -162,22 +164,28 @@ export function createEnricher(deps: AppDeps) {
     },
 
     /**
-     * Embedded database (one process): jobs left RUNNING by the previous run are handed to the worker again, and
-     * resume after their last recorded lead.
+     * The worker: claims the job (PENDING, or RUNNING under a dead worker) and runs it from where it stands (a job
+     * taken over resumes after its last recorded lead). It beats while it runs (at each lead, and on a timer through
+     * the pace delay and a slow page), and stops at once when the job is no longer its own.
      */
-    async resumeOrphans(): Promise<number> {
-      const ids = await repo.runningJobs();
-      for (const jobId of ids) await deps.boss.send(QUEUES.networkEnrich, { jobId } satisfies NetworkEnrichMessage);
-      return ids.length;
-    },
-
-    /** The worker: runs a job from where it stands (a redelivered one resumes after its last recorded lead). */
     async run(jobId: string): Promise<void> {
-      const job = await repo.startJob(jobId, deps.clock.now());
-      if (!job) return;
+      const now = deps.clock.now();
+      const job = await repo.claimJob(jobId, workerId, now, staleBefore(now, deps.config.LINKEDIN_JOB_STALE_MS));
+      if (!job) return; // finished, deleted, or held by a live worker
       const { userId, credentialId } = job;
-      const record = (at: number, leadId: string, status: 'ENRICHED' | 'FAILED' | 'SKIPPED', error?: string) =>
-        repo.recordResult(job.id, at, { leadId, status, ...(error ? { error } : {}) }, deps.clock.now());
+      const log = deps.logger.child({ jobId, workerId });
+      let lost = false;
+      const beat = setInterval(() => {
+        repo
+          .heartbeat(job.id, workerId, deps.clock.now())
+          .then((held) => void (lost ||= !held))
+          .catch((err) => log.warn({ err }, 'enrichment heartbeat failed'));
+      }, deps.config.LINKEDIN_JOB_HEARTBEAT_MS);
+      beat.unref();
+      const record = async (at: number, leadId: string, status: 'ENRICHED' | 'FAILED' | 'SKIPPED', error?: string) => {
+        const result = { leadId, status, ...(error ? { error } : {}) };
+        lost ||= !(await repo.recordResult(job.id, workerId, at, result, deps.clock.now()));
+      };
       let end: { status: 'COMPLETED' | 'STOPPED' | 'FAILED'; reason: string | null } = {
         status: 'COMPLETED',
         reason: null,
@@ -186,7 +194,7 @@ export function createEnricher(deps: AppDeps) {
         if (!credentialId) throw new Error('its credential was deleted');
         await withServiceSession(deps, userId, { purpose: 'linkedin.enrich', jobId: job.id }, async (browser) => {
           let requested = false;
-          for (let at = job.processed; at < job.leadIds.length; at++) {
+          for (let at = job.processed; at < job.leadIds.length && !lost; at++) {
             const leadId = job.leadIds[at]!;
             const target = await targetOf(userId, leadId).catch(() => undefined);
             if (!target) {
@@ -198,6 +206,7 @@ export function createEnricher(deps: AppDeps) {
               continue;
             }
             if (requested) await new Promise((resolve) => setTimeout(resolve, pace()));
+            if (lost) return;
             const open = await credentials.spend(credentialId);
             if (!open) {
               end = { status: 'STOPPED', reason: 'the credential has used its requests of today (RATE_LIMITED)' };
@@ -215,6 +224,7 @@ export function createEnricher(deps: AppDeps) {
               await record(at, leadId, 'FAILED', 'reason' in loaded.verdict ? loaded.verdict.reason : 'no profile');
               continue;
             }
+            if (lost) return; // taken over meanwhile: the lead is the new worker's now
             try {
               await apply(userId, leadId, target.url, loaded.profile);
               await record(at, leadId, 'ENRICHED');
@@ -224,10 +234,13 @@ export function createEnricher(deps: AppDeps) {
           }
         });
       } catch (err) {
-        deps.logger.warn({ err, jobId }, 'a professional-network enrichment job failed');
+        log.warn({ err }, 'a professional-network enrichment job failed');
         end = { status: 'FAILED', reason: err instanceof AppError ? err.message : (err as Error).message };
+      } finally {
+        clearInterval(beat);
       }
-      await repo.finishJob(job.id, end.status, end.reason, deps.clock.now());
+      if (lost) log.warn('the enrichment job is no longer run here (taken over or deleted)');
+      else await repo.finishJob(job.id, workerId, end.status, end.reason, deps.clock.now());
     },
   };
 }
