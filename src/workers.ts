@@ -111,11 +111,13 @@ export async function registerWorkers(
   // Professional-network enrichment runs in a cloud-browser session, so only where this process hosts them (default
   // RUN_BROWSERS; the runtime says whether its API, which starts the sessions service, runs here too).
   let enrichRecovery: ReturnType<typeof createEnrichRecovery> | undefined;
+  let enricher: ReturnType<typeof createEnricher> | undefined;
   if (options.hostsBrowsers ?? deps.config.RUN_BROWSERS) {
-    const enricher = createEnricher(deps);
+    const enrich = createEnricher(deps);
+    enricher = enrich;
     const enrichWork = { localConcurrency: 2, notifyPollingIntervalSeconds: 2 } as const;
     await boss.work<NetworkEnrichMessage, void, typeof enrichWork>(QUEUES.networkEnrich, enrichWork, async ([job]) => {
-      if (job) await enricher.run(job.data.jobId);
+      if (job) await enrich.run(job.data.jobId);
     });
     // Crash recovery by heartbeats, like scrape jobs and markdown exports (below); swept only where jobs can run.
     enrichRecovery = createEnrichRecovery(deps);
@@ -177,7 +179,7 @@ export async function registerWorkers(
       matchingRecovery.stop();
       markdownRecovery.stop();
       enrichRecovery?.stop();
-      await Promise.all([runner.stop(), markdownRunner.stop(), webhooks.stop()]);
+      await Promise.all([runner.stop(), markdownRunner.stop(), enricher?.stop(), webhooks.stop()]);
     },
   };
 }

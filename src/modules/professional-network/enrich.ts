@@ -5,6 +5,7 @@
  * plus random jitter), spends one request of the credential's daily allowance per profile, and stops at the first
  * challenge or rejected login, marking the credential.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Browser } from 'playwright-core';
 import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../queue/queues.ts';
@@ -69,6 +70,9 @@ export function createEnricher(deps: AppDeps) {
   const base = new URL(deps.config.LINKEDIN_BASE_URL).origin;
   const pace = () => deps.config.LINKEDIN_DELAY_MS + Math.random() * deps.config.LINKEDIN_JITTER_MS;
   const workerId = newWorkerId();
+  /** The jobs running here, each with the controller that ends its run (shutdown). */
+  const running = new Map<string, AbortController>();
+  let stopping = false;
 
   /** The lead and the profile URL to read for it, or why there is none. */
   async function targetOf(userId: string, leadId: string, profileUrl?: string) {
@@ -169,12 +173,17 @@ export function createEnricher(deps: AppDeps) {
      * the pace delay and a slow page), and stops at once when the job is no longer its own.
      */
     async run(jobId: string): Promise<void> {
+      if (stopping) return;
       const now = deps.clock.now();
       const job = await repo.claimJob(jobId, workerId, now, staleBefore(now, deps.config.LINKEDIN_JOB_STALE_MS));
       if (!job) return; // finished, deleted, or held by a live worker
       const { userId, credentialId } = job;
       const log = deps.logger.child({ jobId, workerId });
+      const controller = new AbortController();
+      running.set(job.id, controller);
       let lost = false;
+      /** Stopped by the shutdown of this process: the job goes back to the queue. */
+      let interrupted = false;
       const beat = setInterval(() => {
         repo
           .heartbeat(job.id, workerId, deps.clock.now())
@@ -195,6 +204,7 @@ export function createEnricher(deps: AppDeps) {
         await withServiceSession(deps, userId, { purpose: 'linkedin.enrich', jobId: job.id }, async (browser) => {
           let requested = false;
           for (let at = job.processed; at < job.leadIds.length && !lost; at++) {
+            if (stopping) return void (interrupted = true);
             const leadId = job.leadIds[at]!;
             const target = await targetOf(userId, leadId).catch(() => undefined);
             if (!target) {
@@ -205,8 +215,9 @@ export function createEnricher(deps: AppDeps) {
               await record(at, leadId, 'SKIPPED', 'the lead has no profile URL');
               continue;
             }
-            if (requested) await new Promise((resolve) => setTimeout(resolve, pace()));
-            if (lost) return;
+            if (requested) await sleep(pace(), undefined, { signal: controller.signal }).catch(() => {});
+            if (stopping) interrupted = true;
+            if (lost || stopping) return;
             const open = await credentials.spend(credentialId);
             if (!open) {
               end = { status: 'STOPPED', reason: 'the credential has used its requests of today (RATE_LIMITED)' };
@@ -224,7 +235,8 @@ export function createEnricher(deps: AppDeps) {
               await record(at, leadId, 'FAILED', 'reason' in loaded.verdict ? loaded.verdict.reason : 'no profile');
               continue;
             }
-            if (lost) return; // taken over meanwhile: the lead is the new worker's now
+            // Taken over meanwhile: the lead is the new worker's. (A shutdown lets the lead in hand finish.)
+            if (lost) return;
             try {
               await apply(userId, leadId, target.url, loaded.profile);
               await record(at, leadId, 'ENRICHED');
@@ -234,13 +246,30 @@ export function createEnricher(deps: AppDeps) {
           }
         });
       } catch (err) {
-        log.warn({ err }, 'a professional-network enrichment job failed');
+        // An error while this process shuts down (its browsers closing) is no failure of the job.
+        interrupted ||= stopping;
+        if (!interrupted) log.warn({ err }, 'a professional-network enrichment job failed');
         end = { status: 'FAILED', reason: err instanceof AppError ? err.message : (err as Error).message };
       } finally {
         clearInterval(beat);
+        running.delete(job.id);
       }
       if (lost) log.warn('the enrichment job is no longer run here (taken over or deleted)');
+      else if (interrupted && (await repo.releaseJob(job.id, workerId, deps.clock.now())))
+        // Handed back: another worker (or the next start) resumes it after its last recorded lead.
+        await deps.boss.send(QUEUES.networkEnrich, { jobId } satisfies NetworkEnrichMessage).catch(() => {});
       else await repo.finishJob(job.id, workerId, end.status, end.reason, deps.clock.now());
+    },
+
+    /**
+     * Shutdown: the jobs running here finish the lead in hand, stop before the next one (or in the pace delay) and go
+     * back to the queue; a job still running after 5 s is taken over once its heartbeat goes stale.
+     */
+    async stop(): Promise<void> {
+      stopping = true;
+      for (const controller of running.values()) controller.abort();
+      const deadline = Date.now() + 5_000;
+      while (running.size > 0 && Date.now() < deadline) await sleep(50);
     },
   };
 }

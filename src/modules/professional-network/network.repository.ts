@@ -232,6 +232,16 @@ export function networkRepository(db: Db) {
       return rows.map((r) => r.id);
     },
 
+    /** RUNNING → PENDING when this worker gives the job up (shutdown); false when it was not its own. */
+    async releaseJob(id: string, workerId: string, now: Date): Promise<boolean> {
+      const rows = await db
+        .update(networkEnrichJobs)
+        .set({ status: 'PENDING', workerId: null, heartbeatAt: null, updatedAt: now })
+        .where(held(id, workerId))
+        .returning({ id: networkEnrichJobs.id });
+      return rows.length > 0;
+    },
+
     /** The end of this worker's run (workerId stays: which worker ran the job). */
     async finishJob(
       id: string,
