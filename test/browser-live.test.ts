@@ -378,4 +378,28 @@ describe('the screencast hub', () => {
     hub.remove(b);
     await eventually(async () => cdp.sent.includes('Page.stopScreencast'), 1000, 10);
   });
+
+  it('a frame held back when the active tab changes does not stop the new tab’s first frame from coming', async () => {
+    const first = fakeTab();
+    const second = fakeTab();
+    let active = {
+      id: 'tab_1',
+      page: { isClosed: () => false, context: () => ({ newCDPSession: async () => first.cdp }) },
+    };
+    const ops = { tabs: { current: () => active }, touch: () => {} };
+    hub = new LiveHub(ops as never, { maxFps: 10, maxBufferedBytes: 1e9, followEveryMs: 20 });
+    const v = viewerOf();
+    hub.add(v);
+    await eventually(async () => first.cdp.sent.includes('Page.startScreencast'), 2000, 10);
+    first.cdp.emit('Page.screencastFrame', frame(1)); // sent
+    first.cdp.emit('Page.screencastFrame', frame(2)); // held for its slot
+    active = {
+      id: 'tab_2',
+      page: { isClosed: () => false, context: () => ({ newCDPSession: async () => second.cdp }) },
+    };
+    await eventually(async () => second.cdp.sent.includes('Page.startScreencast'), 2000, 10);
+    second.cdp.emit('Page.screencastFrame', frame(3)); // a static page's one frame, within the slot
+    await eventually(async () => v.got.some((t) => JSON.parse(t).data === 'jpeg3'), 2000, 10);
+    hub.remove(v);
+  });
 });

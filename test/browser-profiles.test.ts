@@ -237,6 +237,36 @@ describe('one writer at a time', () => {
     await release(next);
   });
 
+  it('a writer whose restore fails ends without saving its empty browser over the profile', async () => {
+    const p = await newProfile('unreadable');
+    const first = await createSession({ profileId: p.id, persistProfile: true });
+    await logIn(first, 'eve');
+    await release(first);
+    assert.equal((await profile(p.id)).version, 1);
+    // The saved state becomes unreadable (a damaged disk, a profile directory not shared between hosts).
+    const dir = path.join(profilesRoot(ctx.config), alice.id, p.id);
+    for (const file of fs.readdirSync(dir)) fs.writeFileSync(path.join(dir, file), 'not a state');
+    const failed = await ctx.api(alice, 'POST', S, { profileId: p.id, persistProfile: true });
+    assert.equal(json(failed, 503).error.code, 'SERVICE_UNAVAILABLE');
+    const after = await profile(p.id);
+    assert.equal(after.version, 1, 'nothing saved by the session that could not start');
+    assert.equal(after.writer, null);
+  });
+
+  it('a page that never yields does not hold a writer’s end: released after the state timeout, nothing saved', async () => {
+    const p = await newProfile('spinning');
+    const writer = await createSession({ profileId: p.id, persistProfile: true });
+    await logIn(writer, 'fay');
+    await act(writer, 'evaluate', { function: 'setTimeout(() => { for (;;) {} }, 200); return true' });
+    await new Promise((r) => setTimeout(r, 500));
+    const started = Date.now();
+    assert.equal((await release(writer)).data.session.status, 'RELEASED');
+    assert.ok(Date.now() - started < 30_000, `released in ${Date.now() - started} ms`);
+    const after = await profile(p.id);
+    assert.equal(after.version, 0);
+    assert.equal(after.writer, null, 'lease freed');
+  });
+
   it('two writers created at once: exactly one gets the lease, the other 409 and no session', async () => {
     const p = await newProfile('raced');
     const before = json(await ctx.api(alice, 'GET', `${S}?limit=100`), 200).data.sessions.length;
@@ -309,6 +339,32 @@ describe('profiles as resources', () => {
     // Never saved: an empty state.
     const empty = await exported((await newProfile('empty')).id);
     assert.deepEqual(empty.state, { cookies: [], origins: [] });
+  });
+
+  it('the file on disk is sealed (no cookie or storage value in it); a legacy plaintext file is still read', async () => {
+    const secret = 'sealed-7f3c91ab2d';
+    const id = await createSession();
+    await logIn(id, secret);
+    const p = json(await saveProfile(id, { name: 'sealed' }), 200).data.profile;
+    await release(id);
+    const [file] = filesOf(alice.id, p.id);
+    assert.match(file!, /^state-\d+-[0-9a-f-]{36}\.sealed$/);
+    const stored = fs.readFileSync(path.join(profilesRoot(ctx.deps.config), alice.id, p.id, file!));
+    for (const plain of [secret, 'cookies', 'localStorage', site.url]) {
+      assert.ok(!stored.includes(plain), `the stored file shows ${plain}`);
+    }
+    assert.equal(fs.statSync(path.join(profilesRoot(ctx.deps.config), alice.id, p.id, file!)).mode & 0o777, 0o600);
+    const zip = await exported(p.id);
+    assert.equal(zip.state.cookies.find((c: any) => c.name === 'sid').value, secret, 'the export is plaintext');
+    const compact = JSON.stringify(zip.state);
+    assert.equal(p.sizeBytes, Buffer.byteLength(compact), 'sizeBytes: the JSON state, as the cap counts it');
+
+    // A state file of the version before sealing (plaintext JSON) is read as it is.
+    const legacy = `state-1-${'0'.repeat(8)}-0000-7000-8000-${'0'.repeat(12)}.json`;
+    const state = { cookies: [{ ...zip.state.cookies[0], value: 'legacy-user' }], origins: [] };
+    fs.writeFileSync(path.join(profilesRoot(ctx.deps.config), alice.id, p.id, legacy), JSON.stringify(state));
+    await ctx.deps.db.execute(sql`UPDATE browser_profiles SET state_file = ${legacy} WHERE id = ${p.id}`);
+    assert.equal((await exported(p.id)).state.cookies[0].value, 'legacy-user');
   });
 
   it('a state over BROWSER_PROFILE_MAX_MB is 413, nothing stored', async () => {

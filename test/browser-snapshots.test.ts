@@ -7,9 +7,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { sql } from 'drizzle-orm';
+import zlib from 'node:zlib';
+import { eq, sql } from 'drizzle-orm';
 import { chromium } from 'playwright-core';
+import { browserSnapshots } from '../src/db/schema/index.ts';
 import { browserSessionsOf, sweepSnapshots } from '../src/modules/browser/index.ts';
+import { createSecretBox, secretKeyMaterial } from '../src/shared/crypto.ts';
 import { startSnapshotSite } from './fixtures/snapshot-site.ts';
 import { eventually, type TestUser } from './helpers/app.ts';
 import {
@@ -68,6 +71,14 @@ describe('sleeping sessions', () => {
   const evaluate = async (user: TestUser, id: string, expression: string) =>
     (await expect(200, user, 'POST', `${S}/${id}/actions/evaluate`, { expression })).result;
   const pidOf = (id: string) => browserSessionsOf(ctx.deps).host!.get(id)!.chromium.pid;
+  /** A snapshot's row as stored (the `state` column). */
+  const storedState = async (snapshotId: string) => {
+    const [row] = await ctx.deps.db
+      .select({ state: browserSnapshots.state })
+      .from(browserSnapshots)
+      .where(eq(browserSnapshots.id, snapshotId));
+    return Buffer.from(row!.state);
+  };
 
   it('sleep keeps the login, the tabs and the scroll, leaves no process and frees its room; wake restores it', async () => {
     const s = await create(alice, { viewport: { width: 1024, height: 700 } });
@@ -102,6 +113,15 @@ describe('sleeping sessions', () => {
     assert.deepEqual(snapshot.origins.sort(), [site.url, elsewhere].sort());
     assert.ok(snapshot.sizeBytes > 0 && snapshot.sizeBytes < 10_000, `${snapshot.sizeBytes} bytes`);
     assert.ok(!JSON.stringify(snapshot).includes('s3cret'), 'no cookie value shown');
+    // Stored sealed: no cookie or storage value in the row, not even as plain gzip; the service's key opens it.
+    const stored = await storedState(snapshot.id);
+    for (const plain of ['s3cret', 'tok-42', 'unsent words', 'kept', site.url]) {
+      assert.ok(!stored.includes(plain), `the stored state shows ${plain}`);
+    }
+    assert.throws(() => zlib.gunzipSync(stored));
+    const opened = zlib.gunzipSync(createSecretBox(secretKeyMaterial(ctx.deps.config)).openBytes(stored)).toString();
+    for (const plain of ['s3cret', 'tok-42', 'unsent words', 'kept']) assert.ok(opened.includes(plain), plain);
+    assert.equal(snapshot.sizeBytes, stored.length);
     // No process of it remains, and the host has room again (BROWSER_MAX_SESSIONS=1).
     assert.equal(running(pid), false);
     assert.ok(!ourChromiumPids().includes(pid));
@@ -192,6 +212,9 @@ describe('sleeping sessions', () => {
     await expect(200, alice, 'POST', `${S}/${s.id}/actions/navigate`, { url: `${site.url}/long/5` });
     const { snapshot } = await expect(200, alice, 'POST', `${S}/${s.id}/sleep`);
     assert.deepEqual(snapshot.origins, [site.url], 'storage only of the origin its tab shows');
+    // A row of the version before sealing (plain gzip) still wakes.
+    const legacy = createSecretBox(secretKeyMaterial(ctx.deps.config)).openBytes(await storedState(snapshot.id));
+    await ctx.deps.db.update(browserSnapshots).set({ state: legacy }).where(eq(browserSnapshots.id, snapshot.id));
     assert.equal(recordedChromium(ctx.dataDir).length, 0);
     const [a, b] = await Promise.all([
       call(alice, 'POST', `${SNAP}/${snapshot.id}/wake`),

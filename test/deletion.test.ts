@@ -7,7 +7,7 @@ import { createAccountDeletionService } from '../src/modules/account-deletion/ac
 import { createProfileStore, profilesRoot } from '../src/modules/browser/profiles/profiles.store.ts';
 import { QUEUES } from '../src/queue/queues.ts';
 import { DAY_MS, ManualClock } from '../src/shared/clock.ts';
-import { sha256 } from '../src/shared/crypto.ts';
+import { createSecretBox, secretKeyMaterial, sha256 } from '../src/shared/crypto.ts';
 import { registerSchedules } from '../src/workers.ts';
 import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError } from './helpers/assertions.ts';
@@ -355,7 +355,7 @@ describe('purge after the grace period', () => {
     });
     assert.equal(browserProfile.statusCode, 201, browserProfile.body);
     const profileDir = path.join(profilesRoot(ctx.deps.config), doomed.id);
-    await createProfileStore(profilesRoot(ctx.deps.config)).write(
+    await createProfileStore(profilesRoot(ctx.deps.config), createSecretBox(secretKeyMaterial(ctx.deps.config))).write(
       doomed.id,
       browserProfile.json().data.profile.id,
       1,

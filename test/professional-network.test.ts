@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import { networkCredentials, networkEnrichJobs } from '../src/db/schema/index.ts';
 import { collectUserData } from '../src/modules/data-export/data-export.builder.ts';
-import { credentialStatus } from '../src/modules/professional-network/credentials.ts';
+import { createCredentials, credentialStatus } from '../src/modules/professional-network/credentials.ts';
 import { createEnricher, createEnrichRecovery } from '../src/modules/professional-network/index.ts';
 import type { CredentialRow } from '../src/modules/professional-network/network.repository.ts';
 import { type NetworkSite, startNetworkSite } from './fixtures/network-site.ts';
@@ -400,6 +400,18 @@ describe('enrichment jobs', () => {
     }, 60_000);
     assert.deepEqual([done.status, done.processed, done.enriched], ['STOPPED', 1, 1]);
     assert.match(done.stopReason, /RATE_LIMITED/);
+  });
+
+  test('a credential marked SOFT_BANNED or INVALID meanwhile gives no further request, whatever job holds it', async () => {
+    const credentials = createCredentials(ctx.deps);
+    for (const mark of [{ softBannedAt: new Date() }, { invalidAt: new Date() }]) {
+      const cred = await credential(alice, { cookie: GOOD, dailyLimit: 50 });
+      assert.ok(await credentials.spend(cred.id), 'usable before');
+      await ctx.deps.db.update(networkCredentials).set(mark).where(eq(networkCredentials.id, cred.id));
+      assert.equal(await credentials.spend(cred.id), undefined);
+      assert.equal((await credentialNow(alice, cred.id)).requestsToday, 1, 'the refused spend counted nothing');
+      assert.equal(await credentials.whyRefused(alice.id, cred.id), 'softBannedAt' in mark ? 'SOFT_BANNED' : 'INVALID');
+    }
   });
 });
 

@@ -72,7 +72,17 @@ export interface SecretBox {
   seal(plaintext: string): string;
   /** Throws when the value was sealed under another key (SECRET_KEY changed) or was altered. */
   open(sealed: string): string;
+  /** Binary form for larger state (browser profiles and snapshots): `SEALED_BYTES` + iv + tag + ciphertext. */
+  sealBytes(plaintext: Uint8Array): Buffer;
+  /** Throws as `open` does; `isSealedBytes` tells a sealed value from a legacy plaintext one beforehand. */
+  openBytes(sealed: Uint8Array): Buffer;
 }
+
+/** The first bytes of a binary sealed value (neither JSON nor gzip starts so). */
+const SEALED_BYTES = Buffer.from('QSB1');
+
+export const isSealedBytes = (bytes: Uint8Array): boolean =>
+  bytes.length >= SEALED_BYTES.length + 28 && Buffer.from(bytes.subarray(0, SEALED_BYTES.length)).equals(SEALED_BYTES);
 
 const SEALED_PREFIX = 'v1';
 
@@ -96,6 +106,24 @@ export function createSecretBox(keyMaterial: string): SecretBox {
         return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
       } catch {
         throw new Error('the secret cannot be decrypted: SECRET_KEY is not the one it was stored under');
+      }
+    },
+    sealBytes(plaintext) {
+      const iv = crypto.randomBytes(12);
+      const cipher = crypto.createCipheriv('aes-256-gcm', key, iv);
+      const data = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+      return Buffer.concat([SEALED_BYTES, iv, cipher.getAuthTag(), data]);
+    },
+    openBytes(sealed) {
+      if (!isSealedBytes(sealed)) throw new Error('not a sealed value');
+      const bytes = Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength);
+      const at = SEALED_BYTES.length;
+      const decipher = crypto.createDecipheriv('aes-256-gcm', key, bytes.subarray(at, at + 12));
+      decipher.setAuthTag(bytes.subarray(at + 12, at + 28));
+      try {
+        return Buffer.concat([decipher.update(bytes.subarray(at + 28)), decipher.final()]);
+      } catch {
+        throw new Error('the stored state cannot be decrypted: SECRET_KEY is not the one it was stored under');
       }
     },
   };

@@ -14,7 +14,7 @@ export interface SnapshotSummary {
 
 /**
  * The saved state of a sleeping browser session (POST /sessions/{id}/sleep): its cookies, storage per origin and
- * tabs, gzipped JSON in `state`. One per sleeping session; removed when the session wakes or ends, and after
+ * tabs, gzipped JSON sealed under SECRET_KEY in `state`. One per sleeping session; removed when the session wakes or ends, and after
  * BROWSER_SNAPSHOT_RETENTION_DAYS (`expires_at`, the session then ends EXPIRED).
  */
 export const browserSnapshots = pgTable(
@@ -29,7 +29,7 @@ export const browserSnapshots = pgTable(
       .references(() => browserSessions.id, { onDelete: 'cascade' }),
     /** The session's clientRef (X-Client-Ref applies to snapshots as to sessions). */
     clientRef: text('client_ref'),
-    /** gzip of the JSON state (cookies, storage per origin, tabs with sessionStorage); cookie values are secrets. */
+    /** The JSON state (cookies, storage per origin, tabs with sessionStorage) gzipped, then sealed (crypto.ts). */
     state: bytea('state').notNull(),
     sizeBytes: integer('size_bytes').notNull(),
     summary: jsonb('summary').$type<SnapshotSummary>().notNull(),

@@ -123,11 +123,21 @@ export function createCredentials(deps: Pick<AppDeps, 'db' | 'clock' | 'config'>
       );
     },
 
-    /** Spends one of today's requests; the cookie when one was left, undefined when the day's are spent. */
+    /**
+     * Spends one of today's requests; the cookie when one was left and the credential is usable, undefined when the
+     * day's are spent or it became INVALID or SOFT_BANNED meanwhile (`refusal` says which).
+     */
     async spend(id: string): Promise<OpenCredential | undefined> {
-      const row = await repo.consumeRequest(id, utcDay(now()), now());
+      const at = now();
+      const row = await repo.consumeRequest(id, utcDay(at), at, new Date(at.getTime() - SOFT_BAN_COOLDOWN_MS));
       if (!row) return undefined;
       return { row, cookieName: row.cookieName, cookie: box.open(row.cookieSealed) };
+    },
+
+    /** Why a credential refused a spend: its status now, or DELETED. */
+    async whyRefused(userId: string, id: string): Promise<CredentialStatus | 'DELETED'> {
+      const row = await repo.findCredential(userId, id);
+      return row ? credentialStatus(row, now()) : 'DELETED';
     },
 
     /** The network challenged the credential (SOFT_BANNED) or rejected its login (INVALID). */

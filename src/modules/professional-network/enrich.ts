@@ -220,7 +220,14 @@ export function createEnricher(deps: AppDeps) {
             if (lost || stopping) return;
             const open = await credentials.spend(credentialId);
             if (!open) {
-              end = { status: 'STOPPED', reason: 'the credential has used its requests of today (RATE_LIMITED)' };
+              const status = await credentials.whyRefused(userId, credentialId);
+              end = {
+                status: 'STOPPED',
+                reason:
+                  status === 'RATE_LIMITED' || status === 'ACTIVE'
+                    ? 'the credential has used its requests of today (RATE_LIMITED)'
+                    : `the credential can no longer be used (${status})`,
+              };
               return;
             }
             requested = true;

@@ -76,9 +76,10 @@ export function networkRepository(db: Db) {
 
     /**
      * Spends one of today's requests of the credential, in one statement (two jobs cannot both take the last one);
-     * undefined when none is left today.
+     * undefined when none is left today, or when it is INVALID or SOFT_BANNED since `bannedSince` (a job or another
+     * request marked it meanwhile: nothing more goes to the network with it).
      */
-    async consumeRequest(id: string, today: string, now: Date): Promise<CredentialRow | undefined> {
+    async consumeRequest(id: string, today: string, now: Date, bannedSince: Date): Promise<CredentialRow | undefined> {
       const [row] = await db
         .update(networkCredentials)
         .set({
@@ -91,6 +92,8 @@ export function networkRepository(db: Db) {
         .where(
           and(
             eq(networkCredentials.id, id),
+            isNull(networkCredentials.invalidAt),
+            or(isNull(networkCredentials.softBannedAt), lt(networkCredentials.softBannedAt, bannedSince)),
             or(
               isNull(networkCredentials.requestsDay),
               sql`${networkCredentials.requestsDay} <> ${today}`,

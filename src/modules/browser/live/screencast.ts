@@ -189,6 +189,8 @@ export class LiveHub {
     this.#cast = undefined;
     this.#buttons = 0;
     clearTimeout(this.#heldTimer);
+    // Unset too: a timer cleared but still set would keep `??=` from scheduling the next tab's first held frame.
+    this.#heldTimer = undefined;
     this.#held = undefined;
     if (!cast) return;
     await cast.cdp.send('Page.stopScreencast').catch(() => {});

@@ -7,6 +7,7 @@
 import type { Browser, BrowserContext } from 'playwright-core';
 import type { Db, Tx } from '../../../db/client.ts';
 import type { AppDeps } from '../../../deps.ts';
+import { createSecretBox, secretKeyMaterial } from '../../../shared/crypto.ts';
 import { AppError, notFound, validationError } from '../../../shared/errors.ts';
 import { storedId } from '../../../shared/ids.ts';
 import type { SessionScope } from '../sessions/sessions.repository.ts';
@@ -66,11 +67,41 @@ interface ProfileSession {
   token?: number;
   /** Its lease was taken over: no longer renewed; its saves still carry the token, and the database refuses them. */
   lost?: boolean;
+  /**
+   * Its browser holds the profile's state (restored, or there was none): only then may its end save it back, or a
+   * session whose restore failed would save an empty browser over the profile.
+   */
+  started?: boolean;
+}
+
+/** How long a page may take to give its state for a save: a page spinning in a loop must not hold a session's end. */
+const STATE_TIMEOUT_MS = 10_000;
+
+async function withinStateTimeout<T>(work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      work,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () =>
+            reject(
+              new AppError('ACTION_FAILED', `the browser did not give its state within ${STATE_TIMEOUT_MS / 1000} s`, {
+                details: [{ field: 'state', message: 'a page of the session does not answer' }],
+              }),
+            ),
+          STATE_TIMEOUT_MS,
+        );
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export function createProfileLeases(deps: Pick<AppDeps, 'db' | 'config' | 'clock' | 'logger'>) {
   const { db, config, clock, logger } = deps;
-  const store = createProfileStore(profilesRoot(config));
+  const store = createProfileStore(profilesRoot(config), createSecretBox(secretKeyMaterial(config)));
   const maxBytes = config.BROWSER_PROFILE_MAX_MB * 2 ** 20;
   const sessions = new Map<string, ProfileSession>();
   let renewer: NodeJS.Timeout | undefined;
@@ -107,7 +138,7 @@ export function createProfileLeases(deps: Pick<AppDeps, 'db' | 'config' | 'clock
   ): Promise<ProfileRow> {
     const context = browser.contexts()[0];
     if (!context) throw new Error('the browser has no default context');
-    const bytes = Buffer.from(JSON.stringify(await storageStateOf(context)));
+    const bytes = Buffer.from(JSON.stringify(await withinStateTimeout(storageStateOf(context))));
     if (bytes.length > maxBytes) {
       const message = `the browser state is ${Math.ceil(bytes.length / 2 ** 20)} MB, over BROWSER_PROFILE_MAX_MB (${config.BROWSER_PROFILE_MAX_MB} MB)`;
       throw new AppError('PAYLOAD_TOO_LARGE', message, { details: [{ field: 'state', message }] });
@@ -182,10 +213,12 @@ export function createProfileLeases(deps: Pick<AppDeps, 'db' | 'config' | 'clock
       const held = sessions.get(sessionId);
       if (!held) return;
       const profile = await repo.find(db, { userId: held.userId }, held.profileId);
-      if (!profile?.stateFile) return;
-      const state = await stateOf(profile);
-      const context = (await browser()).contexts()[0];
-      await context?.setStorageState(state);
+      if (profile?.stateFile) {
+        const state = await stateOf(profile);
+        const context = (await browser()).contexts()[0];
+        await context?.setStorageState(state);
+      }
+      held.started = true;
     },
 
     /** The writer this host holds for a session, if any (for an explicit save). */
@@ -199,7 +232,7 @@ export function createProfileLeases(deps: Pick<AppDeps, 'db' | 'config' | 'clock
       const held = sessions.get(sessionId);
       if (!held) return;
       sessions.delete(sessionId);
-      if (held.token === undefined) return;
+      if (held.token === undefined || !held.started) return;
       try {
         await save({ id: held.profileId, userId: held.userId }, sessionId, held.token, await browser());
       } catch (err) {

@@ -36,7 +36,7 @@ export const profileView = z
     metadata: z.record(z.string(), z.string()),
     clientRef: z.string().nullable(),
     version: z.number().int().describe('Saves so far (0: empty, never saved)'),
-    sizeBytes: z.number().int().describe('Bytes of the stored state'),
+    sizeBytes: z.number().int().describe('Bytes of the state (its JSON, as exported; BROWSER_PROFILE_MAX_MB caps it)'),
     savedAt: isoDate.nullable(),
     writer: z
       .object({ sessionId: z.string(), leaseExpiresAt: isoDate })

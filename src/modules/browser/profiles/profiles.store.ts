@@ -1,12 +1,20 @@
 /**
- * Profiles' state files: BROWSER_PROFILE_DIR/<user>/<profile>/state-<token>-<id>.json, each save a new file (written
- * aside, flushed, renamed into place), so a stale writer never overwrites the file a newer one recorded; the row
- * says which file is current, and the file it replaced is removed after the switch.
+ * Profiles' state files: BROWSER_PROFILE_DIR/<user>/<profile>/state-<token>-<id>.sealed, each save a new file
+ * (written aside, flushed, renamed into place), so a stale writer never overwrites the file a newer one recorded; the
+ * row says which file is current, and the file it replaced is removed after the switch. A file holds the state's
+ * JSON gzipped, then sealed with the service's secret box (cookie values are credentials): AES-256-GCM under
+ * SECRET_KEY. A plaintext `.json` file of an earlier version is still read.
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
 import type { Config } from '../../../config.ts';
+import { isSealedBytes, type SecretBox } from '../../../shared/crypto.ts';
 import { newId } from '../../../shared/ids.ts';
+
+const gzip = promisify(zlib.gzip);
+const gunzip = promisify(zlib.gunzip);
 
 /** What a profile holds: Playwright's storage state (cookies, and per origin its localStorage and IndexedDB). */
 export interface ProfileState {
@@ -28,23 +36,28 @@ export const profilesRoot = (config: Pick<Config, 'BROWSER_PROFILE_DIR' | 'dataD
 
 /** Ids are UUIDs (checked before they reach here): nothing else is ever joined to the root. */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const STATE_FILE = /^state-\d+-[0-9a-f-]{36}\.json$/;
+const STATE_FILE = /^state-\d+-[0-9a-f-]{36}\.(sealed|json)$/;
 
 function safe(part: string, shape: RegExp): string {
   if (!shape.test(part)) throw new Error(`not a profile path part: ${part}`);
   return part;
 }
 
-export function createProfileStore(root: string) {
-  const userDir = (userId: string) => path.join(root, safe(userId, UUID));
-  const dirOf = (userId: string, profileId: string) => path.join(userDir(userId), safe(profileId, UUID));
+const userDir = (root: string, userId: string) => path.join(root, safe(userId, UUID));
+
+export function createProfileStore(root: string, box: SecretBox) {
+  const dirOf = (userId: string, profileId: string) => path.join(userDir(root, userId), safe(profileId, UUID));
 
   return {
-    /** Writes a new state file for a save under `token`; answers its name (the row is pointed at it afterwards). */
-    async write(userId: string, profileId: string, token: number, bytes: Buffer): Promise<string> {
+    /**
+     * Writes a new state file (the state's JSON, compressed and sealed) for a save under `token`; answers its name
+     * (the row is pointed at it afterwards).
+     */
+    async write(userId: string, profileId: string, token: number, json: Buffer): Promise<string> {
+      const bytes = box.sealBytes(await gzip(json));
       const dir = dirOf(userId, profileId);
       await fs.promises.mkdir(dir, { recursive: true });
-      const name = `state-${token}-${newId()}.json`;
+      const name = `state-${token}-${newId()}.sealed`;
       const draft = path.join(dir, `.${name}.tmp`);
       const handle = await fs.promises.open(draft, 'wx', 0o600);
       try {
@@ -59,7 +72,8 @@ export function createProfileStore(root: string) {
 
     async read(userId: string, profileId: string, file: string): Promise<ProfileState> {
       const bytes = await fs.promises.readFile(path.join(dirOf(userId, profileId), safe(file, STATE_FILE)));
-      return JSON.parse(bytes.toString('utf8')) as ProfileState;
+      const json = isSealedBytes(bytes) ? await gunzip(box.openBytes(bytes)) : bytes; // else a legacy plaintext file
+      return JSON.parse(json.toString('utf8')) as ProfileState;
     },
 
     async removeFile(userId: string, profileId: string, file: string | null): Promise<void> {
@@ -71,11 +85,6 @@ export function createProfileStore(root: string) {
     async removeProfile(userId: string, profileId: string): Promise<void> {
       await fs.promises.rm(dirOf(userId, profileId), { recursive: true, force: true });
     },
-
-    /** Every profile file of a user (account erased). */
-    async removeUser(userId: string): Promise<void> {
-      await fs.promises.rm(userDir(userId), { recursive: true, force: true });
-    },
   };
 }
 
@@ -86,5 +95,5 @@ export async function removeProfileFilesOf(
   config: Pick<Config, 'BROWSER_PROFILE_DIR' | 'dataDir'>,
   userId: string,
 ): Promise<void> {
-  await createProfileStore(profilesRoot(config)).removeUser(userId);
+  await fs.promises.rm(userDir(profilesRoot(config), userId), { recursive: true, force: true });
 }

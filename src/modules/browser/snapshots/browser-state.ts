@@ -1,12 +1,14 @@
 /**
  * A session's browser state, read from and written back into its Chromium over the service's own Playwright
  * connection: cookies, localStorage and IndexedDB per origin (Playwright's storage state), and every tab with its
- * URL, title, scroll position, history length and sessionStorage, plus which tab is active. Kept as gzipped JSON.
+ * URL, title, scroll position, history length and sessionStorage, plus which tab is active. Kept as gzipped JSON
+ * sealed with the service's secret box (AES-256-GCM under SECRET_KEY): cookie and storage values are credentials.
  */
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { SnapshotSummary } from '../../../db/schema/index.ts';
+import { isSealedBytes, type SecretBox } from '../../../shared/crypto.ts';
 import type { Viewport } from '../sessions/host.ts';
 
 type StorageState = Awaited<ReturnType<BrowserContext['storageState']>>;
@@ -201,10 +203,13 @@ export async function restoreState(browser: Browser, state: BrowserState): Promi
   return active;
 }
 
-export const encodeState = (state: BrowserState): Promise<Buffer> => gzip(JSON.stringify(state), { level: 9 });
+export async function encodeState(state: BrowserState, box: SecretBox): Promise<Buffer> {
+  return box.sealBytes(await gzip(JSON.stringify(state), { level: 9 }));
+}
 
-export async function decodeState(bytes: Uint8Array): Promise<BrowserState> {
-  return JSON.parse((await gunzip(bytes)).toString('utf8')) as BrowserState;
+export async function decodeState(bytes: Uint8Array, box: SecretBox): Promise<BrowserState> {
+  const compressed = isSealedBytes(bytes) ? box.openBytes(bytes) : bytes; // else a legacy unsealed row
+  return JSON.parse((await gunzip(compressed)).toString('utf8')) as BrowserState;
 }
 
 /** What a snapshot shows without its state: no cookie or storage value. */

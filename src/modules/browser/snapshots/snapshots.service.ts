@@ -6,6 +6,7 @@
  * the caller waits. One sleep or wake of a session at a time in this process: concurrent callers share it.
  */
 import type { AppDeps } from '../../../deps.ts';
+import { createSecretBox, secretKeyMaterial } from '../../../shared/crypto.ts';
 import { AppError, notFound } from '../../../shared/errors.ts';
 import { storedId } from '../../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
@@ -48,6 +49,7 @@ export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, host
   const now = () => clock.now().getTime();
   const extensions = createExtensions(db, config.dataDir);
   const leases = profileLeasesOf(deps);
+  const box = createSecretBox(secretKeyMaterial(config));
   /** Sleeps and wakes under way in this process, by session id. */
   const busy = new Map<string, Promise<unknown>>();
   let waking = 0;
@@ -84,7 +86,7 @@ export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, host
     const browser = await host.playwright(row.id);
     const viewport = { width: row.viewportWidth, height: row.viewportHeight };
     const state = await captureState(browser, await tabOrderOf(browser), viewport);
-    const bytes = await encodeState(state);
+    const bytes = await encodeState(state, box);
     const remainingMs = Math.max(MIN_REMAINING_MS, live.expiresAt - now());
     // A persistProfile session saves its profile as it falls asleep (it keeps the profile's writer lease meanwhile).
     const writer = leases.sessionOf(row.id);
@@ -162,7 +164,7 @@ export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, host
       if (!started) return settled(row);
       try {
         const [state, extensionDirs] = await Promise.all([
-          decodeState(saved.state),
+          decodeState(saved.state, box),
           extensions.dirsFor(row.userId, row.extensionIds).catch(() => []),
         ]);
         const live = await host.open(
