@@ -226,6 +226,12 @@ const envSchema = z.object({
   /** The least wait between two profile requests of an enrichment job, and the random extra on top of it. */
   LINKEDIN_DELAY_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
   LINKEDIN_JITTER_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
+  /**
+   * A running enrichment job's heartbeat period, and the silence after which its worker counts as dead and another
+   * worker takes the job over (PostgreSQL; tests shorten both).
+   */
+  LINKEDIN_JOB_HEARTBEAT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
+  LINKEDIN_JOB_STALE_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(30_000),
   // ---- end of professional network ----
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_URL: z.url().optional(),
@@ -261,6 +267,12 @@ const checkedEnvSchema = envSchema
   .superRefine((env, ctx) => {
     if (env.SMTP_PROBE && !env.SMTP_PROBE_FROM)
       ctx.addIssue({ code: 'custom', path: ['SMTP_PROBE_FROM'], message: 'is required when SMTP_PROBE is on' });
+    if (env.LINKEDIN_JOB_STALE_MS < 3 * env.LINKEDIN_JOB_HEARTBEAT_MS)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['LINKEDIN_JOB_STALE_MS'],
+        message: 'must be at least 3 × LINKEDIN_JOB_HEARTBEAT_MS (a live job would be taken over)',
+      });
   })
   .transform((env) => ({ ...env, CREDITS_ENABLED: env.CREDITS_ENABLED ?? env.STRIPE_SECRET_KEY !== undefined }));
 

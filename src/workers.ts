@@ -21,7 +21,11 @@ import {
 import type { MatchingJob } from './modules/matching/index.ts';
 import { createMatchingRecovery, createMatchingRunner } from './modules/matching/index.ts';
 import { createInboxReader, createInboxWatcher, createSequencer } from './modules/outreach/index.ts';
-import { createEnricher, type NetworkEnrichMessage } from './modules/professional-network/index.ts';
+import {
+  createEnricher,
+  createEnrichRecovery,
+  type NetworkEnrichMessage,
+} from './modules/professional-network/index.ts';
 import type { RunCrawl } from './modules/scraping/index.ts';
 import { createWarmupSender } from './modules/warmup/index.ts';
 import { createWebhookDispatcher, pruneWebhookHistory } from './modules/webhooks/index.ts';
@@ -106,14 +110,20 @@ export async function registerWorkers(
 
   // Professional-network enrichment runs in a cloud-browser session, so only where this process hosts them (default
   // RUN_BROWSERS; the runtime says whether its API, which starts the sessions service, runs here too).
+  let enrichRecovery: ReturnType<typeof createEnrichRecovery> | undefined;
+  let enricher: ReturnType<typeof createEnricher> | undefined;
   if (options.hostsBrowsers ?? deps.config.RUN_BROWSERS) {
-    const enricher = createEnricher(deps);
+    const enrich = createEnricher(deps);
+    enricher = enrich;
     const enrichWork = { localConcurrency: 2, notifyPollingIntervalSeconds: 2 } as const;
     await boss.work<NetworkEnrichMessage, void, typeof enrichWork>(QUEUES.networkEnrich, enrichWork, async ([job]) => {
-      if (job) await enricher.run(job.data.jobId);
+      if (job) await enrich.run(job.data.jobId);
     });
+    // Crash recovery by heartbeats, like scrape jobs and markdown exports (below); swept only where jobs can run.
+    enrichRecovery = createEnrichRecovery(deps);
     // Embedded: this process is the only one, so RUNNING jobs are orphans of the last run.
-    if (deps.database.pglite) await enricher.resumeOrphans();
+    if (deps.database.pglite) await enrichRecovery.recoverOrphans();
+    enrichRecovery.start();
   }
 
   const jobService = createJobService(deps);
@@ -168,7 +178,8 @@ export async function registerWorkers(
       recovery.stop();
       matchingRecovery.stop();
       markdownRecovery.stop();
-      await Promise.all([runner.stop(), markdownRunner.stop(), webhooks.stop()]);
+      enrichRecovery?.stop();
+      await Promise.all([runner.stop(), markdownRunner.stop(), enricher?.stop(), webhooks.stop()]);
     },
   };
 }

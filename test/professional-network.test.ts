@@ -10,7 +10,7 @@ import { eq } from 'drizzle-orm';
 import { networkCredentials, networkEnrichJobs } from '../src/db/schema/index.ts';
 import { collectUserData } from '../src/modules/data-export/data-export.builder.ts';
 import { createCredentials, credentialStatus } from '../src/modules/professional-network/credentials.ts';
-import { createEnricher } from '../src/modules/professional-network/index.ts';
+import { createEnricher, createEnrichRecovery } from '../src/modules/professional-network/index.ts';
 import type { CredentialRow } from '../src/modules/professional-network/network.repository.ts';
 import { type NetworkSite, startNetworkSite } from './fixtures/network-site.ts';
 import { createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
@@ -435,7 +435,7 @@ test('a job left RUNNING by a crash resumes after its last recorded lead', async
     })
     .returning();
   const before = site.profileRequests().length;
-  assert.equal(await createEnricher(ctx.deps).resumeOrphans(), 1);
+  assert.deepEqual(await createEnrichRecovery(ctx.deps).recoverOrphans(), [row!.id]);
   const done = await eventually(async () => {
     const j = (await call(alice, 'GET', `/api/linkedin/jobs/${row!.id}`)).json().data.job;
     return j.status === 'COMPLETED' && j;
@@ -448,6 +448,49 @@ test('a job left RUNNING by a crash resumes after its last recorded lead', async
       .map((r) => r.path),
     ['/in/cid-moss/'],
   );
+});
+
+test('a job running in a process that shuts down goes back to the queue and resumes elsewhere', async () => {
+  const cred = await credential(alice, { cookie: GOOD });
+  const ids = await seed(alice, [
+    { customFields: { profileUrl: profile('ann-lee') } },
+    { customFields: { profileUrl: profile('bob-stone') } },
+    { customFields: { profileUrl: profile('cid-moss') } },
+  ]);
+  const [row] = await ctx.deps.db
+    .insert(networkEnrichJobs)
+    .values({ userId: alice.id, credentialId: cred.id, leadIds: ids })
+    .returning();
+  const before = site.profileRequests().length;
+  // Another enricher, as in a second process: it runs the job until its stop.
+  const enricher = createEnricher(ctx.deps);
+  const run = enricher.run(row!.id);
+  const jobNow = async () => (await call(alice, 'GET', `/api/linkedin/jobs/${row!.id}`)).json().data.job;
+  await eventually(async () => (await jobNow()).processed >= 1, 30_000);
+  await enricher.stop();
+  await run;
+  const [handed] = await ctx.deps.db.select().from(networkEnrichJobs).where(eq(networkEnrichJobs.id, row!.id));
+  assert.ok(handed!.processed < 3, 'stopped before the end');
+  assert.ok(
+    handed!.status === 'PENDING' || handed!.workerId !== null,
+    'handed back (PENDING), or already taken by the worker of the queue',
+  );
+  assert.equal(await enricher.run(row!.id).then(() => 'ignored'), 'ignored', 'a stopped enricher takes nothing');
+  // The service's own worker gets the message and finishes the job from where it stood.
+  const done = await eventually(async () => {
+    const j = await jobNow();
+    return j.status === 'COMPLETED' && j;
+  }, 60_000);
+  assert.deepEqual([done.processed, done.enriched], [3, 3]);
+  assert.deepEqual(
+    done.results.map((r: { leadId: string }) => r.leadId),
+    ids,
+  );
+  const paths = site
+    .profileRequests()
+    .slice(before)
+    .map((r) => r.path);
+  assert.equal(new Set(paths).size, paths.length, `no profile read twice: ${paths}`);
 });
 
 describe('commonalities', () => {

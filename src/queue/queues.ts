@@ -66,9 +66,10 @@ export async function startBoss(
     // A crawl's own retries are per request; a crashed worker's job is recovered from the jobs
     // table (heartbeats), so pg-boss does not retry or expire scrape messages early.
     boss.createQueue(QUEUES.scrape, { retryLimit: 0, expireInSeconds: 86_400, notify: true }),
-    // An enrichment job records each lead as it goes and resumes after the last one when delivered again; it paces
-    // itself (minutes per profile), so its message outlives a long run.
-    boss.createQueue(QUEUES.networkEnrich, { retryLimit: 1, retryDelay: 60, expireInSeconds: 86_400, notify: true }),
+    // Like scrape: an enrichment job's run is recovered from its row (heartbeats; it resumes after its last recorded
+    // lead), not retried by pg-boss. Its expiry only ends the message's record: the row says who runs the job, and a
+    // job paced over hours keeps running past it.
+    boss.createQueue(QUEUES.networkEnrich, { retryLimit: 0, expireInSeconds: 3600, notify: true }),
     // Like scrape: an export's run is recovered from its row (heartbeats), not retried by pg-boss.
     boss.createQueue(QUEUES.markdownExport, { retryLimit: 0, expireInSeconds: 86_400, notify: true }),
     boss.createQueue(QUEUES.sourceScheduler, { retryLimit: 0, expireInSeconds: 300 }),

@@ -63,6 +63,11 @@ export const networkEnrichJobs = pgTable(
     failed: integer('failed').notNull().default(0),
     results: jsonb('results').$type<NetworkJobResult[]>().notNull().default(sql`'[]'::jsonb`),
     stopReason: text('stop_reason'),
+    /** The worker running it and its last sign of life: a RUNNING job silent too long is taken over (recovery). */
+    workerId: text('worker_id'),
+    heartbeatAt: tsColumn('heartbeat_at'),
+    /** Runs started (claims); a job whose worker died this many times is failed rather than started again. */
+    attempts: integer('attempts').notNull().default(0),
     startedAt: tsColumn('started_at'),
     finishedAt: tsColumn('finished_at'),
     createdAt: createdAt(),

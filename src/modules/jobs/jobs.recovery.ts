@@ -1,32 +1,27 @@
 import { and, eq, gte, inArray, lt } from 'drizzle-orm';
 import { jobs } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
+import { RECOVERY_MAX_ATTEMPTS, staleBefore, sweepLoop } from '../../shared/recovery-sweep.ts';
 import { STALE_AFTER_MS } from './jobs.runner.ts';
 import { emitJobEvent, type JobService, publishJobUpdate } from './jobs.service.ts';
 
-/** A job whose worker died this many times is failed rather than started again. */
-export const MAX_ATTEMPTS = 3;
-/** How often each worker process looks for jobs of dead workers. */
-export const SWEEP_EVERY_MS = 10_000;
+const MAX_ATTEMPTS = RECOVERY_MAX_ATTEMPTS;
 /** A PENDING job untouched this long may have lost its queue message (crash between commit and send): send again. */
 const PENDING_RESEND_MS = 5 * 60_000;
 
 /**
  * Crash recovery. A worker killed mid-crawl leaves its job RUNNING with a heartbeat that stops;
- * any live worker's sweep (every 10 s) finds it within STALE_AFTER_MS + SWEEP_EVERY_MS and puts
- * it back to PENDING (re-sent to the queue) or, after MAX_ATTEMPTS, fails it with a clear error.
+ * any live worker's sweep (src/shared/recovery-sweep.ts, every 10 s) finds it within STALE_AFTER_MS +
+ * SWEEP_EVERY_MS and puts it back to PENDING (re-sent to the queue) or, after MAX_ATTEMPTS, fails it with a clear error.
  * The UPDATEs are atomic, so concurrent sweeps in several processes act once.
  */
 export function createJobRecovery(
   deps: Pick<AppDeps, 'db' | 'clock' | 'notifier' | 'logger'>,
   jobsService: Pick<JobService, 'enqueue'>,
 ) {
-  let timer: NodeJS.Timeout | undefined;
-
   async function sweep(): Promise<{ requeued: string[]; failed: string[]; resent: string[] }> {
     const now = deps.clock.now();
-    const staleBefore = new Date(now.getTime() - STALE_AFTER_MS);
-    const stale = and(eq(jobs.status, 'RUNNING'), lt(jobs.heartbeatAt, staleBefore));
+    const stale = and(eq(jobs.status, 'RUNNING'), lt(jobs.heartbeatAt, staleBefore(now, STALE_AFTER_MS)));
     const failed = await deps.db.transaction(async (tx) => {
       const rows = await tx
         .update(jobs)
@@ -78,19 +73,6 @@ export function createJobRecovery(
       for (const row of rows) await jobsService.enqueue(row.id);
       return rows.map((r) => r.id);
     },
-    start(): void {
-      const tick = () => {
-        sweep()
-          .catch((err) => deps.logger.error({ err }, 'job recovery sweep failed'))
-          .finally(() => {
-            if (timer) timer = setTimeout(tick, SWEEP_EVERY_MS + Math.random() * 2000).unref();
-          });
-      };
-      timer = setTimeout(tick, 1000 + Math.random() * 2000).unref();
-    },
-    stop(): void {
-      if (timer) clearTimeout(timer);
-      timer = undefined;
-    },
+    ...sweepLoop(deps.logger, 'job', sweep),
   };
 }

@@ -1,8 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import os from 'node:os';
 import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../queue/queues.ts';
 import { AppError } from '../../shared/errors.ts';
+import { newWorkerId } from '../../shared/recovery-sweep.ts';
 import { createLeadWriter, type LeadWriter } from '../leads/index.ts';
 import { createProfileTypeService } from '../profile-types/index.ts';
 import { CrawlError, type CrawlProgress, type CrawlSettings, loadRunCrawl, type RunCrawl } from '../scraping/index.ts';
@@ -70,7 +69,7 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
   const repo = jobRepository(deps.db);
   const sourceService = createSourceService(deps);
   const profileTypeService = createProfileTypeService(deps);
-  const workerId = `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  const workerId = newWorkerId();
   const running = new Map<string, AbortController>();
   let stopping = false;
 

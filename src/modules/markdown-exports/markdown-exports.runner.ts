@@ -4,11 +4,10 @@
  * and stores it in batches, charging `markdown_pages` per page stored; heartbeats let another worker take over
  * the export of a dead one (recovery below), and a run taken over stores only pages it had not stored yet.
  */
-import { randomBytes } from 'node:crypto';
-import os from 'node:os';
 import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../queue/queues.ts';
 import { AppError } from '../../shared/errors.ts';
+import { newWorkerId, RECOVERY_MAX_ATTEMPTS, staleBefore, sweepLoop } from '../../shared/recovery-sweep.ts';
 import { CrawlError, type CrawledPage, type CrawlSettings, loadRunCrawl, type RunCrawl } from '../scraping/index.ts';
 import { createConvertPool, defaultConvertThreads } from './markdown-convert-pool.ts';
 import { type MarkdownExportRow, markdownExportRepository, type StoredPage } from './markdown-exports.repository.ts';
@@ -21,8 +20,6 @@ import {
 
 export const HEARTBEAT_MS = 5_000;
 export const STALE_AFTER_MS = 30_000;
-const MAX_ATTEMPTS = 3;
-const SWEEP_EVERY_MS = 10_000;
 const PROGRESS_EVERY_MS = 500;
 /** Pages stored per transaction; a batch is also written after FLUSH_MS. */
 const BATCH = 25;
@@ -66,7 +63,7 @@ const outOfCredits = (pages: number) =>
 
 export function createMarkdownExportRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } = {}) {
   const repo = markdownExportRepository(deps.db);
-  const workerId = `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  const workerId = newWorkerId();
   const running = new Map<string, AbortController>();
   let stopping = false;
   const pool = createConvertPool(deps.config.MARKDOWN_CONVERT_THREADS ?? defaultConvertThreads());
@@ -232,14 +229,13 @@ export function createMarkdownExportRunner(deps: AppDeps, options: { runCrawl?: 
 
 /**
  * Crash recovery: a RUNNING export whose heartbeat stopped goes back to PENDING (and to the queue) or, after
- * MAX_ATTEMPTS, fails; the embedded database's single process requeues every RUNNING export at start.
+ * RECOVERY_MAX_ATTEMPTS, fails; the embedded database's single process requeues every RUNNING export at start.
  */
 export function createMarkdownExportRecovery(deps: AppDeps, service: Pick<MarkdownExportService, 'enqueue'>) {
   const repo = markdownExportRepository(deps.db);
-  let timer: NodeJS.Timeout | undefined;
   async function sweep() {
     const now = deps.clock.now();
-    const { failed, requeued } = await repo.recoverStale(new Date(now.getTime() - STALE_AFTER_MS), now, MAX_ATTEMPTS);
+    const { failed, requeued } = await repo.recoverStale(staleBefore(now, STALE_AFTER_MS), now, RECOVERY_MAX_ATTEMPTS);
     for (const row of [...failed, ...requeued]) await publishExportUpdate(deps.notifier, row);
     for (const row of requeued) await service.enqueue(row.id);
     return { failed: failed.map((r) => r.id), requeued: requeued.map((r) => r.id) };
@@ -249,19 +245,6 @@ export function createMarkdownExportRecovery(deps: AppDeps, service: Pick<Markdo
     async recoverOrphans(): Promise<void> {
       for (const id of await repo.requeueAllRunning(deps.clock.now())) await service.enqueue(id);
     },
-    start(): void {
-      const tick = () => {
-        sweep()
-          .catch((err) => deps.logger.error({ err }, 'markdown export recovery sweep failed'))
-          .finally(() => {
-            if (timer) timer = setTimeout(tick, SWEEP_EVERY_MS + Math.random() * 2000).unref();
-          });
-      };
-      timer = setTimeout(tick, 1000 + Math.random() * 2000).unref();
-    },
-    stop(): void {
-      if (timer) clearTimeout(timer);
-      timer = undefined;
-    },
+    ...sweepLoop(deps.logger, 'markdown export', sweep),
   };
 }

@@ -5,12 +5,14 @@
  * plus random jitter), spends one request of the credential's daily allowance per profile, and stops at the first
  * challenge or rejected login, marking the credential.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Browser } from 'playwright-core';
 import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../queue/queues.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
 import { storedId } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
+import { newWorkerId, staleBefore } from '../../shared/recovery-sweep.ts';
 import { withServiceSession } from '../browser/index.ts';
 import { createLeadService, LEAD_LIMITS, mergeLeadCustomFields } from '../leads/index.ts';
 import { createCredentials, type OpenCredential } from './credentials.ts';
@@ -67,6 +69,10 @@ export function createEnricher(deps: AppDeps) {
   const leads = createLeadService(deps);
   const base = new URL(deps.config.LINKEDIN_BASE_URL).origin;
   const pace = () => deps.config.LINKEDIN_DELAY_MS + Math.random() * deps.config.LINKEDIN_JITTER_MS;
+  const workerId = newWorkerId();
+  /** The jobs running here, each with the controller that ends its run (shutdown). */
+  const running = new Map<string, AbortController>();
+  let stopping = false;
 
   /** The lead and the profile URL to read for it, or why there is none. */
   async function targetOf(userId: string, leadId: string, profileUrl?: string) {
@@ -162,22 +168,33 @@ export function createEnricher(deps: AppDeps) {
     },
 
     /**
-     * Embedded database (one process): jobs left RUNNING by the previous run are handed to the worker again, and
-     * resume after their last recorded lead.
+     * The worker: claims the job (PENDING, or RUNNING under a dead worker) and runs it from where it stands (a job
+     * taken over resumes after its last recorded lead). It beats while it runs (at each lead, and on a timer through
+     * the pace delay and a slow page), and stops at once when the job is no longer its own.
      */
-    async resumeOrphans(): Promise<number> {
-      const ids = await repo.runningJobs();
-      for (const jobId of ids) await deps.boss.send(QUEUES.networkEnrich, { jobId } satisfies NetworkEnrichMessage);
-      return ids.length;
-    },
-
-    /** The worker: runs a job from where it stands (a redelivered one resumes after its last recorded lead). */
     async run(jobId: string): Promise<void> {
-      const job = await repo.startJob(jobId, deps.clock.now());
-      if (!job) return;
+      if (stopping) return;
+      const now = deps.clock.now();
+      const job = await repo.claimJob(jobId, workerId, now, staleBefore(now, deps.config.LINKEDIN_JOB_STALE_MS));
+      if (!job) return; // finished, deleted, or held by a live worker
       const { userId, credentialId } = job;
-      const record = (at: number, leadId: string, status: 'ENRICHED' | 'FAILED' | 'SKIPPED', error?: string) =>
-        repo.recordResult(job.id, at, { leadId, status, ...(error ? { error } : {}) }, deps.clock.now());
+      const log = deps.logger.child({ jobId, workerId });
+      const controller = new AbortController();
+      running.set(job.id, controller);
+      let lost = false;
+      /** Stopped by the shutdown of this process: the job goes back to the queue. */
+      let interrupted = false;
+      const beat = setInterval(() => {
+        repo
+          .heartbeat(job.id, workerId, deps.clock.now())
+          .then((held) => void (lost ||= !held))
+          .catch((err) => log.warn({ err }, 'enrichment heartbeat failed'));
+      }, deps.config.LINKEDIN_JOB_HEARTBEAT_MS);
+      beat.unref();
+      const record = async (at: number, leadId: string, status: 'ENRICHED' | 'FAILED' | 'SKIPPED', error?: string) => {
+        const result = { leadId, status, ...(error ? { error } : {}) };
+        lost ||= !(await repo.recordResult(job.id, workerId, at, result, deps.clock.now()));
+      };
       let end: { status: 'COMPLETED' | 'STOPPED' | 'FAILED'; reason: string | null } = {
         status: 'COMPLETED',
         reason: null,
@@ -186,7 +203,8 @@ export function createEnricher(deps: AppDeps) {
         if (!credentialId) throw new Error('its credential was deleted');
         await withServiceSession(deps, userId, { purpose: 'linkedin.enrich', jobId: job.id }, async (browser) => {
           let requested = false;
-          for (let at = job.processed; at < job.leadIds.length; at++) {
+          for (let at = job.processed; at < job.leadIds.length && !lost; at++) {
+            if (stopping) return void (interrupted = true);
             const leadId = job.leadIds[at]!;
             const target = await targetOf(userId, leadId).catch(() => undefined);
             if (!target) {
@@ -197,7 +215,9 @@ export function createEnricher(deps: AppDeps) {
               await record(at, leadId, 'SKIPPED', 'the lead has no profile URL');
               continue;
             }
-            if (requested) await new Promise((resolve) => setTimeout(resolve, pace()));
+            if (requested) await sleep(pace(), undefined, { signal: controller.signal }).catch(() => {});
+            if (stopping) interrupted = true;
+            if (lost || stopping) return;
             const open = await credentials.spend(credentialId);
             if (!open) {
               const status = await credentials.whyRefused(userId, credentialId);
@@ -222,6 +242,8 @@ export function createEnricher(deps: AppDeps) {
               await record(at, leadId, 'FAILED', 'reason' in loaded.verdict ? loaded.verdict.reason : 'no profile');
               continue;
             }
+            // Taken over meanwhile: the lead is the new worker's. (A shutdown lets the lead in hand finish.)
+            if (lost) return;
             try {
               await apply(userId, leadId, target.url, loaded.profile);
               await record(at, leadId, 'ENRICHED');
@@ -231,10 +253,30 @@ export function createEnricher(deps: AppDeps) {
           }
         });
       } catch (err) {
-        deps.logger.warn({ err, jobId }, 'a professional-network enrichment job failed');
+        // An error while this process shuts down (its browsers closing) is no failure of the job.
+        interrupted ||= stopping;
+        if (!interrupted) log.warn({ err }, 'a professional-network enrichment job failed');
         end = { status: 'FAILED', reason: err instanceof AppError ? err.message : (err as Error).message };
+      } finally {
+        clearInterval(beat);
+        running.delete(job.id);
       }
-      await repo.finishJob(job.id, end.status, end.reason, deps.clock.now());
+      if (lost) log.warn('the enrichment job is no longer run here (taken over or deleted)');
+      else if (interrupted && (await repo.releaseJob(job.id, workerId, deps.clock.now())))
+        // Handed back: another worker (or the next start) resumes it after its last recorded lead.
+        await deps.boss.send(QUEUES.networkEnrich, { jobId } satisfies NetworkEnrichMessage).catch(() => {});
+      else await repo.finishJob(job.id, workerId, end.status, end.reason, deps.clock.now());
+    },
+
+    /**
+     * Shutdown: the jobs running here finish the lead in hand, stop before the next one (or in the pace delay) and go
+     * back to the queue; a job still running after 5 s is taken over once its heartbeat goes stale.
+     */
+    async stop(): Promise<void> {
+      stopping = true;
+      for (const controller of running.values()) controller.abort();
+      const deadline = Date.now() + 5_000;
+      while (running.size > 0 && Date.now() < deadline) await sleep(50);
     },
   };
 }

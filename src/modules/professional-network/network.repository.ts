@@ -1,4 +1,4 @@
-import { and, desc, eq, isNull, lt, or, type SQL, sql } from 'drizzle-orm';
+import { and, desc, eq, gte, isNull, lt, or, type SQL, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import {
   type NetworkJobResult,
@@ -14,6 +14,18 @@ export type EnrichJobRow = typeof networkEnrichJobs.$inferSelect;
 export function networkRepository(db: Db) {
   const ownCredential = (userId: string, id: string) =>
     and(eq(networkCredentials.userId, userId), eq(networkCredentials.id, id));
+  const held = (id: string, workerId: string) =>
+    and(
+      eq(networkEnrichJobs.id, id),
+      eq(networkEnrichJobs.status, 'RUNNING'),
+      eq(networkEnrichJobs.workerId, workerId),
+    );
+  /** RUNNING with no heartbeat since `before` (a row of before the heartbeats counts by its last update). */
+  const stale = (before: Date) =>
+    and(
+      eq(networkEnrichJobs.status, 'RUNNING'),
+      sql`coalesce(${networkEnrichJobs.heartbeatAt}, ${networkEnrichJobs.updatedAt}) < ${before.toISOString()}::timestamptz`,
+    );
 
   return {
     async insertCredential(values: typeof networkCredentials.$inferInsert): Promise<CredentialRow> {
@@ -126,43 +138,125 @@ export function networkRepository(db: Db) {
       return row;
     },
 
-    /** PENDING (or RUNNING again, a redelivery after a crash) → RUNNING; undefined when it has finished. */
-    async startJob(id: string, now: Date): Promise<EnrichJobRow | undefined> {
+    /**
+     * Takes the job for this worker: PENDING, or RUNNING under a worker whose heartbeat stopped before `staleBefore`.
+     * One conditional UPDATE, so of two claims (a redelivered message, a second worker) one gets the job.
+     */
+    async claimJob(id: string, workerId: string, now: Date, staleBefore: Date): Promise<EnrichJobRow | undefined> {
       const [row] = await db
         .update(networkEnrichJobs)
-        .set({ status: 'RUNNING', startedAt: sql`coalesce(${networkEnrichJobs.startedAt}, ${now})`, updatedAt: now })
-        .where(and(eq(networkEnrichJobs.id, id), sql`${networkEnrichJobs.status} IN ('PENDING', 'RUNNING')`))
+        .set({
+          status: 'RUNNING',
+          workerId,
+          heartbeatAt: now,
+          attempts: sql`${networkEnrichJobs.attempts} + 1`,
+          startedAt: sql`coalesce(${networkEnrichJobs.startedAt}, ${now.toISOString()}::timestamptz)`,
+          updatedAt: now,
+        })
+        .where(and(eq(networkEnrichJobs.id, id), or(eq(networkEnrichJobs.status, 'PENDING'), stale(staleBefore))))
         .returning();
       return row;
     },
 
-    /** One more lead handled: its result appended, the counters moved (only from the position it was at). */
-    async recordResult(id: string, position: number, result: NetworkJobResult, now: Date): Promise<void> {
-      await db
+    /** This worker's job is alive; false when it is no longer this worker's (taken over, finished, deleted). */
+    async heartbeat(id: string, workerId: string, now: Date): Promise<boolean> {
+      const rows = await db
+        .update(networkEnrichJobs)
+        .set({ heartbeatAt: now })
+        .where(held(id, workerId))
+        .returning({ id: networkEnrichJobs.id });
+      return rows.length > 0;
+    },
+
+    /**
+     * One more lead handled by the worker holding the job: its result appended, the counters moved (only from the
+     * position it was at), the heartbeat renewed; false when the job is no longer this worker's.
+     */
+    async recordResult(
+      id: string,
+      workerId: string,
+      position: number,
+      result: NetworkJobResult,
+      now: Date,
+    ): Promise<boolean> {
+      const rows = await db
         .update(networkEnrichJobs)
         .set({
           processed: position + 1,
           enriched: sql`${networkEnrichJobs.enriched} + ${result.status === 'ENRICHED' ? 1 : 0}`,
           failed: sql`${networkEnrichJobs.failed} + ${result.status === 'ENRICHED' ? 0 : 1}`,
           results: sql`${networkEnrichJobs.results} || ${JSON.stringify([result])}::jsonb`,
+          heartbeatAt: now,
           updatedAt: now,
         })
-        .where(and(eq(networkEnrichJobs.id, id), eq(networkEnrichJobs.processed, position)));
+        .where(and(held(id, workerId), eq(networkEnrichJobs.processed, position)))
+        .returning({ id: networkEnrichJobs.id });
+      return rows.length > 0;
     },
 
-    async runningJobs(): Promise<string[]> {
+    /**
+     * Crash recovery: RUNNING jobs whose heartbeat stopped before `staleBefore` go back to PENDING, or fail once
+     * `maxAttempts` runs were started; and PENDING jobs untouched since `resendBefore` (their queue message may have
+     * been lost between the insert and the send) are touched. Answers the ids to send to the queue again.
+     */
+    async recoverStale(staleBefore: Date, resendBefore: Date, now: Date, maxAttempts: number) {
+      const failed = await db
+        .update(networkEnrichJobs)
+        .set({
+          status: 'FAILED',
+          stopReason: `the worker running this job stopped responding ${maxAttempts} times; it was not started again`,
+          finishedAt: now,
+          workerId: null,
+          heartbeatAt: null,
+          updatedAt: now,
+        })
+        .where(and(stale(staleBefore), gte(networkEnrichJobs.attempts, maxAttempts)))
+        .returning({ id: networkEnrichJobs.id });
+      const requeued = await db
+        .update(networkEnrichJobs)
+        .set({ status: 'PENDING', workerId: null, heartbeatAt: null, updatedAt: now })
+        .where(and(stale(staleBefore), lt(networkEnrichJobs.attempts, maxAttempts)))
+        .returning({ id: networkEnrichJobs.id });
+      const resent = await db
+        .update(networkEnrichJobs)
+        .set({ updatedAt: now })
+        .where(and(eq(networkEnrichJobs.status, 'PENDING'), lt(networkEnrichJobs.updatedAt, resendBefore)))
+        .returning({ id: networkEnrichJobs.id });
+      return { failed: failed.map((r) => r.id), requeued: requeued.map((r) => r.id), resent: resent.map((r) => r.id) };
+    },
+
+    /** Embedded database only: every RUNNING job is an orphan of the previous process; back to PENDING. */
+    async requeueAllRunning(now: Date): Promise<string[]> {
       const rows = await db
-        .select({ id: networkEnrichJobs.id })
-        .from(networkEnrichJobs)
-        .where(eq(networkEnrichJobs.status, 'RUNNING'));
+        .update(networkEnrichJobs)
+        .set({ status: 'PENDING', workerId: null, heartbeatAt: null, updatedAt: now })
+        .where(eq(networkEnrichJobs.status, 'RUNNING'))
+        .returning({ id: networkEnrichJobs.id });
       return rows.map((r) => r.id);
     },
 
-    async finishJob(id: string, status: NetworkJobStatus, reason: string | null, now: Date): Promise<void> {
+    /** RUNNING → PENDING when this worker gives the job up (shutdown); false when it was not its own. */
+    async releaseJob(id: string, workerId: string, now: Date): Promise<boolean> {
+      const rows = await db
+        .update(networkEnrichJobs)
+        .set({ status: 'PENDING', workerId: null, heartbeatAt: null, updatedAt: now })
+        .where(held(id, workerId))
+        .returning({ id: networkEnrichJobs.id });
+      return rows.length > 0;
+    },
+
+    /** The end of this worker's run (workerId stays: which worker ran the job). */
+    async finishJob(
+      id: string,
+      workerId: string,
+      status: NetworkJobStatus,
+      reason: string | null,
+      now: Date,
+    ): Promise<void> {
       await db
         .update(networkEnrichJobs)
-        .set({ status, stopReason: reason, finishedAt: now, updatedAt: now })
-        .where(and(eq(networkEnrichJobs.id, id), eq(networkEnrichJobs.status, 'RUNNING')));
+        .set({ status, stopReason: reason, finishedAt: now, heartbeatAt: now, updatedAt: now })
+        .where(held(id, workerId));
     },
   };
 }
