@@ -413,6 +413,26 @@ describe('the conversion threads', { timeout: 20_000 }, () => {
     }
   });
 
+  test('an export records a page over MARKDOWN_CONVERT_TIMEOUT_MS as failed and completes', async () => {
+    const limited = await createTestContext({ env: { MARKDOWN_CONVERT_TIMEOUT_MS: '100', SCRAPER_MAX_RETRIES: '0' } });
+    try {
+      const user = await limited.signup();
+      const created = await create(user, { startUrl: `${site.origin}/docs/long`, maxDepth: 1 }, limited);
+      const done = await finished(user, created.id, limited);
+      assert.equal(done.status, 'COMPLETED', done.error ?? '');
+      const res = await limited.call(user, 'GET', `/api/markdown-exports/${created.id}/pages`);
+      const pages = res.json().data.pages as PageView[];
+      const long = pages.find((p) => p.url.endsWith('/docs/long'));
+      assert.equal(long?.status, 'FAILED');
+      assert.match(long?.error ?? '', /longer than 100 ms/);
+      assert.equal(pages.find((p) => p.url.endsWith('/docs/api'))?.status, 'OK');
+      // The page and its nav links: /, /docs/install, /blog/post-1, /docs/api.
+      assert.deepEqual([done.pagesDone, done.pagesFailed], [4, 1]);
+    } finally {
+      await limited.close();
+    }
+  });
+
   test('a thread that exits without an error fails the pages it held (closing the pool) instead of leaving them', async () => {
     const pool = createConvertPool(1);
     const pending = pool.convert(slow, 'https://e.test/slow', true);
