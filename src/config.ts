@@ -104,6 +104,8 @@ const envSchema = z.object({
   JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   /** Threads converting markdown export pages (default: cores − 1, 1 to 4); 0 converts on the event loop. */
   MARKDOWN_CONVERT_THREADS: z.coerce.number().int().min(0).max(32).optional(),
+  /** A page of a markdown export still converting after this long fails (its thread is replaced). */
+  MARKDOWN_CONVERT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   CHROMIUM_PATH: z.string().default('/usr/bin/chromium'),
   ADMIN_EMAILS: emailList.default([]),
   /** Addresses every warmup domain also sends to (docs/outreach.md "Warmup domains"). */

@@ -8,10 +8,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Agent, type Dispatcher } from 'undici';
+import { runCrawl } from '../src/modules/scraping/crawl.ts';
 import { PageFetcher } from '../src/modules/scraping/http-client.ts';
 import { HostLimiter } from '../src/modules/scraping/politeness.ts';
 import { createGuardedDispatcher, SsrfBlockedError } from '../src/shared/ssrf.ts';
 import { assertAbortStopsCrawl, collectCrawl, crawlSettings, emailsOf, TEST_USER_AGENT } from './fixtures/crawl-run.ts';
+import { startMarkdownSite } from './fixtures/markdown-site.ts';
 import {
   API_SELECTORS,
   DIRECTORY_SELECTORS,
@@ -21,6 +23,9 @@ import {
   startFixtureSite,
   startForwardProxy,
 } from './fixtures/sites.ts';
+
+/** A site crawl's link rules (markdown exports) that follow every link. */
+const SITE_FOLLOW = { maxDepth: 0, includePaths: [], excludePaths: [], sameSiteOnly: false, sitemap: false };
 
 const storageDir = path.join(process.cwd(), 'storage');
 const storageExisted = fs.existsSync(storageDir);
@@ -400,27 +405,64 @@ describe('SSRF guard', () => {
     await Promise.all([fetcher.close(), guarded.close(), open.close()]);
   });
 
-  it('fails the crawl on a redirect to the metadata address, naming it (through a proxy)', async () => {
-    const proxy = await startForwardProxy({ routeTo: site.origin });
+  it('fails the crawl on a start URL redirecting to the metadata address, naming it (through a proxy)', async () => {
+    // A source crawl, and a site crawl (markdown exports) whose start page is the one refused.
+    for (const follow of [undefined, SITE_FOLLOW]) {
+      const proxy = await startForwardProxy({ routeTo: site.origin });
+      try {
+        const run = await collectCrawl(
+          crawlSettings({
+            url: 'http://93.184.215.14/redirect-private',
+            selectors: DIRECTORY_SELECTORS,
+            allowPrivateNetwork: false,
+            proxyUrl: proxy.url,
+            respectRobotsTxt: false,
+            follow,
+          }),
+        );
+        assert.equal(run.error?.kind, 'ssrf');
+        assert.match(run.error!.message, /169\.254\.169\.254/);
+        assert.deepEqual(
+          proxy.requests.map((r) => r.target),
+          ['http://93.184.215.14/redirect-private'],
+          'the private hop never left',
+        );
+      } finally {
+        await proxy.close();
+      }
+    }
+  });
+
+  it('a site crawl records a link to a private address as that page’s failure and goes on', async () => {
+    const docs = await startMarkdownSite();
+    const proxy = await startForwardProxy({ routeTo: docs.origin });
     try {
-      const run = await collectCrawl(
+      const failures = new Map<string, string>();
+      const pages: string[] = [];
+      const result = await runCrawl(
         crawlSettings({
-          url: 'http://93.184.215.14/redirect-private',
-          selectors: DIRECTORY_SELECTORS,
+          url: 'http://93.184.215.14/',
           allowPrivateNetwork: false,
           proxyUrl: proxy.url,
           respectRobotsTxt: false,
+          follow: { ...SITE_FOLLOW, maxDepth: 1 },
         }),
+        {
+          onPage: async (page) => void pages.push(page.url),
+          onPageFailed: async (url, message) => void failures.set(url, message),
+          signal: new AbortController().signal,
+        },
       );
-      assert.equal(run.error?.kind, 'ssrf');
-      assert.match(run.error!.message, /169\.254\.169\.254/);
-      assert.deepEqual(
-        proxy.requests.map((r) => r.target),
-        ['http://93.184.215.14/redirect-private'],
-        'the private hop never left',
-      );
+      // The home page links to its own origin by address (127.0.0.1) and to a mirror at localhost.
+      const privateLinks = [`${docs.origin}/blog/post-1`, `${docs.offsiteOrigin}/docs/offsite`];
+      for (const url of privateLinks) assert.match(failures.get(url) ?? '', /127\.0\.0\.1/, url);
+      assert.ok(pages.includes('http://93.184.215.14/docs/install'), pages.join(' '));
+      assert.ok(result.pagesVisited >= 4 && result.pagesFailed >= 2, JSON.stringify(result));
+      const sent = proxy.requests.map((r) => r.target);
+      assert.ok(!sent.some((t) => /127\.0\.0\.1|localhost/.test(t)), sent.join(' '));
     } finally {
       await proxy.close();
+      await docs.close();
     }
   });
 });

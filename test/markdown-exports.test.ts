@@ -11,6 +11,7 @@ import { sql } from 'drizzle-orm';
 import { strFromU8, unzipSync } from 'fflate';
 import { queryRows } from '../src/db/client.ts';
 import { createMarkdownExportRecovery, createMarkdownExportService } from '../src/modules/markdown-exports/index.ts';
+import { ConvertError, createConvertPool } from '../src/modules/markdown-exports/markdown-convert-pool.ts';
 import { eventDataSchemas } from '../src/shared/event-payloads.ts';
 import { expectedMarkdown, type MarkdownSite, startMarkdownSite } from './fixtures/markdown-site.ts';
 import { createTestContext, createTwoUserContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
@@ -383,6 +384,62 @@ describe('the SSRF guard', () => {
     assert.equal(done.status, 'FAILED');
     assert.match(done.error!, /127\.0\.0\.1/);
     assert.equal(site.requests.length, before);
+  });
+});
+
+describe('the conversion threads', { timeout: 20_000 }, () => {
+  const small =
+    '<html><head><title>Small</title></head><body><main><article><h1>Small</h1><p>A short page.</p></article></main></body></html>';
+  // Over a second of Readability and mdream.
+  const slow = `<html><body><main><article>${'<p>Some words of prose, <a href="/x">a link</a>, more.</p>'.repeat(15_000)}</article></main></body></html>`;
+
+  test('a page over the time limit fails alone: its thread is replaced, the pages queued behind it convert', async () => {
+    const pool = createConvertPool(1, { timeLimitMs: 300 });
+    try {
+      assert.equal((await pool.convert(small, 'https://e.test/a', true)).title, 'Small');
+      const started = Date.now();
+      const [late, queued] = await Promise.allSettled([
+        pool.convert(slow, 'https://e.test/slow', true),
+        pool.convert(small, 'https://e.test/b', true),
+      ]);
+      assert.equal(late.status, 'rejected');
+      assert.ok((late as PromiseRejectedResult).reason instanceof ConvertError);
+      assert.match(String((late as PromiseRejectedResult).reason), /longer than 300 ms/);
+      assert.equal(queued.status === 'fulfilled' && queued.value.title, 'Small');
+      assert.ok(Date.now() - started < 5000);
+      assert.equal((await pool.convert(small, 'https://e.test/c', true)).title, 'Small');
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('an export records a page over MARKDOWN_CONVERT_TIMEOUT_MS as failed and completes', async () => {
+    const limited = await createTestContext({ env: { MARKDOWN_CONVERT_TIMEOUT_MS: '1000', SCRAPER_MAX_RETRIES: '0' } });
+    try {
+      const user = await limited.signup();
+      const created = await create(user, { startUrl: `${site.origin}/docs/long`, maxDepth: 1 }, limited);
+      const done = await finished(user, created.id, limited);
+      assert.equal(done.status, 'COMPLETED', done.error ?? '');
+      const res = await limited.call(user, 'GET', `/api/markdown-exports/${created.id}/pages`);
+      const pages = res.json().data.pages as PageView[];
+      const long = pages.find((p) => p.url.endsWith('/docs/long'));
+      assert.equal(long?.status, 'FAILED');
+      assert.match(long?.error ?? '', /longer than 1000 ms/);
+      assert.equal(pages.find((p) => p.url.endsWith('/docs/api'))?.status, 'OK');
+      // The page and its nav links: /, /docs/install, /blog/post-1, /docs/api.
+      assert.deepEqual([done.pagesDone, done.pagesFailed], [4, 1]);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  test('a thread that exits without an error fails the pages it held (closing the pool) instead of leaving them', async () => {
+    const pool = createConvertPool(1);
+    const pending = pool.convert(slow, 'https://e.test/slow', true);
+    await new Promise((r) => setTimeout(r, 50));
+    await pool.close();
+    await assert.rejects(pending, /closed/);
+    await assert.rejects(pool.convert(small, 'https://e.test/a', true), /closed/);
   });
 });
 

@@ -16,3 +16,6 @@ parentPort!.on('message', (job: Job) => {
     parentPort!.postMessage({ id: job.id, error: String((error as Error)?.message ?? error) });
   }
 });
+
+// Its modules are loaded: the pool's time limits start now.
+parentPort!.postMessage('ready');

@@ -9,7 +9,8 @@ import { QUEUES } from '../../queue/queues.ts';
 import { AppError } from '../../shared/errors.ts';
 import { newWorkerId, RECOVERY_MAX_ATTEMPTS, staleBefore, sweepLoop } from '../../shared/recovery-sweep.ts';
 import { CrawlError, type CrawledPage, type CrawlSettings, loadRunCrawl, type RunCrawl } from '../scraping/index.ts';
-import { createConvertPool, defaultConvertThreads } from './markdown-convert-pool.ts';
+import type { ConvertedPage } from './markdown-convert.ts';
+import { ConvertError, createConvertPool, defaultConvertThreads } from './markdown-convert-pool.ts';
 import { type MarkdownExportRow, markdownExportRepository, type StoredPage } from './markdown-exports.repository.ts';
 import {
   emitExportCompleted,
@@ -66,7 +67,9 @@ export function createMarkdownExportRunner(deps: AppDeps, options: { runCrawl?: 
   const workerId = newWorkerId();
   const running = new Map<string, AbortController>();
   let stopping = false;
-  const pool = createConvertPool(deps.config.MARKDOWN_CONVERT_THREADS ?? defaultConvertThreads());
+  const pool = createConvertPool(deps.config.MARKDOWN_CONVERT_THREADS ?? defaultConvertThreads(), {
+    timeLimitMs: deps.config.MARKDOWN_CONVERT_TIMEOUT_MS,
+  });
   const publish = (row: MarkdownExportRow) => publishExportUpdate(deps.notifier, row);
 
   async function run(exportId: string): Promise<void> {
@@ -132,7 +135,15 @@ export function createMarkdownExportRunner(deps: AppDeps, options: { runCrawl?: 
     const flushTimer = setInterval(() => void flushNow().catch(() => {}), FLUSH_MS);
     flushTimer.unref();
     const onPage = async (page: CrawledPage) => {
-      const converted = await pool.convert(page.html ?? '', page.url, row.options.onlyMainContent);
+      let converted: ConvertedPage;
+      try {
+        converted = await pool.convert(page.html ?? '', page.url, row.options.onlyMainContent);
+      } catch (error) {
+        // A page that cannot be converted (in time) is that page's failure; a closed pool stops the export.
+        if (!(error instanceof ConvertError)) throw error;
+        await repo.storeFailure(exportId, row.userId, page.url, error.message, deps.clock.now());
+        return;
+      }
       buffer.push({ url: page.url, title: converted.title, markdown: converted.markdown, depth: page.depth ?? 0 });
       if (buffer.length >= BATCH) await flushNow();
     };

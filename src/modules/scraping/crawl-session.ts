@@ -220,7 +220,7 @@ export class CrawlSession {
 
   /** Plans the start URL (already checked against robots.txt and the SSRF guard). */
   async open(): Promise<void> {
-    await this.queue.addRequest({ url: this.settings.url, userData: { depth: 0 } });
+    await this.queue.addRequest({ url: this.settings.url, userData: { depth: 0, start: true } });
     this.planned = 1;
     if (this.settings.extraUrls?.length) await this.enqueue(this.settings.extraUrls, this.settings.url);
     if (this.settings.follow?.sitemap) await this.#planSitemap();
@@ -304,12 +304,21 @@ export class CrawlSession {
     return work;
   }
 
+  /**
+   * Whether the guard refused an address on the way to `request` (never retried). That fails the crawl, except for
+   * a page a site crawl found (a link or a sitemap entry of the site): one such link fails that page only.
+   */
+  #ssrfBlocked(request: Request, error: Error): boolean {
+    const blocked = ssrfCause(error);
+    if (blocked && (!this.settings.follow || request.userData.start)) this.fail(ssrfCrawlError(blocked, request.url));
+    return !!blocked;
+  }
+
   /** Crawlee `errorHandler`: runs before a retry; decides whether there is one and waits the backoff. */
   readonly errorHandler = async ({ request }: { request: Request }, error: Error): Promise<void> => {
-    const blocked = ssrfCause(error);
-    if (blocked) this.fail(ssrfCrawlError(blocked, request.url));
+    const blocked = this.#ssrfBlocked(request, error);
     if (this.stopped) this.#runStoppers();
-    if (this.stopped || !isRetryable(error)) {
+    if (this.stopped || blocked || !isRetryable(error)) {
       request.noRetry = true;
       return;
     }
@@ -319,8 +328,7 @@ export class CrawlSession {
 
   /** Crawlee `failedRequestHandler`: the page failed for good. */
   readonly failedRequestHandler = async ({ request }: { request: Request }, error: Error): Promise<void> => {
-    const blocked = ssrfCause(error);
-    if (blocked) this.fail(ssrfCrawlError(blocked, request.url));
+    this.#ssrfBlocked(request, error);
     if (this.stopped) return this.#runStoppers();
     this.failed++;
     const message = failureMessage(request.url, error, request.retryCount + 1);
