@@ -1,5 +1,6 @@
-import { and, asc, count, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
+import { and, asc, count, eq, gte, inArray, lt, sql } from 'drizzle-orm';
 import type { Db, Tx } from '../../db/client.ts';
+import { newestFirstPage } from '../../db/keyset.ts';
 import { markdownExportPages, markdownExports } from '../../db/schema/index.ts';
 
 export type MarkdownExportRow = typeof markdownExports.$inferSelect;
@@ -37,12 +38,7 @@ export function markdownExportRepository(db: Db | Tx) {
       return row;
     },
     list(userId: string, limit: number, beforeId?: string): Promise<MarkdownExportRow[]> {
-      return db
-        .select()
-        .from(markdownExports)
-        .where(and(eq(markdownExports.userId, userId), beforeId ? lt(markdownExports.id, beforeId) : undefined))
-        .orderBy(desc(markdownExports.id))
-        .limit(limit + 1);
+      return newestFirstPage(db, markdownExports, userId, [], limit, beforeId);
     },
     /** PENDING (or RUNNING with a stale heartbeat) → RUNNING for this worker; undefined when not ours to run. */
     async claim(id: string, workerId: string, now: Date): Promise<MarkdownExportRow | undefined> {

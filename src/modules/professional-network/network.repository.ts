@@ -1,5 +1,6 @@
-import { and, desc, eq, gte, isNull, lt, or, type SQL, sql } from 'drizzle-orm';
+import { and, desc, eq, gte, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
+import { newestFirstPage } from '../../db/keyset.ts';
 import {
   type NetworkJobResult,
   type NetworkJobStatus,
@@ -34,14 +35,7 @@ export function networkRepository(db: Db) {
     },
 
     listCredentials(userId: string, before: string | undefined, limit: number): Promise<CredentialRow[]> {
-      const where: SQL[] = [eq(networkCredentials.userId, userId)];
-      if (before) where.push(lt(networkCredentials.id, before));
-      return db
-        .select()
-        .from(networkCredentials)
-        .where(and(...where))
-        .orderBy(desc(networkCredentials.id))
-        .limit(limit + 1);
+      return newestFirstPage(db, networkCredentials, userId, [], limit, before);
     },
 
     async findCredential(userId: string, id: string): Promise<CredentialRow | undefined> {
@@ -118,14 +112,7 @@ export function networkRepository(db: Db) {
     },
 
     listJobs(userId: string, before: string | undefined, limit: number): Promise<EnrichJobRow[]> {
-      const where: SQL[] = [eq(networkEnrichJobs.userId, userId)];
-      if (before) where.push(lt(networkEnrichJobs.id, before));
-      return db
-        .select()
-        .from(networkEnrichJobs)
-        .where(and(...where))
-        .orderBy(desc(networkEnrichJobs.id))
-        .limit(limit + 1);
+      return newestFirstPage(db, networkEnrichJobs, userId, [], limit, before);
     },
 
     async findJob(id: string, userId?: string): Promise<EnrichJobRow | undefined> {
