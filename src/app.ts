@@ -27,6 +27,7 @@ import { jobRoutes } from './modules/jobs/index.ts';
 import { leadRoutes } from './modules/leads/index.ts';
 import { markdownExportRoutes } from './modules/markdown-exports/index.ts';
 import { matchingRoutes } from './modules/matching/index.ts';
+import { mcpRoutes } from './modules/mcp/index.ts';
 import {
   outreachCampaignRoutes,
   outreachConnectionRoutes,
@@ -58,6 +59,8 @@ const typed = (app: FastifyInstance): TypedApp => app.withTypeProvider<ZodTypePr
 
 /** Route modules in registration order; each feature adds its own line. */
 const routeModules: RouteModule[] = [
+  // First: its tools stand on the routes the others register after it.
+  mcpRoutes,
   healthRoutes,
   authRoutes,
   apiKeyRoutes,
