@@ -73,9 +73,10 @@ export async function waitForJob(args: Record<string, unknown>, ctx: WaitContext
     });
   }
   const read = () => callRouteTool(ctx.app, ctx.getJob, { id: args.id }, ctx.caller);
+  const jobOf = (result: ToolResult) => (result.structuredContent as { job: JobSnapshot }).job;
   let latest = await read();
   if (latest.isError) return latest;
-  const id = (latest.structuredContent as unknown as JobSnapshot).id;
+  const id = jobOf(latest).id;
   let lastReported = '';
   const report = async (job: JobSnapshot) => {
     const key = `${job.status}:${job.progress}:${job.pagesVisited}:${job.leadsFound}`;
@@ -83,8 +84,8 @@ export async function waitForJob(args: Record<string, unknown>, ctx: WaitContext
     lastReported = key;
     await ctx.progress(job).catch(() => {});
   };
-  const ended = () => ENDED.has((latest.structuredContent as unknown as JobSnapshot).status);
-  await report(latest.structuredContent as unknown as JobSnapshot);
+  const ended = () => ENDED.has(jobOf(latest).status);
+  await report(jobOf(latest));
   if (ended()) return latest;
 
   return new Promise<ToolResult>((resolve) => {
@@ -104,7 +105,7 @@ export async function waitForJob(args: Record<string, unknown>, ctx: WaitContext
       const next = await read();
       if (next.isError) return;
       latest = next;
-      await report(latest.structuredContent as unknown as JobSnapshot);
+      await report(jobOf(latest));
       if (ended()) await finish();
     };
     const deadline = setTimeout(finish, (seconds as number) * 1000);

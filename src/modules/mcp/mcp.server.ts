@@ -93,9 +93,9 @@ export function createMcpServer(ctx: McpCallerContext): Server {
                   method: 'notifications/progress',
                   params: {
                     progressToken: token,
-                    progress: job.progress,
-                    total: 100,
-                    message: `${job.status}: ${job.pagesVisited} pages visited, ${job.leadsFound} leads found`,
+                    // Pages visited only grow, as the protocol wants of `progress`; the percentage is in the message.
+                    progress: job.pagesVisited,
+                    message: `${job.status} ${job.progress}%: ${job.pagesVisited} pages visited, ${job.leadsFound} leads found`,
                   },
                 }),
       });
