@@ -11,6 +11,8 @@ import { argumentsToRequest, type ToolPlan } from './mcp.tool-schemas.ts';
 export interface ToolCaller {
   authorization: string;
   clientRef?: string;
+  /** The Host the client reached: URLs the routes answer (a session's cdpUrl) name it. */
+  host?: string;
 }
 
 export interface ToolResult {
@@ -60,6 +62,7 @@ export async function callRouteTool(
   }
   const headers: Record<string, string> = { authorization: caller.authorization };
   if (caller.clientRef) headers['x-client-ref'] = caller.clientRef;
+  if (caller.host) headers.host = caller.host;
   if (request.body !== undefined) headers['content-type'] = 'application/json';
   const response = await app.inject({
     method: request.method as 'GET',

@@ -143,6 +143,7 @@ export const mcpRoutes: RouteModule = (app, deps) => {
       caller: {
         authorization: request.headers.authorization!,
         clientRef: typeof clientRef === 'string' ? clientRef : undefined,
+        host: request.headers.host,
       },
       notifier: deps.notifier,
       sessionId: sessionId?.toLowerCase(),

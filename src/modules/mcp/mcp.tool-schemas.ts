@@ -37,9 +37,17 @@ export interface ToolPlan {
   wrapResult: boolean;
 }
 
+/** JSON Schema of a zod schema; a named schema at the root (`.meta({ id })` gives `$ref` + `$defs`) is inlined there. */
 const toJson = (schema: z.ZodType, io: 'input' | 'output'): JsonSchema => {
   const { $schema: _drop, ...json } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonSchema;
-  return json;
+  const ref = typeof json.$ref === 'string' ? /^#\/\$defs\/(.+)$/.exec(json.$ref)?.[1] : undefined;
+  if (!ref || !json.$defs?.[ref]) return json;
+  const { $ref: _ref, $defs, ...rest } = json;
+  const { [ref]: root, ...others } = $defs as Record<string, JsonSchema>;
+  // The root may still be referred to from inside (a recursive schema): keep it under its name then.
+  const stillUsed = JSON.stringify(others).includes(`#/$defs/${ref}"`) || JSON.stringify(root).includes(`#/$defs/${ref}"`);
+  const defs = stillUsed ? $defs : others;
+  return { ...rest, ...root, ...(Object.keys(defs).length ? { $defs: defs } : {}) };
 };
 
 const isFieldObject = (json: JsonSchema) => json.type === 'object' && json.properties !== undefined;

@@ -95,10 +95,17 @@ export const routeTools: RouteTool[] = [
     annotations: update,
   },
   {
+    name: 'validate_email',
+    title: "Validate a lead's email now",
+    operationId: 'validateLeadEmail',
+    hint: 'Answers the verdict at once (VALID, RISKY or INVALID): outreach enrolls only validated addresses.',
+    annotations: { ...update, openWorldHint: true },
+  },
+  {
     name: 'validate_emails',
-    title: 'Validate lead emails',
+    title: 'Validate lead emails in bulk',
     operationId: 'bulkValidateLeadEmails',
-    hint: 'Checks syntax, the domain and the mailbox over SMTP; costs credits per address.',
+    hint: 'Queues up to thousands of leads; their status changes as the results come in (search_leads by status).',
     annotations: createOutside,
   },
   // ---- qualification ----
