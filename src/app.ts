@@ -38,7 +38,7 @@ import { profileTypeRoutes } from './modules/profile-types/index.ts';
 import { profileRoutes } from './modules/profiles/index.ts';
 import { projectRoutes } from './modules/projects/index.ts';
 import { sourceDiscoveryRoutes } from './modules/source-discovery/index.ts';
-import { sourceRoutes } from './modules/sources/index.ts';
+import { sourceRoutes, sourceTemplateRoutes } from './modules/sources/index.ts';
 import { suppressionRoutes } from './modules/suppressions/index.ts';
 import { userRoutes } from './modules/users/index.ts';
 import { warmupRoutes } from './modules/warmup/index.ts';
@@ -67,6 +67,7 @@ const routeModules: RouteModule[] = [
   accountDeletionRoutes,
   projectRoutes,
   sourceRoutes,
+  sourceTemplateRoutes,
   sourceDiscoveryRoutes,
   jobRoutes,
   profileTypeRoutes,

@@ -86,6 +86,13 @@ export const openApiTags = [
       'A website crawled into markdown (one document per page, front matter, tables and code kept): pages, a ZIP ' +
       'or one llms-full.txt-style file, live progress, retry of failed pages.',
   },
+  // ---- enterprise ----
+  {
+    name: 'Source templates',
+    description:
+      'Saved source configurations with URL variables: built-ins for the directory kinds of the catalogue and your ' +
+      'own; `POST /api/sources` `{templateId, variables}` makes a source from one.',
+  },
 ];
 
 export { operationIds };

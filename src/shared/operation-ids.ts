@@ -220,4 +220,8 @@ export const operationIds: Record<string, string> = {
   'GET /api/markdown-exports/{id}/download': 'downloadMarkdownExport',
   'GET /api/markdown-exports/{id}/events': 'streamMarkdownExportEvents',
   'POST /api/markdown-exports/{id}/retry': 'retryMarkdownExport',
+  'GET /api/source-templates': 'listSourceTemplates',
+  'POST /api/source-templates': 'createSourceTemplate',
+  'GET /api/source-templates/{id}': 'getSourceTemplate',
+  'DELETE /api/source-templates/{id}': 'deleteSourceTemplate',
 };

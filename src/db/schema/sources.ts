@@ -26,6 +26,8 @@ export const sources = pgTable(
     selectors: jsonb('selectors').$type<Record<string, string>>().notNull().default({}),
     scheduleType: text('schedule_type', { enum: scheduleTypes }).notNull().default('MANUAL'),
     reasoning: text('reasoning'),
+    /** The source template it was made from (docs/scraping.md "Source templates"): a uuid or `builtin:<id>`, no FK. */
+    templateId: text('template_id'),
     /** Crawl options (page limit, robots opt-out, user agent, politeness…); defined by the scraping engine. */
     options: jsonb('options').$type<Record<string, unknown>>().notNull().default({}),
     respectRobotsTxt: boolean('respect_robots_txt').notNull().default(true),
@@ -43,6 +45,29 @@ export const sources = pgTable(
     // The scheduler's "due now" scan touches only scheduled sources.
     index('sources_next_run_idx').on(t.nextRunAt).where(sql`${t.nextRunAt} IS NOT NULL`),
   ],
+);
+
+/** A user's saved source configuration (docs/scraping.md "Source templates"); built-ins live in code, not here. */
+export const sourceTemplates = pgTable(
+  'source_templates',
+  {
+    id: idColumn(),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    description: text('description'),
+    scrapeType: text('scrape_type', { enum: scrapeTypes }).notNull(),
+    /** A URL with `{name}` variables, filled (URL-encoded) when a source is made from the template. */
+    urlPattern: text('url_pattern').notNull(),
+    selectors: jsonb('selectors').$type<Record<string, string>>().notNull().default({}),
+    scheduleType: text('schedule_type', { enum: scheduleTypes }).notNull().default('MANUAL'),
+    /** Crawl settings given to sources made from it (the `options` of a source). */
+    options: jsonb('options').$type<Record<string, unknown>>().notNull().default({}),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index('source_templates_user_idx').on(t.userId, t.id)],
 );
 
 export const jobStatuses = ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;

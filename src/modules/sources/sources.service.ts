@@ -1,20 +1,25 @@
 import type { Db, Tx } from '../../db/client.ts';
 import type { AppDeps } from '../../deps.ts';
-import { AppError, type ErrorDetail, notFound } from '../../shared/errors.ts';
+import { AppError, type ErrorDetail, notFound, validationErrors } from '../../shared/errors.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { validateSelectors } from '../scraping/index.ts';
 import { type CrawlSettingsInput, type PlacedCrawlSettings, placeCrawlSettings } from './crawl-settings.ts';
 import { insertSourceRows, type NewSource, type SourceRow, sourceRepository } from './sources.repository.ts';
 import { nextRunAt } from './sources.schedule.ts';
-import type {
-  BatchSourceInput,
-  CrawlOptions,
-  CreateSourceInput,
-  ListSourcesQuery,
-  SourceView,
-  UpdateSourceInput,
+import {
+  type BatchSourceInput,
+  type BatchSourceRequestItem,
+  batchSourceItem,
+  type CrawlOptions,
+  type CreateSourceInput,
+  type CreateSourceRequest,
+  createSourceBody,
+  type ListSourcesQuery,
+  type SourceView,
+  type UpdateSourceInput,
 } from './sources.schemas.ts';
+import { createTemplateService } from './templates/templates.service.ts';
 
 export const toSourceView = (r: SourceRow): SourceView => ({
   id: r.id,
@@ -28,6 +33,7 @@ export const toSourceView = (r: SourceRow): SourceView => ({
   reasoning: r.reasoning,
   projectId: r.projectId,
   profileTypeId: r.profileTypeId,
+  templateId: r.templateId,
   maxPages: r.maxPages,
   respectRobotsTxt: r.respectRobotsTxt,
   options: r.options as CrawlOptions,
@@ -46,13 +52,13 @@ function selectorErrors(
   return validateSelectors(selectors, scrapeType).map((d) => ({ field: `${prefix}${d.field}`, message: d.message }));
 }
 
-const invalid = (details: ErrorDetail[]) =>
-  new AppError('VALIDATION_ERROR', details.map((d) => `${d.field}: ${d.message}`).join('; '), { details });
+const invalid = validationErrors;
 
 export type SourceService = ReturnType<typeof createSourceService>;
 
 export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
   const repo = sourceRepository(deps.db);
+  const templates = createTemplateService(deps);
 
   async function checkProject(userId: string, projectId: string | null | undefined): Promise<void> {
     if (projectId && !(await repo.projectExists(userId, projectId.toLowerCase())))
@@ -80,9 +86,11 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
     placed: PlacedCrawlSettings,
     projectId: string | null,
     now: Date,
+    templateId: string | null = null,
   ): NewSource {
     return {
       userId,
+      templateId,
       projectId,
       profileTypeId: input.profileTypeId?.toLowerCase() ?? null,
       name: input.name,
@@ -128,20 +136,32 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       await repo.update(userId, id, { lastRunAt: at });
     },
 
-    async create(userId: string, input: CreateSourceInput): Promise<SourceView> {
+    /** One DRAFT source; with `templateId`, the template fills what the body leaves out. */
+    async create(userId: string, request: CreateSourceRequest | CreateSourceInput): Promise<SourceView> {
+      const [{ input, templateId }] = (await templates.apply(userId, [request], createSourceBody, [
+        'url',
+        'scrapeType',
+        'selectors',
+      ])) as [{ input: CreateSourceInput; templateId: string | null }];
       const placed = placeCrawlSettings(input);
       const errors = [...placed.errors, ...selectorErrors(placed.selectors ?? {}, input.scrapeType)];
       if (errors.length) throw invalid(errors);
       await checkProject(userId, input.projectId);
       await checkProfileTypes(userId, [{ id: input.profileTypeId, field: 'profileTypeId' }]);
       const [row] = await repo.insertMany([
-        newRow(userId, input, placed, input.projectId?.toLowerCase() ?? null, deps.clock.now()),
+        newRow(userId, input, placed, input.projectId?.toLowerCase() ?? null, deps.clock.now(), templateId),
       ]);
       return toSourceView(row!);
     },
 
     /** Several DRAFT sources at once (default scrapeType DYNAMIC), all or none. Also used by `generate` (autoSave). */
-    async createMany(userId: string, items: BatchSourceInput[], projectId?: string | null): Promise<SourceView[]> {
+    async createMany(
+      userId: string,
+      requests: Array<BatchSourceRequestItem | BatchSourceInput>,
+      projectId?: string | null,
+    ): Promise<SourceView[]> {
+      const applied = await templates.apply(userId, requests, batchSourceItem, ['url'], (i) => `sources.${i}.`);
+      const items = applied.map((a) => a.input as BatchSourceInput);
       const placed = items.map((item, i) => placeCrawlSettings(item as CrawlSettingsInput, `sources.${i}.`));
       const errors = items.flatMap((item, i) => [
         ...placed[i]!.errors,
@@ -155,7 +175,9 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       );
       const now = deps.clock.now();
       const rows = await repo.insertMany(
-        items.map((item, i) => newRow(userId, item, placed[i]!, projectId?.toLowerCase() ?? null, now)),
+        items.map((item, i) =>
+          newRow(userId, item, placed[i]!, projectId?.toLowerCase() ?? null, now, applied[i]!.templateId),
+        ),
       );
       return rows.map(toSourceView);
     },
