@@ -86,6 +86,12 @@ export const openApiTags = [
       'A website crawled into markdown (one document per page, front matter, tables and code kept): pages, a ZIP ' +
       'or one llms-full.txt-style file, live progress, retry of failed pages.',
   },
+  {
+    name: 'Proxy profiles',
+    description:
+      'Proxies (http, https, socks5) your crawls, markdown exports and browser sessions go out through: checked on ' +
+      'create, credentials encrypted and masked, rotation over several endpoints.',
+  },
 ];
 
 export { operationIds };

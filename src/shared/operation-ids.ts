@@ -220,4 +220,8 @@ export const operationIds: Record<string, string> = {
   'GET /api/markdown-exports/{id}/download': 'downloadMarkdownExport',
   'GET /api/markdown-exports/{id}/events': 'streamMarkdownExportEvents',
   'POST /api/markdown-exports/{id}/retry': 'retryMarkdownExport',
+  'GET /api/proxy-profiles': 'listProxyProfiles',
+  'POST /api/proxy-profiles': 'createProxyProfile',
+  'GET /api/proxy-profiles/{id}': 'getProxyProfile',
+  'DELETE /api/proxy-profiles/{id}': 'deleteProxyProfile',
 };
