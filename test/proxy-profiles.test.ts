@@ -356,6 +356,17 @@ describe('traffic through the chosen proxy', () => {
       const busy = await ctx.call(alice, 'DELETE', `/api/proxy-profiles/${profile.id}`);
       assertError(busy, 409, 'CONFLICT');
       assert.match(busy.json().error.message, new RegExp(`browser session ${session.id}`));
+      // Asleep and woken, the session still goes out through its proxy.
+      const slept = await ctx.call(alice, 'POST', `/api/browser/sessions/${session.id}/sleep`);
+      assert.equal(slept.statusCode, 200, slept.body);
+      const wake = `/api/browser/snapshots/${slept.json().data.snapshot.id}/wake`;
+      const beforeWake = socks.connects.length;
+      assert.equal((await ctx.call(alice, 'POST', wake)).statusCode, 200);
+      const again = await ctx.call(alice, 'POST', `/api/browser/sessions/${session.id}/actions/navigate`, {
+        url: `${site.origin}/directory?page=2`,
+      });
+      assert.equal(again.statusCode, 200, again.body);
+      assert.ok(socks.connects.slice(beforeWake).includes(siteHost()), 'the woken session used the proxy');
     } finally {
       await ctx.call(alice, 'DELETE', `/api/browser/sessions/${session.id}`);
     }
