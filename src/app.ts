@@ -37,6 +37,7 @@ import { professionalNetworkRoutes } from './modules/professional-network/index.
 import { profileTypeRoutes } from './modules/profile-types/index.ts';
 import { profileRoutes } from './modules/profiles/index.ts';
 import { projectRoutes } from './modules/projects/index.ts';
+import { proxyProfileRoutes } from './modules/proxy-profiles/index.ts';
 import { sourceDiscoveryRoutes } from './modules/source-discovery/index.ts';
 import { sourceRoutes, sourceTemplateRoutes } from './modules/sources/index.ts';
 import { suppressionRoutes } from './modules/suppressions/index.ts';
@@ -107,6 +108,7 @@ const routeModules: RouteModule[] = [
   browserLiveRoutes,
   // ---- data out ----
   markdownExportRoutes,
+  proxyProfileRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

@@ -93,6 +93,12 @@ export const openApiTags = [
       'Saved source configurations with URL variables: built-ins for the directory kinds of the catalogue and your ' +
       'own; `POST /api/sources` `{templateId, variables}` makes a source from one.',
   },
+  {
+    name: 'Proxy profiles',
+    description:
+      'Proxies (http, https, socks5) your crawls, markdown exports and browser sessions go out through: checked on ' +
+      'create, credentials encrypted and masked, rotation over several endpoints.',
+  },
 ];
 
 export { operationIds };

@@ -224,4 +224,8 @@ export const operationIds: Record<string, string> = {
   'POST /api/source-templates': 'createSourceTemplate',
   'GET /api/source-templates/{id}': 'getSourceTemplate',
   'DELETE /api/source-templates/{id}': 'deleteSourceTemplate',
+  'GET /api/proxy-profiles': 'listProxyProfiles',
+  'POST /api/proxy-profiles': 'createProxyProfile',
+  'GET /api/proxy-profiles/{id}': 'getProxyProfile',
+  'DELETE /api/proxy-profiles/{id}': 'deleteProxyProfile',
 };

@@ -20,6 +20,7 @@ export * from './outreach.ts';
 export * from './professional-network.ts';
 export * from './profiles.ts';
 export * from './projects.ts';
+export * from './proxy-profiles.ts';
 export * from './sources.ts';
 export * from './suppressions.ts';
 export * from './users.ts';

@@ -3,6 +3,7 @@ import { boolean, index, integer, jsonb, pgTable, text, uuid } from 'drizzle-orm
 import { createdAt, idColumn, tsColumn, updatedAt } from './columns.ts';
 import { profileTypes } from './profiles.ts';
 import { projects } from './projects.ts';
+import { proxyProfiles } from './proxy-profiles.ts';
 import { users } from './users.ts';
 
 export const scrapeTypes = ['STATIC', 'DYNAMIC', 'API'] as const;
@@ -18,6 +19,8 @@ export const sources = pgTable(
       .references(() => users.id, { onDelete: 'cascade' }),
     projectId: uuid('project_id').references(() => projects.id, { onDelete: 'cascade' }),
     profileTypeId: uuid('profile_type_id').references(() => profileTypes.id, { onDelete: 'set null' }),
+    /** Crawls go out through this proxy profile; a profile in use cannot be deleted (409). */
+    proxyProfileId: uuid('proxy_profile_id').references(() => proxyProfiles.id, { onDelete: 'restrict' }),
     name: text('name').notNull(),
     url: text('url').notNull(),
     scrapeType: text('scrape_type', { enum: scrapeTypes }).notNull(),

@@ -80,6 +80,10 @@ const sourceSettings = {
     .optional()
     .describe('Default true: pages robots.txt disallows are skipped; also `options.respectRobotsTxt`, which wins'),
   options: crawlOptionsSchema.optional(),
+  proxyProfileId: uuidString
+    .nullable()
+    .optional()
+    .describe("One of your proxy profiles: the source's crawls go out through it instead of SCRAPER_PROXY_URL"),
 };
 
 export const createSourceBody = z.object({
@@ -171,6 +175,7 @@ export const sourceView = z
     projectId: z.string().nullable(),
     profileTypeId: z.string().nullable(),
     templateId: z.string().nullable().describe('The source template it was made from'),
+    proxyProfileId: z.string().nullable(),
     maxPages: z.number().int().nullable(),
     respectRobotsTxt: z.boolean(),
     options: crawlOptionsSchema,

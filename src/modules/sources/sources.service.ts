@@ -3,6 +3,7 @@ import type { AppDeps } from '../../deps.ts';
 import { AppError, type ErrorDetail, notFound, validationErrors } from '../../shared/errors.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
+import { ownsProxyProfile } from '../proxy-profiles/index.ts';
 import { validateSelectors } from '../scraping/index.ts';
 import { type CrawlSettingsInput, type PlacedCrawlSettings, placeCrawlSettings } from './crawl-settings.ts';
 import { insertSourceRows, type NewSource, type SourceRow, sourceRepository } from './sources.repository.ts';
@@ -34,6 +35,7 @@ export const toSourceView = (r: SourceRow): SourceView => ({
   projectId: r.projectId,
   profileTypeId: r.profileTypeId,
   templateId: r.templateId,
+  proxyProfileId: r.proxyProfileId,
   maxPages: r.maxPages,
   respectRobotsTxt: r.respectRobotsTxt,
   options: r.options as CrawlOptions,
@@ -75,6 +77,11 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
     if (missing) throw notFound('Profile type', missing.field);
   }
 
+  async function checkProxyProfile(userId: string, id: string | null | undefined): Promise<void> {
+    if (id && !(await ownsProxyProfile(deps.db, userId, id.toLowerCase())))
+      throw notFound('Proxy profile', 'proxyProfileId');
+  }
+
   async function owned(userId: string, id: string): Promise<SourceRow> {
     return findOwned(id, 'Source', (key) => repo.find(userId, key));
   }
@@ -93,6 +100,7 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       templateId,
       projectId,
       profileTypeId: input.profileTypeId?.toLowerCase() ?? null,
+      proxyProfileId: input.proxyProfileId?.toLowerCase() ?? null,
       name: input.name,
       url: input.url,
       scrapeType: input.scrapeType ?? 'DYNAMIC',
@@ -148,6 +156,7 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       if (errors.length) throw invalid(errors);
       await checkProject(userId, input.projectId);
       await checkProfileTypes(userId, [{ id: input.profileTypeId, field: 'profileTypeId' }]);
+      await checkProxyProfile(userId, input.proxyProfileId);
       const [row] = await repo.insertMany([
         newRow(userId, input, placed, input.projectId?.toLowerCase() ?? null, deps.clock.now(), templateId),
       ]);
@@ -199,6 +208,7 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       const settled = { ...input, ...placed, options };
       await checkProject(userId, input.projectId);
       await checkProfileTypes(userId, [{ id: input.profileTypeId, field: 'profileTypeId' }]);
+      await checkProxyProfile(userId, input.proxyProfileId);
       const now = deps.clock.now();
       const status = input.status ?? current.status;
       const scheduleType = input.scheduleType ?? current.scheduleType;
@@ -221,6 +231,7 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       if (input.reasoning !== undefined) values.reasoning = input.reasoning || null;
       if (input.projectId !== undefined) values.projectId = input.projectId?.toLowerCase() ?? null;
       if (input.profileTypeId !== undefined) values.profileTypeId = input.profileTypeId?.toLowerCase() ?? null;
+      if (input.proxyProfileId !== undefined) values.proxyProfileId = input.proxyProfileId?.toLowerCase() ?? null;
       if (Object.keys(values).length === 0) return toSourceView(current);
       if (scheduleChanged) values.nextRunAt = nextRunAt(scheduleType, status, now);
       const row = await repo.update(userId, current.id, { ...values, updatedAt: now });
