@@ -11,6 +11,7 @@ export const organizations = pgTable('organizations', {
   createdAt: createdAt(),
 });
 
+/** A member's role; what each permits is decided in src/shared/authorization.ts. */
 export const ORG_ROLES = ['owner', 'admin', 'member', 'viewer'] as const;
 export type OrgRole = (typeof ORG_ROLES)[number];
 

@@ -111,7 +111,7 @@ export function deletionRepository(db: Db) {
     },
     async emailOf(userId: string): Promise<string | undefined> {
       const [row] = await db.select({ email: users.email }).from(users).where(eq(users.id, userId)).limit(1);
-      return row?.email;
+      return row?.email ?? undefined;
     },
     /** Users whose scheduled deletion is due. */
     async dueUserIds(now: Date, limit: number): Promise<string[]> {

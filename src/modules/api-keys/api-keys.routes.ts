@@ -31,7 +31,7 @@ export const apiKeyRoutes: RouteModule = (app, deps) => {
       querystring: paginationQuery,
       response: { 200: envelope(z.object({ apiKeys: z.array(apiKeyView), nextCursor })), ...errorResponses(400, 401) },
     },
-    handler: async (request) => ok(await deps.apiKeys.list(principalOf(request).userId, request.query)),
+    handler: async (request) => ok(await deps.apiKeys.list(principalOf(request), request.query)),
   });
 
   app.post('/api/api-keys/:id/rotate', {
