@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { AppError } from './errors.ts';
 import { authorize, type OrgRole, refusal } from './authorization.ts';
+import { AppError } from './errors.ts';
 
 /**
  * The caller of a request, as resolved from its API key. For an organization's key (docs/organizations.md)

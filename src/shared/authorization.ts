@@ -50,7 +50,8 @@ export interface Actor {
 export function authorize(actor: Actor, scope: string, options: { orgRole?: OrgRole; ownerOnly?: boolean } = {}) {
   const role = options.orgRole ?? actor.orgRole;
   if (!hasScope(actor.scopes, scope)) return { allowed: false, reason: 'scope' } as Decision;
-  if (role === undefined) return (options.ownerOnly ? { allowed: false, reason: 'owner' } : { allowed: true }) as Decision;
+  if (role === undefined)
+    return (options.ownerOnly ? { allowed: false, reason: 'owner' } : { allowed: true }) as Decision;
   if (!roleAllows(role, scope)) return { allowed: false, reason: 'role', role } as Decision;
   if (options.ownerOnly && role !== 'owner') return { allowed: false, reason: 'owner', role } as Decision;
   return { allowed: true } as Decision;

@@ -21,8 +21,7 @@ export const openApiTags = [
   { name: 'API keys', description: 'Scoped, optionally expiring keys: mint, list, rotate (24-hour overlap), revoke.' },
   {
     name: 'Organizations',
-    description:
-      'Teams: an organization is an account; members act for it with organization keys, within their role.',
+    description: 'Teams: an organization is an account; members act for it with organization keys, within their role.',
   },
   { name: 'Users', description: 'The current user: profile, counts, password.' },
   { name: 'Consent', description: 'Marketing consent and the audit trail of every consent change.' },

@@ -28,7 +28,7 @@ const ownedBy = (owner: KeyOwner): SQL[] => {
   if (owner.orgId) where.push(eq(apiKeys.orgId, owner.orgId));
   if (owner.userId) where.push(eq(apiKeys.userId, owner.userId));
   return where;
-}
+};
 
 export function apiKeyRepository(db: Db) {
   return {

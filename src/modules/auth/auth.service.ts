@@ -53,7 +53,13 @@ export function createAuthService(deps: Pick<AppDeps, 'db' | 'clock' | 'apiKeys'
           await deps.credits.openAccount(tx, user!.id);
           // A refused invitation refuses the signup: nothing is written.
           if (input.invitationToken) {
-            await joinByInvitation(tx, input.invitationToken, { id: user!.id, email: input.email }, now, 'invitationToken');
+            await joinByInvitation(
+              tx,
+              input.invitationToken,
+              { id: user!.id, email: input.email },
+              now,
+              'invitationToken',
+            );
           }
           const { key } = await deps.apiKeys.mint(user!.id, { name: 'signup', scopes: ['*'] }, tx);
           return { user: toUserView(user!), apiKey: key };

@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, isNull, ne, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, isNull, sql } from 'drizzle-orm';
 import { type Db, queryRows, type Tx } from '../../db/client.ts';
 import {
   type OrgRole,
@@ -178,21 +178,6 @@ export function organizationRepository(db: Db | Tx) {
           ),
         );
       return rows.map((r) => r.orgId);
-    },
-    /** Whether someone other than `userId` is an owner of the organization. */
-    async hasOtherOwner(orgId: string, userId: string): Promise<boolean> {
-      const [row] = await db
-        .select({ id: organizationMembers.id })
-        .from(organizationMembers)
-        .where(
-          and(
-            eq(organizationMembers.orgId, orgId),
-            eq(organizationMembers.role, 'owner'),
-            ne(organizationMembers.userId, userId),
-          ),
-        )
-        .limit(1);
-      return row !== undefined;
     },
   };
 }

@@ -69,8 +69,7 @@ export const organizationRoutes: RouteModule = (app, deps) => {
       params: orgParams,
       response: { 200: detail, ...errorResponses(401, 403, 404) },
     },
-    handler: async (request) =>
-      ok({ organization: await orgs.get(principalOf(request), request.params.orgId) }),
+    handler: async (request) => ok({ organization: await orgs.get(principalOf(request), request.params.orgId) }),
   });
 
   app.post('/api/orgs/:orgId/members', {

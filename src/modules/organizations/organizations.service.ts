@@ -96,16 +96,11 @@ export async function joinByInvitation(
 }
 
 /** Organizations where the person is the last owner while others are members (account deletion refuses). */
-export const orgsBlockingDeletion = (db: Db | Tx, userId: string) => organizationRepository(db).soleOwnerWithOthers(userId);
+export const orgsBlockingDeletion = (db: Db | Tx, userId: string) =>
+  organizationRepository(db).soleOwnerWithOthers(userId);
 
 /** Organizations whose only member is the person: their accounts are deleted with the person's. */
 export const orgsDeletedWith = (db: Db | Tx, userId: string) => organizationRepository(db).soleMemberOf(userId);
-
-/** The person's memberships, for their data export. */
-export async function membershipsOf(db: Db | Tx, userId: string) {
-  const rows = await organizationRepository(db).membershipsOf(userId);
-  return rows.map((r) => ({ orgId: r.id, name: r.name, role: r.role, joinedAt: r.joinedAt.toISOString() }));
-}
 
 export function createOrganizationService(deps: Deps) {
   const repo = organizationRepository(deps.db);
@@ -212,7 +207,9 @@ export function createOrganizationService(deps: Deps) {
         createdAt: now,
       });
       try {
-        await deps.mailer.send(invitationMail(input.email, org.name, input.role, token, expiresAt, deps.config.PUBLIC_URL));
+        await deps.mailer.send(
+          invitationMail(input.email, org.name, input.role, token, expiresAt, deps.config.PUBLIC_URL),
+        );
       } catch (err) {
         // No mail, no way to accept: the invitation is withdrawn.
         await repo.deleteInvitation(row.id).catch(() => {});
