@@ -90,7 +90,6 @@ const sections: Array<{ name: string; table: PgTable; owner: PgColumn; columns: 
       name: apiKeys.name,
       prefix: apiKeys.prefix,
       scopes: apiKeys.scopes,
-      orgId: apiKeys.orgId,
       expiresAt: apiKeys.expiresAt,
       lastUsedAt: apiKeys.lastUsedAt,
       revokedAt: apiKeys.revokedAt,
