@@ -5,7 +5,7 @@ import { assembleDeps } from '../src/assemble-deps.ts';
 import { createAccountDeletionService } from '../src/modules/account-deletion/account-deletion.service.ts';
 import { DAY_MS, ManualClock } from '../src/shared/clock.ts';
 import { createNotifier } from '../src/shared/notify.ts';
-import { asAnotherInstance, createTestContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
+import { asAnotherInstance, createTestContext, eventually, type TestContext } from './helpers/app.ts';
 import { assertError, assertValidation } from './helpers/assertions.ts';
 import { addMember, createOrg, invitationTokenIn, invite, orgKey } from './helpers/orgs.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
@@ -342,8 +342,15 @@ describe('organizations: admin and GDPR', () => {
     assert.ok(stats.organizations.total >= 1);
     assert.equal(stats.users.total, Number(people[0]!.n));
     // An organization key of an admin still acts as that admin (the human decides).
-    const key = await orgKey(ctx, root, (await createOrg(ctx, root)).id);
+    const rootOrg = await createOrg(ctx, root);
+    const key = await orgKey(ctx, root, rootOrg.id);
     assert.equal((await ctx.call(key, 'GET', '/api/admin/stats')).statusCode, 200);
+    // An admin funds an organization by its id (docs/organizations.md "Credits").
+    const funded = await ctx.call(root, 'PATCH', `/api/admin/users/${rootOrg.id}`, {
+      creditAdjustment: { amount: 40, reason: 'team trial' },
+    });
+    assert.equal(funded.statusCode, 200, funded.body);
+    assert.equal((await ctx.call(key, 'GET', '/api/credits/balance')).json().data.balance, 40);
   });
 
   test('an export holds the member’s memberships, not the organization’s resources', async () => {
