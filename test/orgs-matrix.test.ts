@@ -58,10 +58,11 @@ const expected: Record<string, Record<Role, Record<Op, Outcome>>> = {
     removed:      { read: 401, create: 401, update: '-', delete: 401 },
     'non-member': { read: 'hidden', create: '-', update: '-', delete: 404 },
   },
-  // Another member's key of the organization: admins and owners manage every one; others see only their own.
+  // Another member's key of the organization: admins and owners see and revoke every one, but only its holder rotates
+  // it (the new key acts as the holder); others see only their own.
   'api-keys': {
-    owner:        { read: 200, create: 201, update: 200, delete: 200 },
-    admin:        { read: 200, create: 201, update: 200, delete: 200 },
+    owner:        { read: 200, create: 201, update: 403, delete: 200 },
+    admin:        { read: 200, create: 201, update: 403, delete: 200 },
     member:       { read: 'hidden', create: 403, update: 403, delete: 403 },
     viewer:       { read: 'hidden', create: 403, update: 403, delete: 403 },
     removed:      { read: 401, create: 401, update: 401, delete: 401 },

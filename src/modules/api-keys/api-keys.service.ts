@@ -192,6 +192,10 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
     /** A new key with the same name, scopes and expiry; the old one keeps working for 24 h. */
     async rotate(principal: Principal, id: string) {
       const old = await findManageable(principal, id);
+      // The new key acts as its holder: an organization's admin revokes another member's key, never takes it over.
+      if (old.userId !== actorOf(principal)) {
+        throw new AppError('FORBIDDEN', "Only the key's holder rotates it; revoke it instead");
+      }
       if (old.replacedById) {
         throw new AppError('CONFLICT', 'This key was already rotated; rotate its replacement instead');
       }
