@@ -27,6 +27,7 @@ import { jobRoutes } from './modules/jobs/index.ts';
 import { leadRoutes } from './modules/leads/index.ts';
 import { markdownExportRoutes } from './modules/markdown-exports/index.ts';
 import { matchingRoutes } from './modules/matching/index.ts';
+import { organizationRoutes } from './modules/organizations/index.ts';
 import {
   outreachCampaignRoutes,
   outreachConnectionRoutes,
@@ -62,6 +63,7 @@ const routeModules: RouteModule[] = [
   healthRoutes,
   authRoutes,
   apiKeyRoutes,
+  organizationRoutes,
   userRoutes,
   consentRoutes,
   dataExportRoutes,

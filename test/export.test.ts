@@ -366,6 +366,7 @@ describe('GET /api/users/export/download', () => {
         'matching_runs.csv',
         'network_credentials.csv',
         'network_enrich_jobs.csv',
+        'organization_memberships.csv',
         'outreach_campaigns.csv',
         'outreach_connections.csv',
         'outreach_enrollments.csv',

@@ -42,6 +42,7 @@ export const errorStatus = {
   PAYMENTS_NOT_CONFIGURED: 503,
   PAYMENT_PROVIDER_ERROR: 502,
   PLATFORM_ERROR: 502,
+  LAST_OWNER: 409,
 } as const;
 
 export type ErrorCode = keyof typeof errorStatus;

@@ -19,6 +19,10 @@ export const openApiTags = [
   { name: 'Infrastructure', description: 'Liveness and readiness of the service and what it depends on.' },
   { name: 'Authentication', description: 'Sign up and log in; both answer an API key (`Authorization: Bearer …`).' },
   { name: 'API keys', description: 'Scoped, optionally expiring keys: mint, list, rotate (24-hour overlap), revoke.' },
+  {
+    name: 'Organizations',
+    description: 'Teams: an organization is an account; members act for it with organization keys, within their role.',
+  },
   { name: 'Users', description: 'The current user: profile, counts, password.' },
   { name: 'Consent', description: 'Marketing consent and the audit trail of every consent change.' },
   { name: 'Data export', description: 'A copy of all your data (GDPR art. 15/20), generated in the background.' },
