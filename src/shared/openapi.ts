@@ -86,6 +86,12 @@ export const openApiTags = [
       'A website crawled into markdown (one document per page, front matter, tables and code kept): pages, a ZIP ' +
       'or one llms-full.txt-style file, live progress, retry of failed pages.',
   },
+  {
+    name: 'Destinations',
+    description:
+      'Where leads are pushed: a signed webhook, a table of another PostgreSQL database (append or upsert on ' +
+      'email), or S3 objects (CSV or JSONL). Pushes run in the background, with progress, and resume after a crash.',
+  },
 ];
 
 export { operationIds };

@@ -220,4 +220,12 @@ export const operationIds: Record<string, string> = {
   'GET /api/markdown-exports/{id}/download': 'downloadMarkdownExport',
   'GET /api/markdown-exports/{id}/events': 'streamMarkdownExportEvents',
   'POST /api/markdown-exports/{id}/retry': 'retryMarkdownExport',
+  'GET /api/destinations': 'listDestinations',
+  'POST /api/destinations': 'createDestination',
+  'GET /api/destinations/{id}': 'getDestination',
+  'DELETE /api/destinations/{id}': 'deleteDestination',
+  'POST /api/destinations/{id}/push': 'pushToDestination',
+  'GET /api/destinations/{id}/pushes': 'listDestinationPushes',
+  'GET /api/destinations/{id}/pushes/{pushId}': 'getDestinationPush',
+  'POST /api/destinations/{id}/pushes/{pushId}/retry': 'retryDestinationPush',
 };

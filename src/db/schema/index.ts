@@ -25,3 +25,4 @@ export * from './suppressions.ts';
 export * from './users.ts';
 export * from './warmup.ts';
 export * from './webhooks.ts';
+export * from './destinations.ts';
