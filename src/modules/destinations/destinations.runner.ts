@@ -111,15 +111,20 @@ export function createDestinationPushRunner(deps: AppDeps) {
       if (!target) return; // deleted with its pushes
       const next = leadBatches(deps, push, target.batchSize);
       await target.open();
-      let reading = next(push.cursor ?? ('leadIds' in push.selection ? TOP : push.id));
+      // The next batch is read and encoded while the last one is written.
+      const read = (before: string) => {
+        const batch = next(before).then((b) => ({
+          ...b,
+          encoded: b.leads.length ? target.encode(b.leads) : undefined,
+        }));
+        batch.catch(() => {}); // awaited in turn; a failed write before must not leave it unhandled
+        return batch;
+      };
+      let reading = read(push.cursor ?? ('leadIds' in push.selection ? TOP : push.id));
       for (;;) {
         const batch = await reading;
-        // The next batch is read while this one is written.
-        if (!batch.end && batch.lastId) {
-          reading = next(batch.lastId);
-          reading.catch(() => {}); // awaited below; a failed write must not leave it unhandled
-        }
-        if (batch.leads.length) await target.write(batch.leads, progress.parts + 1);
+        if (!batch.end && batch.lastId) reading = read(batch.lastId);
+        if (batch.encoded !== undefined) await target.write(batch.encoded, progress.parts + 1);
         if (batch.lastId) {
           progress = {
             pushed: progress.pushed + batch.leads.length,

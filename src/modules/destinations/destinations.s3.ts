@@ -7,7 +7,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { HeadBucketCommand, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { csvRow } from '../../shared/csv.ts';
-import { guardedLookup, ssrfCause } from '../../shared/ssrf.ts';
+import { assertPublicHost, guardedLookup, ssrfCause } from '../../shared/ssrf.ts';
 import type { S3Config } from './destinations.schemas.ts';
 import { LEAD_COLUMNS, type PushContext, type PushLead, type Target, TargetError } from './destinations.target.ts';
 
@@ -56,6 +56,15 @@ function reasonOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/**
+ * The endpoint's host is checked before the first call: the guarded lookup covers names (at every connection), but
+ * an IP literal is connected to without a lookup.
+ */
+async function checkEndpoint(config: S3Config, allowPrivateNetwork: boolean): Promise<void> {
+  if (!config.endpoint) return;
+  await s3Call(config.bucket, () => assertPublicHost(new URL(config.endpoint!).hostname, allowPrivateNetwork));
+}
+
 async function s3Call<T>(bucket: string, call: () => Promise<T>): Promise<T> {
   try {
     return await call();
@@ -68,19 +77,20 @@ async function s3Call<T>(bucket: string, call: () => Promise<T>): Promise<T> {
 export async function checkS3(config: S3Config, allowPrivateNetwork: boolean): Promise<void> {
   const client = clientOf(config, allowPrivateNetwork);
   try {
+    await checkEndpoint(config, allowPrivateNetwork);
     await s3Call(config.bucket, () => client.send(new HeadBucketCommand({ Bucket: config.bucket })));
   } finally {
     client.destroy();
   }
 }
 
-export function s3Target(config: S3Config, allowPrivateNetwork: boolean, context: PushContext): Target {
+export function s3Target(config: S3Config, allowPrivateNetwork: boolean, context: PushContext): Target<string> {
   const client = clientOf(config, allowPrivateNetwork);
   return {
     batchSize: 10_000,
-    open: async () => {},
-    async write(leads, part) {
-      const body = s3Body(config.format, leads);
+    open: () => checkEndpoint(config, allowPrivateNetwork),
+    encode: (leads) => s3Body(config.format, leads),
+    async write(body, part) {
       await s3Call(config.bucket, () =>
         client.send(
           new PutObjectCommand({

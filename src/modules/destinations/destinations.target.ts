@@ -41,11 +41,13 @@ export interface PushContext {
   mode: 'append' | 'upsert';
 }
 
-export interface Target {
+export interface Target<Encoded = unknown> {
   /** Leads per batch (one S3 object, one webhook request, one table transaction). */
   readonly batchSize: number;
   open(): Promise<void>;
-  write(leads: PushLead[], part: number): Promise<void>;
+  /** A batch in the target's wire form; the runner encodes the next batch while the last one is written. */
+  encode(leads: PushLead[]): Encoded;
+  write(batch: Encoded, part: number): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -55,12 +55,13 @@ export function webhookTarget(
   config: WebhookConfig & { secret: string },
   settings: Settings,
   context: PushContext,
-): Target {
+): Target<PushLead[]> {
   const send = webhookSender(config, settings);
   return {
     batchSize: 500,
     open: async () => {},
-    write: (leads: PushLead[], part: number) =>
+    encode: (leads) => leads,
+    write: (leads, part) =>
       send(`${context.pushId}_${part}`, 'destination.push.batch', {
         destinationId: context.destinationId,
         pushId: context.pushId,
