@@ -1,5 +1,5 @@
 /**
- * Destinations (README "Destinations"): 100,000 leads pushed to a PostgreSQL destination through the real service
+ * Destinations (docs/destinations.md): 100,000 leads pushed to a PostgreSQL destination through the real service
  * (POST /api/destinations/{id}/push, the pg-boss worker, COPY into a staging table and one INSERT … SELECT per
  * batch), from the POST until the push reads COMPLETED, rows/s, against a bare `COPY` of the same rows into a
  * same-shaped table (primary key on id) in the same run. Rounds interleave the two; the ratio is the median of

@@ -151,7 +151,7 @@ export async function registerWorkers(
   const markdownRecovery = createMarkdownExportRecovery(deps, createMarkdownExportService(deps));
   if (deps.database.pglite) await markdownRecovery.recoverOrphans();
   markdownRecovery.start();
-  // Destination pushes: batches of leads to a webhook, a PostgreSQL table or S3 (README "Destinations"), resumable.
+  // Destination pushes: batches of leads to a webhook, a PostgreSQL table or S3 (docs/destinations.md), resumable.
   const pushRunner = createDestinationPushRunner(deps);
   const pushWork = { localConcurrency: 2, notifyPollingIntervalSeconds: 2 } as const;
   await boss.work<DestinationPushMessage, void, typeof pushWork>(QUEUES.destinationPush, pushWork, async ([job]) => {

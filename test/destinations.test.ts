@@ -1,5 +1,5 @@
 /**
- * Destinations over HTTP (README "Destinations"): a real second PostgreSQL database (on the PGlite run too: the
+ * Destinations over HTTP (docs/destinations.md): a real second PostgreSQL database (on the PGlite run too: the
  * destination is always PostgreSQL), a loopback S3 server checking SigV4, a webhook receiver verifying Standard
  * Webhooks signatures; append and upsert, resumption after a failed batch and after a dead worker without
  * duplicates, deterministic S3 keys, secrets sealed, isolation, bad input, the SSRF guard.

@@ -7,7 +7,7 @@ export const destinationTypes = ['webhook', 'postgres', 's3'] as const;
 export type DestinationType = (typeof destinationTypes)[number];
 
 /**
- * Where leads are pushed (README "Destinations"): a webhook URL, a table of another PostgreSQL database, or an S3
+ * Where leads are pushed (docs/destinations.md): a webhook URL, a table of another PostgreSQL database, or an S3
  * bucket. `config` holds the non-secret settings as given; the secret ones (password, connection string, secret
  * access key, signing secret) are one JSON object sealed under SECRET_KEY in `secrets` (src/shared/crypto.ts).
  */

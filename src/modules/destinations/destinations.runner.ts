@@ -1,5 +1,5 @@
 /**
- * Runs pushes in this process (README "Destinations"): claims the push's row, reads the selected leads newest first
+ * Runs pushes in this process (docs/destinations.md): claims the push's row, reads the selected leads newest first
  * in batches (the leads list's own filter and keyset, through the leads module's face) and writes each batch to the
  * target, reading the next batch meanwhile. After each batch the last lead id delivered is recorded: a run taken
  * over after a crash (heartbeats, src/shared/recovery-sweep.ts) continues after it, and the batch it may repeat

@@ -1,5 +1,5 @@
 /**
- * What a push writes to, whatever the type (README "Destinations"): a target is opened once per run, takes the
+ * What a push writes to, whatever the type (docs/destinations.md): a target is opened once per run, takes the
  * leads batch by batch (`part` counts from 1 over the whole push, so a batch repeated after a crash has the same
  * number: the same S3 key, the same webhook-id), and is closed at the end.
  */
