@@ -1,7 +1,7 @@
 /**
  * Destinations (docs/destinations.md): 100,000 leads pushed to a PostgreSQL destination through the real service
  * (POST /api/destinations/{id}/push, the pg-boss worker, COPY into a staging table and one INSERT … SELECT per
- * batch), from the POST until the push reads COMPLETED, rows/s, against a bare `COPY` of the same rows into a
+ * batch), from the push's creation (the POST) to its end by its own timestamps, rows/s, against a bare `COPY` of the same rows into a
  * same-shaped table (primary key on id) in the same run. Rounds interleave the two; the ratio is the median of
  * BENCH_DESTINATIONS_ROUNDS rounds (default 3). Target: >= 0.5 for append; upsert (one row per email) reported.
  */
@@ -60,24 +60,15 @@ export async function benchDestinations(): Promise<Row[]> {
         type: 'postgres',
         config: { connectionString: target.url, table },
       });
-      const started = performance.now();
       const { push } = await call('POST', `/api/destinations/${destination.id}/push`, { filter: {}, mode });
       let view = push;
+      // Slow polling (each request costs the process running the push), timed by the push's own clock: from its
+      // creation (the POST) to its end.
       while (view.status === 'PENDING' || view.status === 'RUNNING') {
-        await new Promise((r) => setTimeout(r, 10));
+        await new Promise((r) => setTimeout(r, 100));
         view = (await call('GET', `/api/destinations/${destination.id}/pushes/${push.id}`)).push;
       }
-      const secs = (performance.now() - started) / 1000;
-      if (process.env.BENCH_DEBUG)
-        console.log(
-          mode,
-          'queued',
-          Date.parse(view.startedAt) - Date.parse(view.createdAt),
-          'ran',
-          Date.parse(view.finishedAt) - Date.parse(view.startedAt),
-          'total',
-          secs,
-        );
+      const secs = (Date.parse(view.finishedAt) - Date.parse(view.createdAt)) / 1000;
       const rows = Number((await dest.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
       if (view.status !== 'COMPLETED' || view.progress.pushed !== LEADS || rows !== LEADS)
         throw new Error(`push ${view.status}: ${view.progress.pushed} pushed, ${rows} rows (${view.error})`);

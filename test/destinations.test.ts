@@ -12,6 +12,7 @@ import pg from 'pg';
 import { queryRows } from '../src/db/client.ts';
 import { destinationPushes, leads } from '../src/db/schema/index.ts';
 import { createDestinationPushRecovery, createDestinationService } from '../src/modules/destinations/index.ts';
+import { eventDataSchemas } from '../src/shared/event-payloads.ts';
 import { createTestContext, createTwoUserContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError, assertValidation } from './helpers/assertions.ts';
 import { type S3Server, startS3Server } from './helpers/s3-server.ts';
@@ -432,6 +433,7 @@ describe('webhook destinations', () => {
       assert.equal(body.type, 'destination.push.completed');
       assert.equal(body.data.pushId, p.id);
       assert.equal(body.data.pushed, N);
+      eventDataSchemas['destination.push.completed'].parse(body.data);
     } finally {
       await events.close();
     }
