@@ -147,18 +147,15 @@ export function postgresTarget(
   let staging = false;
 
   /**
-   * Append's fast path: the batch COPYed straight into the table. A lead the table holds already (a batch repeated
-   * after a crash, leads pushed before) breaks the primary key: the batch is rolled back, and false sends it the
-   * staging way, which skips such leads.
+   * Append's fast path: the batch COPYed straight into the table, one statement (atomic by itself: no BEGIN and
+   * COMMIT round trips). A lead the table holds already (a batch repeated after a crash, leads pushed before)
+   * breaks the primary key and the COPY stores nothing: false sends the batch the staging way, which skips them.
    */
   async function copyStraight(c: pg.Client, body: string): Promise<boolean> {
-    await c.query('BEGIN');
     try {
       await pipeline([body], c.query(copyFrom(`COPY ${table} (${list}) FROM STDIN (FORMAT csv)`)));
-      await c.query('COMMIT');
       return true;
     } catch (error) {
-      await c.query('ROLLBACK');
       if ((error as { code?: string }).code === '23505') return false;
       throw error;
     }

@@ -107,6 +107,7 @@ export function createDestinationPushRunner(deps: AppDeps) {
           mode: push.mode,
         })
       : undefined;
+    let recording: Promise<void> = Promise.resolve();
     try {
       if (!target) return; // deleted with its pushes
       const next = leadBatches(deps, push, target.batchSize);
@@ -132,9 +133,16 @@ export function createDestinationPushRunner(deps: AppDeps) {
             parts: progress.parts + (batch.leads.length ? 1 : 0),
             cursor: batch.lastId,
           };
-          if (!(await repo.advance(pushId, workerId, deps.clock.now(), progress))) lost = true;
+          // Recorded while the next batch goes out: a record that lags behind a crash only repeats a batch.
+          const at = { ...progress };
+          recording = recording.then(async () => {
+            if (!(await repo.advance(pushId, workerId, deps.clock.now(), at))) lost = true;
+          });
+          recording.catch(() => {});
         }
+        if (batch.end || !batch.lastId) await recording;
         if (lost || stopping) {
+          await recording;
           // Taken over, deleted, or shutting down: stop where the cursor says; a shutdown hands the push back.
           if (!lost) await release(pushId);
           return;
@@ -145,6 +153,7 @@ export function createDestinationPushRunner(deps: AppDeps) {
       await finish({ status: 'COMPLETED', total, error: null });
       log.info({ pushed: progress.pushed, parts: progress.parts }, 'destination push completed');
     } catch (error) {
+      await recording.catch(() => {}); // the batches delivered before the failure stay recorded
       if (!(error instanceof TargetError)) log.error({ err: error }, 'destination push crashed');
       const message =
         error instanceof TargetError ? error.message : 'The push stopped on an internal error; it can be retried.';
