@@ -21,6 +21,7 @@ import { consentRoutes } from './modules/consent/index.ts';
 import { creditRoutes } from './modules/credits/index.ts';
 import { dataExportRoutes } from './modules/data-export/index.ts';
 import { dealCampaignRoutes } from './modules/deal-campaigns/index.ts';
+import { destinationRoutes } from './modules/destinations/index.ts';
 import { emailVerificationRoutes } from './modules/email-verification/index.ts';
 import { healthRoutes } from './modules/health/index.ts';
 import { jobRoutes } from './modules/jobs/index.ts';
@@ -111,6 +112,7 @@ const routeModules: RouteModule[] = [
   // ---- data out ----
   markdownExportRoutes,
   proxyProfileRoutes,
+  destinationRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

@@ -103,6 +103,12 @@ export const openApiTags = [
       'Proxies (http, https, socks5) your crawls, markdown exports and browser sessions go out through: checked on ' +
       'create, credentials encrypted and masked, rotation over several endpoints.',
   },
+  {
+    name: 'Destinations',
+    description:
+      'Where leads are pushed: a signed webhook, a table of another PostgreSQL database (append or upsert on ' +
+      'email), or S3 objects (CSV or JSONL). Pushes run in the background, with progress, and resume after a crash.',
+  },
 ];
 
 export { operationIds };

@@ -235,4 +235,12 @@ export const operationIds: Record<string, string> = {
   'POST /api/proxy-profiles': 'createProxyProfile',
   'GET /api/proxy-profiles/{id}': 'getProxyProfile',
   'DELETE /api/proxy-profiles/{id}': 'deleteProxyProfile',
+  'GET /api/destinations': 'listDestinations',
+  'POST /api/destinations': 'createDestination',
+  'GET /api/destinations/{id}': 'getDestination',
+  'DELETE /api/destinations/{id}': 'deleteDestination',
+  'POST /api/destinations/{id}/push': 'pushToDestination',
+  'GET /api/destinations/{id}/pushes': 'listDestinationPushes',
+  'GET /api/destinations/{id}/pushes/{pushId}': 'getDestinationPush',
+  'POST /api/destinations/{id}/pushes/{pushId}/retry': 'retryDestinationPush',
 };

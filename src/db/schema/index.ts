@@ -9,6 +9,7 @@ export * from './browser-snapshots.ts';
 export * from './campaigns.ts';
 export * from './chat.ts';
 export * from './credits.ts';
+export * from './destinations.ts';
 export * from './email-verification.ts';
 export * from './gdpr.ts';
 export * from './idempotency.ts';
