@@ -4,12 +4,13 @@
  * PostgreSQL: BENCH_DATABASE_URL, else TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test
  * (a scratch database is made).
  * Sections: `npm run bench -- foundation`, `scraping`, `lead-insert`, `matching`, `accounts`, `events`, `analytics`,
- * `deliverability`, `outreach`, `browser`, `markdown` (default: all).
+ * `deliverability`, `outreach`, `browser`, `markdown`, `destinations` (default: all).
  */
 import { benchAccounts } from './accounts.ts';
 import { benchAnalytics } from './analytics.ts';
 import { benchBrowser } from './browser.ts';
 import { benchDeliverability } from './deliverability.ts';
+import { benchDestinations } from './destinations.ts';
 import { benchEvents } from './events.ts';
 import { benchFoundation } from './foundation.ts';
 import { benchLeadInsert } from './lead-insert.ts';
@@ -31,6 +32,7 @@ const sections: Record<string, () => Promise<Row[]>> = {
   outreach: benchOutreach,
   browser: benchBrowser,
   markdown: benchMarkdown,
+  destinations: benchDestinations,
 };
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const unknown = wanted.filter((name) => !(name in sections));

@@ -21,6 +21,7 @@ import { consentRoutes } from './modules/consent/index.ts';
 import { creditRoutes } from './modules/credits/index.ts';
 import { dataExportRoutes } from './modules/data-export/index.ts';
 import { dealCampaignRoutes } from './modules/deal-campaigns/index.ts';
+import { destinationRoutes } from './modules/destinations/index.ts';
 import { emailVerificationRoutes } from './modules/email-verification/index.ts';
 import { healthRoutes } from './modules/health/index.ts';
 import { jobRoutes } from './modules/jobs/index.ts';
@@ -28,6 +29,7 @@ import { leadRoutes } from './modules/leads/index.ts';
 import { markdownExportRoutes } from './modules/markdown-exports/index.ts';
 import { matchingRoutes } from './modules/matching/index.ts';
 import { mcpRoutes } from './modules/mcp/index.ts';
+import { organizationRoutes } from './modules/organizations/index.ts';
 import {
   outreachCampaignRoutes,
   outreachConnectionRoutes,
@@ -38,8 +40,9 @@ import { professionalNetworkRoutes } from './modules/professional-network/index.
 import { profileTypeRoutes } from './modules/profile-types/index.ts';
 import { profileRoutes } from './modules/profiles/index.ts';
 import { projectRoutes } from './modules/projects/index.ts';
+import { proxyProfileRoutes } from './modules/proxy-profiles/index.ts';
 import { sourceDiscoveryRoutes } from './modules/source-discovery/index.ts';
-import { sourceRoutes } from './modules/sources/index.ts';
+import { sourceRoutes, sourceTemplateRoutes } from './modules/sources/index.ts';
 import { suppressionRoutes } from './modules/suppressions/index.ts';
 import { userRoutes } from './modules/users/index.ts';
 import { warmupRoutes } from './modules/warmup/index.ts';
@@ -64,12 +67,14 @@ const routeModules: RouteModule[] = [
   healthRoutes,
   authRoutes,
   apiKeyRoutes,
+  organizationRoutes,
   userRoutes,
   consentRoutes,
   dataExportRoutes,
   accountDeletionRoutes,
   projectRoutes,
   sourceRoutes,
+  sourceTemplateRoutes,
   sourceDiscoveryRoutes,
   jobRoutes,
   profileTypeRoutes,
@@ -109,6 +114,8 @@ const routeModules: RouteModule[] = [
   browserLiveRoutes,
   // ---- data out ----
   markdownExportRoutes,
+  proxyProfileRoutes,
+  destinationRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

@@ -97,8 +97,10 @@ const envSchema = z.object({
   SCRAPER_DOMAIN_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
   SCRAPER_DOMAIN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
   SCRAPER_REQUEST_TIMEOUT_SECS: z.coerce.number().int().min(1).max(600).default(30),
-  /** Every crawl goes out through this proxy (http://user:pass@host:port) when set; proxy profiles will refine it. */
+  /** Every crawl goes out through this proxy (http://user:pass@host:port) when set; a source's, export's or session's proxy profile replaces it. */
   SCRAPER_PROXY_URL: z.url({ protocol: /^https?$/ }).optional(),
+  /** What the check of a new proxy profile fetches through the proxy (any 2xx passes). */
+  PROXY_CHECK_URL: z.url({ protocol: /^https?$/ }).default('https://www.gstatic.com/generate_204'),
   SCRAPER_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
   /** Scraping jobs one worker process runs at once. */
   JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),

@@ -5,6 +5,12 @@ import { createAnalyticsService } from './modules/analytics/index.ts';
 import { sweepSnapshots } from './modules/browser/index.ts';
 import { createDataExportService, type DataExportJob } from './modules/data-export/index.ts';
 import {
+  createDestinationPushRecovery,
+  createDestinationPushRunner,
+  createDestinationService,
+  type DestinationPushMessage,
+} from './modules/destinations/index.ts';
+import {
   createJobRecovery,
   createJobRunner,
   createJobService,
@@ -145,6 +151,15 @@ export async function registerWorkers(
   const markdownRecovery = createMarkdownExportRecovery(deps, createMarkdownExportService(deps));
   if (deps.database.pglite) await markdownRecovery.recoverOrphans();
   markdownRecovery.start();
+  // Destination pushes: batches of leads to a webhook, a PostgreSQL table or S3 (docs/destinations.md), resumable.
+  const pushRunner = createDestinationPushRunner(deps);
+  const pushWork = { localConcurrency: 2, notifyPollingIntervalSeconds: 2 } as const;
+  await boss.work<DestinationPushMessage, void, typeof pushWork>(QUEUES.destinationPush, pushWork, async ([job]) => {
+    if (job) await pushRunner.run(job.data.pushId);
+  });
+  const pushRecovery = createDestinationPushRecovery(deps, createDestinationService(deps));
+  if (deps.database.pglite) await pushRecovery.recoverOrphans();
+  pushRecovery.start();
   const recovery = createJobRecovery(deps, jobService);
   // Embedded: this process is the only one (directory lock), so RUNNING jobs are orphans of the last run.
   if (deps.database.pglite) await recovery.recoverOrphans();
@@ -178,8 +193,9 @@ export async function registerWorkers(
       recovery.stop();
       matchingRecovery.stop();
       markdownRecovery.stop();
+      pushRecovery.stop();
       enrichRecovery?.stop();
-      await Promise.all([runner.stop(), markdownRunner.stop(), enricher?.stop(), webhooks.stop()]);
+      await Promise.all([runner.stop(), markdownRunner.stop(), pushRunner.stop(), enricher?.stop(), webhooks.stop()]);
     },
   };
 }

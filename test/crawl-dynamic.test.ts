@@ -113,7 +113,7 @@ describe('DYNAMIC', { skip: chromiumMissing ? CHROMIUM_SKIP : false }, () => {
             url: 'http://93.184.215.14/redirect-private',
             selectors: DIRECTORY_SELECTORS,
             allowPrivateNetwork: false,
-            proxyUrl: proxy.url,
+            proxyUrls: [proxy.url],
             respectRobotsTxt: false,
           }),
         );
@@ -130,7 +130,9 @@ describe('DYNAMIC', { skip: chromiumMissing ? CHROMIUM_SKIP : false }, () => {
   it('sends the browser through proxyUrl', async () => {
     const proxy = await startForwardProxy();
     try {
-      const run = await collectCrawl(dynamic({ url: `${site.origin}/js-directory`, proxyUrl: proxy.url, maxPages: 2 }));
+      const run = await collectCrawl(
+        dynamic({ url: `${site.origin}/js-directory`, proxyUrls: [proxy.url], maxPages: 2 }),
+      );
       assert.equal(run.result?.pagesVisited, 2);
       const targets = proxy.requests.map((r) => r.target);
       assert.ok(

@@ -415,7 +415,7 @@ describe('SSRF guard', () => {
             url: 'http://93.184.215.14/redirect-private',
             selectors: DIRECTORY_SELECTORS,
             allowPrivateNetwork: false,
-            proxyUrl: proxy.url,
+            proxyUrls: [proxy.url],
             respectRobotsTxt: false,
             follow,
           }),
@@ -443,7 +443,7 @@ describe('SSRF guard', () => {
         crawlSettings({
           url: 'http://93.184.215.14/',
           allowPrivateNetwork: false,
-          proxyUrl: proxy.url,
+          proxyUrls: [proxy.url],
           respectRobotsTxt: false,
           follow: { ...SITE_FOLLOW, maxDepth: 1 },
         }),
@@ -486,7 +486,7 @@ describe('abort and proxy', () => {
     const proxy = await startForwardProxy({ auth: 'scraper:s3cret' });
     try {
       const run = await collectCrawl(
-        crawlSettings({ url: `${site.origin}/directory`, selectors: DIRECTORY_SELECTORS, proxyUrl: proxy.url }),
+        crawlSettings({ url: `${site.origin}/directory`, selectors: DIRECTORY_SELECTORS, proxyUrls: [proxy.url] }),
       );
       assert.equal(run.result?.pagesVisited, 3);
       assert.deepEqual(

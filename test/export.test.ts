@@ -3,11 +3,13 @@ import { after, before, describe, test } from 'node:test';
 import { strFromU8, unzipSync } from 'fflate';
 import {
   adminAuditEvents,
+  destinations,
   jobs,
   leads,
   profiles,
   profileTypes,
   projects,
+  proxyProfiles,
   sources,
   webhookEndpoints,
 } from '../src/db/schema/index.ts';
@@ -108,6 +110,21 @@ async function userWithData(label: string) {
     eventTypes: ['lead.created'],
     secretEncrypted: `sealed-secret-${label}`,
     previousSecretEncrypted: `sealed-previous-${label}`,
+  });
+  await db.insert(proxyProfiles).values({
+    userId: u.id,
+    type: 'socks5',
+    host: `proxy-${label}.example.net`,
+    port: 1080,
+    username: 'me',
+    passwordSealed: `sealed-proxy-${label}`,
+  });
+  await db.insert(destinations).values({
+    userId: u.id,
+    name: `warehouse-${label}`,
+    type: 'postgres',
+    config: { table: 'leads' },
+    secrets: `sealed-destination-${label}`,
   });
   await db.insert(adminAuditEvents).values({
     targetUserId: u.id,
@@ -314,6 +331,14 @@ describe('GET /api/users/export/download', () => {
       ['https://hooks.example.com/mine'],
     );
     assert.ok(!text.includes('sealed-secret-mine') && !text.includes('sealed-previous-mine'), 'no signing secret');
+    assert.ok(
+      !text.includes('sealed-proxy-mine') && !text.includes('sealed-destination-mine'),
+      'no third-party secret',
+    );
+    assert.deepEqual(
+      [doc.proxyProfiles[0].host, doc.destinations[0].name],
+      ['proxy-mine.example.net', 'warehouse-mine'],
+    );
     assert.ok(!('secretEncrypted' in doc.webhooks[0]) && !('previousSecretEncrypted' in doc.webhooks[0]));
     assert.deepEqual(
       doc.adminChanges.map((a: { after: unknown }) => a.after),
@@ -357,6 +382,8 @@ describe('GET /api/users/export/download', () => {
         'consent_history.csv',
         'credit_checkouts.csv',
         'credit_transactions.csv',
+        'destination_pushes.csv',
+        'destinations.csv',
         'email_bounces.csv',
         'jobs.csv',
         'leads.csv',
@@ -366,6 +393,7 @@ describe('GET /api/users/export/download', () => {
         'matching_runs.csv',
         'network_credentials.csv',
         'network_enrich_jobs.csv',
+        'organization_memberships.csv',
         'outreach_campaigns.csv',
         'outreach_connections.csv',
         'outreach_enrollments.csv',
@@ -376,6 +404,8 @@ describe('GET /api/users/export/download', () => {
         'profile_types.csv',
         'profiles.csv',
         'projects.csv',
+        'proxy_profiles.csv',
+        'source_templates.csv',
         'sources.csv',
         'suppressions.csv',
         'warmup_domains.csv',

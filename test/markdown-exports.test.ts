@@ -356,11 +356,14 @@ describe('access and input', () => {
     assertValidation(await ctx.call(alice, 'GET', '/api/markdown-exports?cursor=%%%'), 'cursor');
   });
 
-  test('the proxy profile is stored as given; an empty balance is a 402', async () => {
+  test('a proxy profile that is not yours is a 404 naming it (test/proxy-profiles.test.ts uses real ones); an empty balance is a 402', async () => {
     const proxyProfileId = '0190a8a0-0000-7000-8000-0000000000aa';
-    const created = await create(alice, { startUrl: `${site.origin}/docs/api`, maxDepth: 0, proxyProfileId });
-    assert.equal(created.proxyProfileId, proxyProfileId);
-    await finished(alice, created.id);
+    const unknown = await ctx.call(alice, 'POST', '/api/markdown-exports', {
+      startUrl: `${site.origin}/`,
+      proxyProfileId,
+    });
+    assertError(unknown, 404, 'NOT_FOUND');
+    assert.equal(unknown.json().error.details[0].field, 'proxyProfileId');
     const poor = await ctx.signup();
     const balance = await ctx.deps.credits.balance(ctx.deps.db, poor.id);
     await ctx.deps.credits.adjust(ctx.deps.db, poor.id, -balance, 'test', 'test');

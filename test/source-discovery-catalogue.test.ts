@@ -3,7 +3,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { validateSelectors } from '../src/modules/scraping/selectors.ts';
-import { catalogue } from '../src/modules/source-discovery/source-discovery.catalogue.ts';
 import { extractRequirements } from '../src/modules/source-discovery/source-discovery.heuristics.ts';
 import {
   fillTemplate,
@@ -11,6 +10,7 @@ import {
   stem,
   tokenize,
 } from '../src/modules/source-discovery/source-discovery.matching.ts';
+import { catalogue } from '../src/modules/sources/templates/directory-catalogue.ts';
 
 describe('catalogue', () => {
   test('ids are unique; every template yields an https URL with the query in it', () => {

@@ -17,6 +17,7 @@ export const QUEUES = {
   outreachInbox: 'outreach-inbox',
   networkEnrich: 'network-enrich',
   markdownExport: 'markdown-export',
+  destinationPush: 'destination-push',
 } as const;
 
 /** pg-boss on the service's own database: PGlite in-process, or PostgreSQL shared by any number of processes. */
@@ -72,6 +73,8 @@ export async function startBoss(
     boss.createQueue(QUEUES.networkEnrich, { retryLimit: 0, expireInSeconds: 3600, notify: true }),
     // Like scrape: an export's run is recovered from its row (heartbeats), not retried by pg-boss.
     boss.createQueue(QUEUES.markdownExport, { retryLimit: 0, expireInSeconds: 86_400, notify: true }),
+    // Like markdown exports: a push's run is recovered from its row (heartbeats, its cursor), not retried by pg-boss.
+    boss.createQueue(QUEUES.destinationPush, { retryLimit: 0, expireInSeconds: 86_400, notify: true }),
     boss.createQueue(QUEUES.sourceScheduler, { retryLimit: 0, expireInSeconds: 300 }),
     // A rule execution resumes from its stored results when a message is delivered again; a run's
     // lease (not the message's expiry) decides who executes it, and the recovery sweep resends runs

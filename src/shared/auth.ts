@@ -1,13 +1,23 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { authorize, type OrgRole, refusal } from './authorization.ts';
 import { AppError } from './errors.ts';
-import { hasScope } from './scopes.ts';
 
-/** The caller of a request, as resolved from its API key. */
+/**
+ * The caller of a request, as resolved from its API key. For an organization's key (docs/organizations.md)
+ * `userId` is the organization's account, so every module's ownership filter scopes to the organization; the
+ * human behind the key is `actorUserId` (and `email`), acting with their current role in it.
+ */
 export interface Principal {
   userId: string;
   keyId: string;
+  /** The human's email (an organization account has none). */
   email: string;
   scopes: string[];
+  /** The person who holds the key: `userId` itself for a personal key. */
+  actorUserId?: string;
+  /** Set for an organization's key: the organization (= `userId`) and the holder's role in it now. */
+  orgId?: string;
+  orgRole?: OrgRole;
 }
 
 /**
@@ -57,14 +67,16 @@ export function registerAuth(app: FastifyInstance, apiKeys: Authenticator): void
     if (!match) throw malformedAuthorization();
     const principal = await apiKeys.authenticate(match[1]!);
     if (!principal) throw new AppError('UNAUTHORIZED', 'Invalid, expired or revoked API key');
-    if (config?.scope && !hasScope(principal.scopes, config.scope)) {
-      throw new AppError('INSUFFICIENT_SCOPE', `This API key lacks the scope ${config.scope}`, {
-        details: [{ field: 'authorization', message: `requires scope ${config.scope}` }],
-      });
+    if (config?.scope) {
+      const decision = authorize(principal, config.scope);
+      if (!decision.allowed) throw refusal(decision, config.scope);
     }
     request.principal = principal;
   });
 }
+
+/** The person behind a request: the holder of an organization's key, or the owner of a personal one. */
+export const actorOf = (principal: Principal): string => principal.actorUserId ?? principal.userId;
 
 /** The authenticated caller of a protected route. */
 export function principalOf(request: FastifyRequest): Principal {

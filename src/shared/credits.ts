@@ -59,8 +59,11 @@ export interface Credits {
   /** CREDITS_ENABLED: false turns metering (assert/spend) into no-ops. */
   readonly enabled: boolean;
   readonly prices: CreditPrices;
-  /** Opens the user's account with the signup grant (CREDITS_SIGNUP_GRANT); does nothing when it exists. */
-  openAccount(db: Conn, userId: string): Promise<void>;
+  /**
+   * Opens the user's account with the signup grant (CREDITS_SIGNUP_GRANT), or with `grant` (an organization's
+   * account opens at 0: docs/organizations.md "Credits"); does nothing when it exists.
+   */
+  openAccount(db: Conn, userId: string, grant?: number): Promise<void>;
   /** The balance (opening the account with the grant on first use). */
   balance(db: Conn, userId: string): Promise<number>;
   /** 402 INSUFFICIENT_CREDITS unless the balance pays for `units` of `feature`; nothing is taken. */

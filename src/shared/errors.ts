@@ -20,6 +20,7 @@ export const errorStatus = {
   FORBIDDEN: 403,
   INSUFFICIENT_SCOPE: 403,
   ACCOUNT_SUSPENDED: 403,
+  TEMPLATE_READ_ONLY: 403,
   NOT_FOUND: 404,
   REQUEST_TIMEOUT: 408,
   CONFLICT: 409,
@@ -41,6 +42,7 @@ export const errorStatus = {
   PAYMENTS_NOT_CONFIGURED: 503,
   PAYMENT_PROVIDER_ERROR: 502,
   PLATFORM_ERROR: 502,
+  LAST_OWNER: 409,
 } as const;
 
 export type ErrorCode = keyof typeof errorStatus;
@@ -79,5 +81,9 @@ export const validationError = (field: string, message: string) =>
   new AppError('VALIDATION_ERROR', `${field}: ${message}`, { details: [{ field, message }] });
 
 /** A suspended user's key or login (docs/operations.md "Admin"). */
+/** A 400 naming every field in `details` at once (all problems of a body, not the first). */
+export const validationErrors = (details: ErrorDetail[]) =>
+  new AppError('VALIDATION_ERROR', details.map((d) => `${d.field}: ${d.message}`).join('; '), { details });
+
 export const accountSuspended = () =>
   new AppError('ACCOUNT_SUSPENDED', 'This account is suspended; contact the operator of this service');

@@ -9,6 +9,15 @@ const id = z.uuid();
 const time = z.iso.datetime({ offset: true });
 const jobBase = { jobId: id, sourceId: id, name: z.string() };
 const jobCounts = { leadsFound: z.int(), pagesVisited: z.int(), pagesFailed: z.int() };
+const destinationPush = z.object({
+  destinationId: id.describe('The destination (GET /api/destinations/{id})'),
+  pushId: id.describe('The push (GET /api/destinations/{id}/pushes/{pushId})'),
+  mode: z.enum(['append', 'upsert']),
+  pushed: z.int().describe('Leads delivered'),
+  failed: z.int().describe('Given lead ids that named no lead any more'),
+  error: z.string().nullable(),
+  finishedAt: time,
+});
 
 export const eventDataSchemas = {
   'job.started': z
@@ -122,6 +131,10 @@ export const eventDataSchemas = {
       finishedAt: time,
     })
     .describe('A markdown export finished: its pages can be read and downloaded.'),
+  'destination.push.completed': destinationPush.describe('A push of leads to a destination delivered every batch.'),
+  'destination.push.failed': destinationPush.describe(
+    'A push of leads stopped on an error (`error`); POST /api/destinations/{id}/pushes/{pushId}/retry resumes it.',
+  ),
 } satisfies Record<EventType, z.ZodType>;
 
 /** The body of a delivery of `type`. */

@@ -17,6 +17,8 @@ export const EVENT_TYPES = [
   'browser.session.ended',
   'browser.live.control',
   'markdown_export.completed',
+  'destination.push.completed',
+  'destination.push.failed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

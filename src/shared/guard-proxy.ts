@@ -7,8 +7,9 @@
  *
  * Plain-HTTP requests are forwarded with undici (refused ones answer 403 with `x-quarry-ssrf`);
  * HTTPS arrives as CONNECT and is tunnelled to the checked address (refused: 403, recorded in
- * `refusals` by host:port so the crawler can name the address). With an upstream proxy (a source's
- * proxy profile) the target host is checked with assertPublicHost and the request chained to it.
+ * `refusals` by host:port so the crawler can name the address). With upstream proxies (SCRAPER_PROXY_URL or a
+ * proxy profile: http, https or socks5, taken in turn per request or tunnel) the target host is checked with
+ * assertPublicHost and the request chained to the next one.
  * Once the crawl's signal aborts, everything is refused: no browser request leaves after a stop.
  *
  * It listens on loopback only and asks for credentials made for this one crawl (407 without them), so no other
@@ -18,9 +19,11 @@
  */
 import crypto from 'node:crypto';
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
+import { SocksClient } from 'socks';
 import { type Dispatcher, ProxyAgent, request as undiciRequest } from 'undici';
 import { safeEqual } from './crypto.ts';
 import {
@@ -46,8 +49,8 @@ export interface GuardProxy {
 
 export interface GuardProxyOptions {
   allowPrivateNetwork: boolean;
-  /** The source's proxy (http://user:pass@host:port): requests are chained to it. */
-  upstreamProxyUrl?: string;
+  /** Upstream proxies (http(s):// or socks5://user:pass@host:port): requests are chained to them in turn. */
+  upstreamProxyUrls?: string[];
   signal: AbortSignal;
   /** Replaces the Basic credentials: whether the process at the other end of this connection may use the proxy. */
   admitPeer?: (socket: net.Socket) => Promise<boolean>;
@@ -86,17 +89,33 @@ function guardedConnect(host: string, port: number, allowPrivate: boolean): Prom
   });
 }
 
-/** A tunnel through the upstream proxy (CONNECT host:port), with its credentials. */
-function upstreamConnect(upstream: URL, host: string, port: number): Promise<net.Socket> {
+/** A tunnel through the upstream proxy (CONNECT host:port, or a SOCKS5 CONNECT), with its credentials. */
+async function upstreamConnect(upstream: URL, host: string, port: number): Promise<net.Socket> {
+  if (upstream.protocol === 'socks5:') {
+    const { socket } = await SocksClient.createConnection({
+      proxy: {
+        host: upstream.hostname.replace(/^\[|\]$/g, ''),
+        port: Number(upstream.port || 1080),
+        type: 5,
+        userId: upstream.username ? decodeURIComponent(upstream.username) : undefined,
+        password: upstream.password ? decodeURIComponent(upstream.password) : undefined,
+      },
+      command: 'connect',
+      destination: { host, port },
+      timeout: 30_000,
+    });
+    return socket;
+  }
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { host: `${host}:${port}` };
     if (upstream.username) {
       const credentials = `${decodeURIComponent(upstream.username)}:${decodeURIComponent(upstream.password)}`;
       headers['proxy-authorization'] = `Basic ${Buffer.from(credentials).toString('base64')}`;
     }
-    const req = http.request({
-      host: upstream.hostname,
-      port: Number(upstream.port || 80),
+    const tls = upstream.protocol === 'https:';
+    const req = (tls ? https : http).request({
+      host: upstream.hostname.replace(/^\[|\]$/g, ''),
+      port: Number(upstream.port || (tls ? 443 : 80)),
       method: 'CONNECT',
       path: `${host}:${port}`,
       headers,
@@ -128,10 +147,14 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
   const admitted = new WeakMap<object, Promise<boolean>>();
   const authorized = async (req: http.IncomingMessage): Promise<boolean> =>
     admitPeer ? ((await admitted.get(req.socket)) ?? false) : basicOk(req.headers['proxy-authorization']);
-  const upstream = options.upstreamProxyUrl ? new URL(options.upstreamProxyUrl) : undefined;
-  const dispatcher: Dispatcher = upstream
-    ? new ProxyAgent({ uri: upstream.href })
-    : createGuardedDispatcher({ allowPrivate: allowPrivateNetwork });
+  const upstreams = (options.upstreamProxyUrls ?? []).map((uri) => ({
+    url: new URL(uri),
+    dispatcher: new ProxyAgent({ uri }) as Dispatcher,
+  }));
+  const direct = upstreams.length ? undefined : createGuardedDispatcher({ allowPrivate: allowPrivateNetwork });
+  let turn = 0;
+  /** The next upstream in turn (per-request rotation), or none: direct through the guarded dispatcher. */
+  const nextUpstream = () => (upstreams.length ? upstreams[turn++ % upstreams.length] : undefined);
   const refusals = new Map<string, SsrfBlockedError>();
   const sockets = new Set<Duplex>();
   const track = (s: Duplex) => {
@@ -140,7 +163,7 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
   };
   // Through an upstream proxy the connection goes to the proxy: check the target host first.
   const checkTarget = (host: string, url: string) =>
-    upstream ? assertPublicHost(host, allowPrivateNetwork, url) : Promise.resolve();
+    upstreams.length ? assertPublicHost(host, allowPrivateNetwork, url) : Promise.resolve();
 
   const server = http.createServer(async (req, res) => {
     if (!(await authorized(req))) return void res.writeHead(407, PROXY_CHALLENGE).end();
@@ -160,7 +183,7 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
         method: req.method as Dispatcher.HttpMethod,
         headers,
         body: req.method === 'GET' || req.method === 'HEAD' ? undefined : req,
-        dispatcher,
+        dispatcher: nextUpstream()?.dispatcher ?? direct!,
         signal,
       });
       const outHeaders: Record<string, string | string[]> = {};
@@ -202,8 +225,9 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
     const { host, port } = splitHostPort(req.url ?? '', 443);
     try {
       await checkTarget(host, `https://${req.url}`);
+      const upstream = nextUpstream();
       const remote = upstream
-        ? await upstreamConnect(upstream, host, port)
+        ? await upstreamConnect(upstream.url, host, port)
         : await guardedConnect(host, port, allowPrivateNetwork);
       track(remote);
       if (signal.aborted || client.destroyed) return void remote.destroy();
@@ -247,7 +271,7 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
         server.close(() => resolve());
         for (const s of sockets) s.destroy();
       });
-      await dispatcher.destroy().catch(() => {});
+      for (const d of [direct, ...upstreams.map((u) => u.dispatcher)]) await d?.destroy().catch(() => {});
     },
   };
 }

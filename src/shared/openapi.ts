@@ -19,6 +19,10 @@ export const openApiTags = [
   { name: 'Infrastructure', description: 'Liveness and readiness of the service and what it depends on.' },
   { name: 'Authentication', description: 'Sign up and log in; both answer an API key (`Authorization: Bearer …`).' },
   { name: 'API keys', description: 'Scoped, optionally expiring keys: mint, list, rotate (24-hour overlap), revoke.' },
+  {
+    name: 'Organizations',
+    description: 'Teams: an organization is an account; members act for it with organization keys, within their role.',
+  },
   { name: 'Users', description: 'The current user: profile, counts, password.' },
   { name: 'Consent', description: 'Marketing consent and the audit trail of every consent change.' },
   { name: 'Data export', description: 'A copy of all your data (GDPR art. 15/20), generated in the background.' },
@@ -85,6 +89,25 @@ export const openApiTags = [
     description:
       'A website crawled into markdown (one document per page, front matter, tables and code kept): pages, a ZIP ' +
       'or one llms-full.txt-style file, live progress, retry of failed pages.',
+  },
+  // ---- enterprise ----
+  {
+    name: 'Source templates',
+    description:
+      'Saved source configurations with URL variables: built-ins for the directory kinds of the catalogue and your ' +
+      'own; `POST /api/sources` `{templateId, variables}` makes a source from one.',
+  },
+  {
+    name: 'Proxy profiles',
+    description:
+      'Proxies (http, https, socks5) your crawls, markdown exports and browser sessions go out through: checked on ' +
+      'create, credentials encrypted and masked, rotation over several endpoints.',
+  },
+  {
+    name: 'Destinations',
+    description:
+      'Where leads are pushed: a signed webhook, a table of another PostgreSQL database (append or upsert on ' +
+      'email), or S3 objects (CSV or JSONL). Pushes run in the background, with progress, and resume after a crash.',
   },
 ];
 

@@ -23,6 +23,7 @@ export const scopeResources = [
   'linkedin',
   'browser',
   'markdown',
+  'destinations',
   'admin',
 ] as const;
 

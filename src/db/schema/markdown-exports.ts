@@ -29,7 +29,10 @@ export const markdownExports = pgTable(
     startUrl: text('start_url').notNull(),
     scrapeType: text('scrape_type', { enum: markdownScrapeTypes }).notNull().default('STATIC'),
     options: jsonb('options').$type<MarkdownExportOptions>().notNull(),
-    /** Stored as given: proxy profiles are not built yet (no foreign key until they are). */
+    /**
+     * The caller's proxy profile, checked on create. No foreign key: finished exports keep the id as history;
+     * deleting a profile a PENDING/RUNNING export uses is refused (409).
+     */
     proxyProfileId: uuid('proxy_profile_id'),
     status: text('status', { enum: markdownExportStatuses }).notNull().default('PENDING'),
     /** The next run fetches only the failed pages again (POST …/retry) instead of crawling the site. */

@@ -3,6 +3,7 @@ import { boolean, index, integer, jsonb, pgTable, text, uuid } from 'drizzle-orm
 import { createdAt, idColumn, tsColumn, updatedAt } from './columns.ts';
 import { profileTypes } from './profiles.ts';
 import { projects } from './projects.ts';
+import { proxyProfiles } from './proxy-profiles.ts';
 import { users } from './users.ts';
 
 export const scrapeTypes = ['STATIC', 'DYNAMIC', 'API'] as const;
@@ -18,6 +19,8 @@ export const sources = pgTable(
       .references(() => users.id, { onDelete: 'cascade' }),
     projectId: uuid('project_id').references(() => projects.id, { onDelete: 'cascade' }),
     profileTypeId: uuid('profile_type_id').references(() => profileTypes.id, { onDelete: 'set null' }),
+    /** Crawls go out through this proxy profile; a profile in use cannot be deleted (409). */
+    proxyProfileId: uuid('proxy_profile_id').references(() => proxyProfiles.id, { onDelete: 'restrict' }),
     name: text('name').notNull(),
     url: text('url').notNull(),
     scrapeType: text('scrape_type', { enum: scrapeTypes }).notNull(),
@@ -26,6 +29,8 @@ export const sources = pgTable(
     selectors: jsonb('selectors').$type<Record<string, string>>().notNull().default({}),
     scheduleType: text('schedule_type', { enum: scheduleTypes }).notNull().default('MANUAL'),
     reasoning: text('reasoning'),
+    /** The source template it was made from (docs/scraping.md "Source templates"): a uuid or `builtin:<id>`, no FK. */
+    templateId: text('template_id'),
     /** Crawl options (page limit, robots opt-out, user agent, politeness…); defined by the scraping engine. */
     options: jsonb('options').$type<Record<string, unknown>>().notNull().default({}),
     respectRobotsTxt: boolean('respect_robots_txt').notNull().default(true),
@@ -43,6 +48,29 @@ export const sources = pgTable(
     // The scheduler's "due now" scan touches only scheduled sources.
     index('sources_next_run_idx').on(t.nextRunAt).where(sql`${t.nextRunAt} IS NOT NULL`),
   ],
+);
+
+/** A user's saved source configuration (docs/scraping.md "Source templates"); built-ins live in code, not here. */
+export const sourceTemplates = pgTable(
+  'source_templates',
+  {
+    id: idColumn(),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    description: text('description'),
+    scrapeType: text('scrape_type', { enum: scrapeTypes }).notNull(),
+    /** A URL with `{name}` variables, filled (URL-encoded) when a source is made from the template. */
+    urlPattern: text('url_pattern').notNull(),
+    selectors: jsonb('selectors').$type<Record<string, string>>().notNull().default({}),
+    scheduleType: text('schedule_type', { enum: scheduleTypes }).notNull().default('MANUAL'),
+    /** Crawl settings given to sources made from it (the `options` of a source). */
+    options: jsonb('options').$type<Record<string, unknown>>().notNull().default({}),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index('source_templates_user_idx').on(t.userId, t.id)],
 );
 
 export const jobStatuses = ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;

@@ -1,15 +1,22 @@
 import { sql } from 'drizzle-orm';
-import { boolean, index, inet, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { boolean, check, index, inet, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { createdAt, idColumn, tsColumn, updatedAt } from './columns.ts';
 
 export const users = pgTable(
   'users',
   {
     id: idColumn(),
-    /** Stored lower-cased; unique. */
-    email: text('email').notNull(),
+    /**
+     * A person signs in; an organization is an account too (docs/organizations.md): what it owns is keyed by its
+     * id like a person's, and members act for it through org keys. It has no email and no password.
+     */
+    kind: text('kind', { enum: ['person', 'organization'] })
+      .notNull()
+      .default('person'),
+    /** Stored lower-cased; unique. Null only for an organization. */
+    email: text('email'),
     name: text('name'),
-    passwordHash: text('password_hash').notNull(),
+    passwordHash: text('password_hash'),
     status: text('status', { enum: ['active', 'suspended'] })
       .notNull()
       .default('active'),
@@ -23,7 +30,13 @@ export const users = pgTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [uniqueIndex('users_email_key').on(t.email)],
+  (t) => [
+    uniqueIndex('users_email_key').on(t.email),
+    check(
+      'users_person_credentials',
+      sql`${t.kind} <> 'person' OR (${t.email} IS NOT NULL AND ${t.passwordHash} IS NOT NULL)`,
+    ),
+  ],
 );
 
 /** Append-only audit trail of consent changes (GDPR art. 7(1): demonstrate consent). */

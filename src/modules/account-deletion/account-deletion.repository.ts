@@ -2,6 +2,7 @@ import { and, asc, desc, eq, gt, lte, or, sql } from 'drizzle-orm';
 import { type Db, queryRows, type Tx } from '../../db/client.ts';
 import { deletionRequests, users } from '../../db/schema/index.ts';
 import { lockAccountRollups } from '../accounts/index.ts';
+import { orgsBlockingDeletion, orgsDeletedWith } from '../organizations/index.ts';
 
 export type DeletionRequestRow = typeof deletionRequests.$inferSelect;
 
@@ -111,7 +112,7 @@ export function deletionRepository(db: Db) {
     },
     async emailOf(userId: string): Promise<string | undefined> {
       const [row] = await db.select({ email: users.email }).from(users).where(eq(users.id, userId)).limit(1);
-      return row?.email;
+      return row?.email ?? undefined;
     },
     /** Users whose scheduled deletion is due. */
     async dueUserIds(now: Date, limit: number): Promise<string[]> {
@@ -127,10 +128,14 @@ export function deletionRepository(db: Db) {
      * Erases one user if their deletion is still scheduled and due (re-checked under a row lock so a
      * concurrent cancel wins or loses cleanly). Deleting the users row cascades to every table with
      * a `user_id` foreign key; any public table with a `user_id` column is then swept as well, so a
-     * table added without the cascade cannot keep the user's data. Returns the email, or undefined.
+     * table added without the cascade cannot keep the user's data. Organizations whose only member they are go
+     * with them the same way; while they are the last owner of one with other members nothing is deleted (it
+     * stays scheduled, and the next run tries again). Returns the email and the deleted organizations, or undefined.
      */
-    async purgeUser(userId: string, now: Date): Promise<string | undefined> {
+    async purgeUser(userId: string, now: Date): Promise<{ email: string; orgIds: string[] } | undefined> {
       return db.transaction(async (tx) => {
+        const [person] = await tx.select({ email: users.email }).from(users).where(eq(users.id, userId)).limit(1);
+        const emailOfDeleted = person?.email;
         const due = await tx
           .select({ id: deletionRequests.id })
           .from(deletionRequests)
@@ -143,10 +148,14 @@ export function deletionRepository(db: Db) {
           )
           .for('update');
         if (!due.length) return undefined;
-        await lockAccountRollups(tx, userId);
-        const [user] = await tx.delete(users).where(eq(users.id, userId)).returning({ email: users.email });
-        await sweepUserRows(tx, userId);
-        return user?.email ?? '';
+        if ((await orgsBlockingDeletion(tx, userId)).length) return undefined;
+        const orgIds = await orgsDeletedWith(tx, userId);
+        for (const id of [...orgIds, userId]) {
+          await lockAccountRollups(tx, id);
+          await tx.delete(users).where(eq(users.id, id));
+          await sweepUserRows(tx, id);
+        }
+        return { email: emailOfDeleted ?? '', orgIds };
       });
     },
   };

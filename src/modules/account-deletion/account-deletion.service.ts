@@ -7,6 +7,7 @@ import { randomUrlToken, sha256 } from '../../shared/crypto.ts';
 import { AppError } from '../../shared/errors.ts';
 import { rateLimitError } from '../../shared/rate-limit.ts';
 import { removeProfileFilesOf } from '../browser/index.ts';
+import { orgsBlockingDeletion } from '../organizations/index.ts';
 import { deletionRepository } from './account-deletion.repository.ts';
 
 /** Limits (docs/api.md, API conventions): 1 accepted request per day per user; token valid 24 h; 30-day grace period. */
@@ -63,9 +64,20 @@ export function createAccountDeletionService(deps: Deps) {
     }
   }
 
+  /** 409 while the person is the last owner of an organization others belong to: they hand it over first. */
+  async function assertNotLastOwner(userId: string) {
+    const blocking = await orgsBlockingDeletion(deps.db, userId);
+    if (!blocking.length) return;
+    const names = blocking.map((o) => `${o.name} (${o.id})`).join(', ');
+    throw new AppError('LAST_OWNER', `You are the last owner of ${names}: make another member an owner first`, {
+      details: blocking.map((o) => ({ field: 'organization', message: `last owner of ${o.name} (${o.id})` })),
+    });
+  }
+
   return {
     /** Emails a confirmation token (24 h); one accepted request per day. */
     async request(userId: string) {
+      await assertNotLastOwner(userId);
       const now = deps.clock.now();
       const token = randomUrlToken(32);
       const expiresAt = new Date(now.getTime() + DELETION_TOKEN_TTL_MS);
@@ -97,6 +109,7 @@ export function createAccountDeletionService(deps: Deps) {
 
     /** requested → scheduled: the grace period starts now. */
     async confirm(userId: string, token: string) {
+      await assertNotLastOwner(userId);
       const now = deps.clock.now();
       const scheduledAt = new Date(now.getTime() + GRACE_PERIOD_DAYS * DAY_MS);
       const row = await repo.confirm(userId, sha256(token), now, scheduledAt);
@@ -139,11 +152,16 @@ export function createAccountDeletionService(deps: Deps) {
       const failed: string[] = [];
       for (const userId of await repo.dueUserIds(now, PURGE_BATCH)) {
         try {
-          const email = await repo.purgeUser(userId, now);
-          if (email === undefined) continue; // cancelled meanwhile
+          const purge = await repo.purgeUser(userId, now);
+          if (purge === undefined) continue; // cancelled meanwhile, or an organization still needs them as owner
           purged.push(userId);
           await deps.apiKeys.invalidateUser(userId);
-          await removeLeftovers(userId, email);
+          await removeLeftovers(userId, purge.email);
+          // Organizations whose only member they were went with them (docs/organizations.md).
+          for (const orgId of purge.orgIds) {
+            await deps.apiKeys.invalidateUser(orgId);
+            await removeLeftovers(orgId, '');
+          }
           deps.logger.info({ userId }, 'account purged after its deletion grace period');
         } catch (err) {
           failed.push(userId);

@@ -62,7 +62,9 @@ export function adminRepository(db: Db | Tx) {
       adminEmails: readonly string[],
       since: Date,
     ): Promise<AdminUserRow[]> {
-      const where: SQL[] = [sql`true`];
+      // A search lists people only (docs/organizations.md); an organization's account is reached by its id, so an
+      // admin can adjust its credits.
+      const where: SQL[] = [filter.id ? sql`true` : sql`u.kind = 'person'`];
       if (filter.q) where.push(sql`(u.email ILIKE ${containing(filter.q)} OR u.name ILIKE ${containing(filter.q)})`);
       if (filter.status) where.push(sql`u.status = ${filter.status}`);
       if (filter.role) where.push(sql`u.role = ${filter.role}`);
@@ -71,7 +73,7 @@ export function adminRepository(db: Db | Tx) {
       return queryRows<AdminUserRow>(
         db,
         sql`
-        SELECT u.id, u.email, u.name, u.status, u.role, u.created_at,
+        SELECT u.id, coalesce(u.email, '') AS email, u.name, u.status, u.role, u.created_at,
                (u.role = 'admin' OR ${inAdminEmails(sql`u.email`, adminEmails)}) AS is_admin, b.balance,
                (SELECT count(*) FROM ${sources} s WHERE s.user_id = u.id)::int AS sources,
                (SELECT count(*) FROM ${jobs} j WHERE j.user_id = u.id)::int AS jobs,
@@ -91,8 +93,9 @@ export function adminRepository(db: Db | Tx) {
         sql`SELECT count(*)::int AS total, count(*) FILTER (WHERE status = 'active')::int AS active,
                    count(*) FILTER (WHERE status = 'suspended')::int AS suspended,
                    count(*) FILTER (WHERE role = 'admin' OR ${inAdminEmails(sql`email`, adminEmails)})::int AS admins,
-                   count(*) FILTER (WHERE created_at >= ${weekAgo})::int AS new_last_7_days
-            FROM ${users}`,
+                   count(*) FILTER (WHERE created_at >= ${weekAgo})::int AS new_last_7_days,
+                   (SELECT count(*) FROM ${users} WHERE kind = 'organization')::int AS organizations
+            FROM ${users} WHERE kind = 'person'`,
       );
       const jobRows = await queryRows<{ status: string | null; n: number }>(
         db,

@@ -79,6 +79,7 @@ const count = z.number().int();
 export const adminStatsView = z
   .object({
     users: z.object({ total: count, active: count, suspended: count, admins: count, newLast7Days: count }),
+    organizations: z.object({ total: count.describe('Organizations (teams); not counted among users') }),
     leads: z.object({ total: count, createdLast7Days: count }),
     jobs: z.object({ total: count, byStatus: z.record(z.enum(jobStatuses), count) }),
     queue: z.object({

@@ -1,6 +1,6 @@
 import { jobStatuses } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
-import type { Principal } from '../../shared/auth.ts';
+import { actorOf, type Principal } from '../../shared/auth.ts';
 import { AppError } from '../../shared/errors.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
@@ -67,7 +67,8 @@ export function createAdminService(deps: Pick<AppDeps, 'db' | 'clock' | 'config'
     /** 403 FORBIDDEN unless the caller is an admin (read from the database on every call, never cached). */
     async assertAdmin(principal: Principal): Promise<void> {
       if (adminEmails.includes(principal.email.toLowerCase())) return;
-      if (!(await repo.isAdmin(principal.userId, adminEmails))) {
+      // The human decides, also behind an organization's key (docs/organizations.md).
+      if (!(await repo.isAdmin(actorOf(principal), adminEmails))) {
         throw new AppError('FORBIDDEN', 'Only administrators may use this route');
       }
     },
@@ -93,6 +94,7 @@ export function createAdminService(deps: Pick<AppDeps, 'db' | 'clock' | 'config'
           admins: u.admins!,
           newLast7Days: u.new_last_7_days!,
         },
+        organizations: { total: u.organizations! },
         leads,
         jobs: { total: figures.jobRows.find((r) => r.status === null)?.n ?? 0, byStatus },
         queue: {
@@ -133,10 +135,10 @@ export function createAdminService(deps: Pick<AppDeps, 'db' | 'clock' | 'config'
     async updateUser(actor: Principal, id: string, patch: AdminUserPatch) {
       const result = await deps.db.transaction(async (tx) => {
         const target = await findOwned(id, 'User', (key) => lockUser(tx, key));
-        if (target.id === actor.userId && patch.status === 'suspended' && target.status !== 'suspended') {
+        if (target.id === actorOf(actor) && patch.status === 'suspended' && target.status !== 'suspended') {
           throw conflict('status', 'An admin cannot suspend themselves');
         }
-        if (target.id === actor.userId && patch.role === 'user' && target.role === 'admin') {
+        if (target.id === actorOf(actor) && patch.role === 'user' && target.role === 'admin') {
           throw conflict('role', 'An admin cannot demote themselves');
         }
         const before: Record<string, unknown> = {};
@@ -154,7 +156,7 @@ export function createAdminService(deps: Pick<AppDeps, 'db' | 'clock' | 'config'
         const adjustment = patch.creditAdjustment;
         if (adjustment) {
           const { balance } = await deps.credits
-            .adjust(tx, target.id, adjustment.amount, adjustment.reason, actor.userId)
+            .adjust(tx, target.id, adjustment.amount, adjustment.reason, actorOf(actor))
             .catch((err: unknown) => {
               // The credits layer names `amount`; here it arrives inside `creditAdjustment`.
               if (err instanceof AppError && err.code === 'VALIDATION_ERROR') {
@@ -170,7 +172,7 @@ export function createAdminService(deps: Pick<AppDeps, 'db' | 'clock' | 'config'
         }
         if (Object.keys(after).length === 0) return { id: target.id, audit: null, statusChanged: false };
         const audit = await adminRepository(tx).insertAudit({
-          actorId: actor.userId,
+          actorId: actorOf(actor),
           targetUserId: target.id,
           action: 'user.update',
           before,

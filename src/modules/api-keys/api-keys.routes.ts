@@ -13,9 +13,12 @@ export const apiKeyRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'Mint a scoped, optionally expiring key (shown once)',
-      description: 'A key can only grant scopes that the calling key holds.',
+      description:
+        'A key can only grant scopes that the calling key holds. With `orgId` (or made with an organization key) ' +
+        "the key acts for that organization within its holder's role (docs/organizations.md): 404 unless the caller " +
+        'is a member, 403 for scopes beyond the role.',
       body: createApiKeyBody,
-      response: { 201: envelope(z.object({ apiKey: createdApiKeyView })), ...errorResponses(400, 401, 403) },
+      response: { 201: envelope(z.object({ apiKey: createdApiKeyView })), ...errorResponses(400, 401, 403, 404) },
     },
     handler: async (request, reply) => {
       reply.code(201);
@@ -28,10 +31,12 @@ export const apiKeyRoutes: RouteModule = (app, deps) => {
     schema: {
       tags,
       summary: 'Live keys of the caller (prefix, scopes, lastUsedAt, expiresAt), newest first',
+      description:
+        "With an organization key: the organization's keys (every member's for admins and owners, your own otherwise).",
       querystring: paginationQuery,
       response: { 200: envelope(z.object({ apiKeys: z.array(apiKeyView), nextCursor })), ...errorResponses(400, 401) },
     },
-    handler: async (request) => ok(await deps.apiKeys.list(principalOf(request).userId, request.query)),
+    handler: async (request) => ok(await deps.apiKeys.list(principalOf(request), request.query)),
   });
 
   app.post('/api/api-keys/:id/rotate', {
@@ -42,7 +47,7 @@ export const apiKeyRoutes: RouteModule = (app, deps) => {
       description:
         'The new key has the same name, scopes and expiry. A key that was already rotated answers 409 ' +
         '(rotate its replacement). The calling key must hold every scope of the key it rotates or revokes (403 ' +
-        'otherwise).',
+        "otherwise); only a key's holder rotates it (an organization's admin revokes other members' keys).",
       params: idParams,
       response: {
         200: envelope(

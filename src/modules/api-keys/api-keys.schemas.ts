@@ -30,5 +30,5 @@ export const createApiKeyBody = z.object({
     .uuid()
     .optional()
     .nullable()
-    .describe('Organization the key acts for (organizations come with the enterprise section)'),
+    .describe('Organization the key acts for, within your role there (docs/organizations.md)'),
 });

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/client.ts';
-import type { Principal } from '../../shared/auth.ts';
+import { actorOf, type Principal } from '../../shared/auth.ts';
+import { roleAtLeast, roleMayGrant } from '../../shared/authorization.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { generateToken, sha256, tokenLooksValid } from '../../shared/crypto.ts';
 import { AppError, accountSuspended, notFound, validationError } from '../../shared/errors.ts';
@@ -7,7 +8,7 @@ import { findOwned } from '../../shared/ids.ts';
 import type { Notifier } from '../../shared/notify.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { coversScopes } from '../../shared/scopes.ts';
-import { type ApiKeyRow, apiKeyRepository, type KeyIdentity } from './api-keys.repository.ts';
+import { type ApiKeyRow, apiKeyRepository, type KeyIdentity, type KeyOwner } from './api-keys.repository.ts';
 
 export const KEY_PREFIX = 'qk_live_';
 const CACHE_TTL_MS = 30_000;
@@ -53,7 +54,10 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
   const evict = (payload: string) => {
     if (!payload.startsWith('user:')) return void cache.delete(payload);
     const userId = payload.slice(5);
-    for (const [hash, entry] of cache) if (entry.identity.userId === userId) cache.delete(hash);
+    // A person's keys, and an organization's keys when the account is an organization's.
+    for (const [hash, entry] of cache) {
+      if (entry.identity.userId === userId || entry.identity.orgId === userId) cache.delete(hash);
+    }
     for (const watcher of userWatchers) watcher(userId);
   };
   void deps.notifier.subscribe(INVALIDATE_CHANNEL, evict);
@@ -84,10 +88,21 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
     return { key, row };
   }
 
+  /**
+   * The keys a caller sees and manages (docs/organizations.md "API keys"): with a personal key the person's own
+   * (their organization keys included); with an organization's key that organization's, every member's for its
+   * admins and owners, the holder's own for others.
+   */
+  const keysOf = (principal: Principal): KeyOwner => {
+    if (!principal.orgId) return { userId: principal.userId };
+    if (principal.orgRole && roleAtLeast(principal.orgRole, 'admin')) return { orgId: principal.orgId };
+    return { orgId: principal.orgId, userId: actorOf(principal) };
+  };
+
   /** A live key of the caller that the calling key may manage: it must hold every scope the key has. */
   async function findManageable(principal: Principal, id: string): Promise<ApiKeyRow> {
     const row = await findOwned(id, 'API key', async (key) => {
-      const found = await repo.findForUser(principal.userId, key);
+      const found = await repo.findOwnedBy(keysOf(principal), key);
       return found && !(found.expiresAt && found.expiresAt.getTime() <= deps.clock.now().getTime()) ? found : undefined;
     });
     if (!coversScopes(principal.scopes, row.scopes)) {
@@ -120,12 +135,24 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
       if (identity.expiresAt && identity.expiresAt.getTime() <= now) return undefined;
       // A live key of a suspended user (docs/operations.md "Admin"): refused, and told why.
       if (identity.userStatus !== 'active') throw accountSuspended();
+      // An organization's key works while its holder is a member, with the role they hold now.
+      if (identity.orgId && !identity.orgRole) return undefined;
       if (now - entry.touchedAt >= 60_000) {
         // lastUsedAt is written at most once a minute per process, off the request's path.
         entry.touchedAt = now;
         repo.touch(identity.keyId, new Date(now)).catch(() => {});
       }
-      return { userId: identity.userId, keyId: identity.keyId, email: identity.email, scopes: identity.scopes };
+      const { keyId, email, scopes } = identity;
+      if (!identity.orgId) return { userId: identity.userId, actorUserId: identity.userId, keyId, email, scopes };
+      return {
+        userId: identity.orgId,
+        actorUserId: identity.userId,
+        orgId: identity.orgId,
+        orgRole: identity.orgRole ?? undefined,
+        keyId,
+        email,
+        scopes,
+      };
     },
 
     async create(
@@ -137,18 +164,27 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
           details: [{ field: 'scopes', message: 'exceeds the scopes of the calling key' }],
         });
       }
-      // Organizations arrive with the enterprise section; until then no orgId names anything.
-      if (input.orgId) throw notFound('Organization', 'orgId');
+      // An organization's key mints keys of its own organization only.
+      const orgId = input.orgId ?? principal.orgId ?? null;
+      if (principal.orgId && orgId !== principal.orgId) throw notFound('Organization', 'orgId');
+      if (orgId) {
+        const role = await findOwned(orgId, 'Organization', (id) => repo.roleIn(id, actorOf(principal)), 'orgId');
+        if (!roleMayGrant(role, input.scopes)) {
+          throw new AppError('FORBIDDEN', `The role ${role} in this organization cannot grant these scopes`, {
+            details: [{ field: 'scopes', message: `exceeds what the role ${role} permits` }],
+          });
+        }
+      }
       const expiresAt = input.expiresAt ? new Date(input.expiresAt) : null;
       if (expiresAt && expiresAt.getTime() <= deps.clock.now().getTime())
         throw validationError('expiresAt', 'must be in the future');
-      const { key, row } = await mint(principal.userId, { ...input, expiresAt });
+      const { key, row } = await mint(actorOf(principal), { ...input, expiresAt, orgId });
       return { ...publicKeyView(row), key };
     },
 
     /** Live (unrevoked, unexpired) keys, newest first, cursor-paginated. */
-    async list(userId: string, page: { limit: number; cursor?: string }) {
-      const rows = await repo.listLive(userId, deps.clock.now(), decodeCursor(page.cursor), page.limit);
+    async list(principal: Principal, page: { limit: number; cursor?: string }) {
+      const rows = await repo.listLive(keysOf(principal), deps.clock.now(), decodeCursor(page.cursor), page.limit);
       const { items, nextCursor } = pageOf(rows, page.limit);
       return { apiKeys: items.map(publicKeyView), nextCursor };
     },
@@ -156,12 +192,16 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
     /** A new key with the same name, scopes and expiry; the old one keeps working for 24 h. */
     async rotate(principal: Principal, id: string) {
       const old = await findManageable(principal, id);
+      // The new key acts as its holder: an organization's admin revokes another member's key, never takes it over.
+      if (old.userId !== actorOf(principal)) {
+        throw new AppError('FORBIDDEN', "Only the key's holder rotates it; revoke it instead");
+      }
       if (old.replacedById) {
         throw new AppError('CONFLICT', 'This key was already rotated; rotate its replacement instead');
       }
       const now = deps.clock.now();
       const graceEnd = new Date(now.getTime() + ROTATION_GRACE_MS);
-      const { key, row } = await mint(principal.userId, {
+      const { key, row } = await mint(old.userId, {
         name: old.name,
         scopes: old.scopes,
         expiresAt: old.expiresAt,
@@ -194,7 +234,17 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
       return () => void userWatchers.delete(watcher);
     },
 
-    /** Drops cached identities of a user (suspension, deletion) in every process. */
+    /**
+     * Revokes a person's keys of one organization (removed from it) and drops their cached identities in every
+     * process, so a changed role or a removal applies to the next request anywhere.
+     */
+    async revokeOrgKeys(orgId: string, userId: string) {
+      await repo.revokeOrgKeys(orgId, userId, deps.clock.now());
+      evict(`user:${userId}`);
+      await deps.notifier.publish(INVALIDATE_CHANNEL, `user:${userId}`);
+    },
+
+    /** Drops cached identities of a user or an organization (suspension, role change, deletion) in every process. */
     async invalidateUser(userId: string) {
       evict(`user:${userId}`);
       await deps.notifier.publish(INVALIDATE_CHANNEL, `user:${userId}`);

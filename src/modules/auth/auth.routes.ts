@@ -14,10 +14,12 @@ export const authRoutes: RouteModule = (app, deps) => {
     schema: {
       tags: ['Authentication'],
       summary: 'Create an account; answers the first API key (shown once)',
-      description: 'Rate limit: 5 requests per 15 minutes per client IP.',
       security: [],
       body: signupBody,
-      response: { 201: envelope(sessionView), ...errorResponses(400, 409, 429) },
+      description:
+        'Rate limit: 5 requests per 15 minutes per client IP. With `invitationToken` the account joins the ' +
+        'organization that invited this email (400 INVALID_TOKEN, 403 for another email: nothing is created).',
+      response: { 201: envelope(sessionView), ...errorResponses(400, 403, 409, 429) },
     },
     handler: async (request, reply) => {
       reply.code(201);

@@ -14,6 +14,12 @@ export const signupBody = z.object({
   termsAccepted: z.literal(true, { error: 'must be true' }),
   privacyAccepted: z.literal(true, { error: 'must be true' }),
   marketingConsent: z.boolean().optional(),
+  invitationToken: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe("An organization's invitation to this email: the new account joins it (docs/organizations.md)"),
 });
 
 export const loginBody = z.object({ email: emailInput, password: z.string().min(1).max(1024) });

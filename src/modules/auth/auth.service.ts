@@ -3,6 +3,7 @@ import type { AppDeps } from '../../deps.ts';
 import { hashPassword, verifyPassword } from '../../shared/crypto.ts';
 import { isUniqueViolation } from '../../shared/db-errors.ts';
 import { AppError, accountSuspended } from '../../shared/errors.ts';
+import { joinByInvitation } from '../organizations/index.ts';
 import { findUserByEmail, toUserView } from '../users/index.ts';
 
 // Verified against when the email is unknown, so both failures take the same time.
@@ -15,6 +16,7 @@ export interface SignupInput {
   termsAccepted: true;
   privacyAccepted: true;
   marketingConsent?: boolean;
+  invitationToken?: string;
 }
 
 export function createAuthService(deps: Pick<AppDeps, 'db' | 'clock' | 'apiKeys' | 'credits'>) {
@@ -49,6 +51,16 @@ export function createAuthService(deps: Pick<AppDeps, 'db' | 'clock' | 'apiKeys'
             })),
           );
           await deps.credits.openAccount(tx, user!.id);
+          // A refused invitation refuses the signup: nothing is written.
+          if (input.invitationToken) {
+            await joinByInvitation(
+              tx,
+              input.invitationToken,
+              { id: user!.id, email: input.email },
+              now,
+              'invitationToken',
+            );
+          }
           const { key } = await deps.apiKeys.mint(user!.id, { name: 'signup', scopes: ['*'] }, tx);
           return { user: toUserView(user!), apiKey: key };
         });

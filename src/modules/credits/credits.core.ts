@@ -53,8 +53,7 @@ export function createCredits(config: Config, clock: Clock, emit: typeof emitEve
     return (await repo.lockBalance(userId)) ?? 0;
   }
 
-  async function open(db: Conn, userId: string): Promise<void> {
-    const grant = config.CREDITS_SIGNUP_GRANT;
+  async function open(db: Conn, userId: string, grant = config.CREDITS_SIGNUP_GRANT): Promise<void> {
     const now = clock.now();
     await db.transaction(async (tx) => {
       const repo = creditsRepository(tx);

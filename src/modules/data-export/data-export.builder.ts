@@ -1,4 +1,4 @@
-import { asc, eq, getTableColumns } from 'drizzle-orm';
+import { asc, eq, getTableColumns, type SQL, sql } from 'drizzle-orm';
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
 import { strToU8, zipSync } from 'fflate';
 import type { Db } from '../../db/client.ts';
@@ -14,6 +14,8 @@ import {
   consentEvents,
   creditCheckouts,
   creditTransactions,
+  destinationPushes,
+  destinations,
   emailBounces,
   jobs,
   leads,
@@ -23,6 +25,8 @@ import {
   matchingRuns,
   networkCredentials,
   networkEnrichJobs,
+  organizationMembers,
+  organizations,
   outreachCampaigns,
   outreachConnections,
   outreachEnrollments,
@@ -32,7 +36,9 @@ import {
   profiles,
   profileTypes,
   projects,
+  proxyProfiles,
   sources,
+  sourceTemplates,
   suppressions,
   users,
   warmupDomains,
@@ -42,7 +48,7 @@ import {
 import { toCsv } from '../../shared/csv.ts';
 import type { ExportFormat } from './data-export.schemas.ts';
 
-type Columns = Record<string, PgColumn>;
+type Columns = Record<string, PgColumn | SQL.Aliased | SQL>;
 
 /** Every column of a table but the named ones (secrets). */
 function columnsWithout<T extends PgTable>(table: T, ...secret: Array<keyof T['_']['columns']>): Columns {
@@ -97,6 +103,7 @@ const sections: Array<{ name: string; table: PgTable; owner: PgColumn; columns: 
   },
   owned('projects', projects),
   owned('sources', sources),
+  owned('source_templates', sourceTemplates),
   owned('jobs', jobs),
   owned('leads', leads),
   owned('profile_types', profileTypes),
@@ -152,10 +159,39 @@ const sections: Array<{ name: string; table: PgTable; owner: PgColumn; columns: 
     orderBy: networkCredentials.id,
   },
   owned('network_enrich_jobs', networkEnrichJobs),
+  {
+    name: 'proxy_profiles',
+    table: proxyProfiles,
+    owner: proxyProfiles.userId,
+    columns: columnsWithout(proxyProfiles, 'passwordSealed'),
+    orderBy: proxyProfiles.id,
+  },
+  {
+    name: 'destinations',
+    table: destinations,
+    owner: destinations.userId,
+    columns: columnsWithout(destinations, 'secrets'),
+    orderBy: destinations.id,
+  },
+  owned('destination_pushes', destinationPushes),
   owned('outreach_campaigns', outreachCampaigns),
   owned('outreach_enrollments', outreachEnrollments),
   owned('outreach_messages', outreachMessages),
   owned('outreach_unsubscribes', outreachUnsubscribes),
+  {
+    // The person's memberships, not the organizations' resources: those are the organization's (docs/organizations.md).
+    name: 'organization_memberships',
+    table: organizationMembers,
+    owner: organizationMembers.userId,
+    columns: {
+      orgId: organizationMembers.orgId,
+      organization: sql<string>`(SELECT ${organizations.name} FROM ${organizations}
+                                 WHERE ${organizations.id} = ${organizationMembers.orgId})`,
+      role: organizationMembers.role,
+      joinedAt: organizationMembers.createdAt,
+    },
+    orderBy: organizationMembers.id,
+  },
   {
     name: 'admin_changes',
     table: adminAuditEvents,

@@ -4,6 +4,7 @@ import { AppError } from '../../shared/errors.ts';
 import { newWorkerId } from '../../shared/recovery-sweep.ts';
 import { createLeadWriter, type LeadWriter } from '../leads/index.ts';
 import { createProfileTypeService } from '../profile-types/index.ts';
+import { createProxyProfileService } from '../proxy-profiles/index.ts';
 import { CrawlError, type CrawlProgress, type CrawlSettings, loadRunCrawl, type RunCrawl } from '../scraping/index.ts';
 import type { CrawlOptions, SourceRow } from '../sources/index.ts';
 import { createSourceService } from '../sources/index.ts';
@@ -21,6 +22,7 @@ export function crawlSettingsFor(
   source: SourceRow,
   config: AppDeps['config'],
   collectPageText: boolean,
+  proxyUrls?: string[],
 ): CrawlSettings {
   const o = source.options as CrawlOptions;
   const dynamic = source.scrapeType === 'DYNAMIC';
@@ -31,7 +33,7 @@ export function crawlSettingsFor(
     maxPages: source.maxPages ?? config.SCRAPER_MAX_PAGES,
     respectRobotsTxt: source.respectRobotsTxt,
     userAgent: o.userAgent ?? config.SCRAPER_USER_AGENT,
-    proxyUrl: config.SCRAPER_PROXY_URL,
+    proxyUrls,
     maxConcurrency: dynamic ? config.SCRAPER_BROWSER_CONCURRENCY : config.SCRAPER_CONCURRENCY,
     domainConcurrency: Math.min(
       o.domainConcurrency ?? config.SCRAPER_DOMAIN_CONCURRENCY,
@@ -69,6 +71,7 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
   const repo = jobRepository(deps.db);
   const sourceService = createSourceService(deps);
   const profileTypeService = createProfileTypeService(deps);
+  const proxyProfiles = createProxyProfileService(deps);
   const workerId = newWorkerId();
   const running = new Map<string, AbortController>();
   let stopping = false;
@@ -158,7 +161,9 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
       );
       writer = store;
       const crawl = await loadCrawl();
-      const result = await crawl(crawlSettingsFor(source, deps.config, !!profileType && deps.ai.configured), {
+      const proxyUrls = await proxyProfiles.crawlProxyUrls(job.userId, source.proxyProfileId);
+      const settings = crawlSettingsFor(source, deps.config, !!profileType && deps.ai.configured, proxyUrls);
+      const result = await crawl(settings, {
         signal: controller.signal,
         onPage: (page) => store.add(page),
         onProgress: (p) => {

@@ -61,11 +61,11 @@ export const markdownExportRoutes: RouteModule = (app, deps) => {
         'markdown (tables, code blocks with their language, links and images made absolute); with ' +
         '`onlyMainContent` only the article is kept. PENDING → RUNNING → COMPLETED | FAILED; follow it with ' +
         '`GET /api/markdown-exports/{id}/events`. Each page exported costs `markdown_pages` credits (402 ' +
-        'INSUFFICIENT_CREDITS when the balance cannot pay for one). `proxyProfileId` is stored with the export: ' +
-        'proxy profiles arrive later, until then pages go through the operator’s proxy (SCRAPER_PROXY_URL), if ' +
-        'any. Fires `markdown_export.completed`.',
+        'INSUFFICIENT_CREDITS when the balance cannot pay for one). `proxyProfileId` (one of your proxy ' +
+        'profiles; 404 naming it otherwise) sends every page through that proxy instead of SCRAPER_PROXY_URL. ' +
+        'Fires `markdown_export.completed`.',
       body: createMarkdownExportBody,
-      response: { 201: one, ...errorResponses(400, 401, 402) },
+      response: { 201: one, ...errorResponses(400, 401, 402, 404) },
     },
     handler: async (request, reply) => {
       reply.code(201);

@@ -8,6 +8,7 @@ import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../queue/queues.ts';
 import { AppError } from '../../shared/errors.ts';
 import { newWorkerId, RECOVERY_MAX_ATTEMPTS, staleBefore, sweepLoop } from '../../shared/recovery-sweep.ts';
+import { createProxyProfileService } from '../proxy-profiles/index.ts';
 import { CrawlError, type CrawledPage, type CrawlSettings, loadRunCrawl, type RunCrawl } from '../scraping/index.ts';
 import type { ConvertedPage } from './markdown-convert.ts';
 import { ConvertError, createConvertPool, defaultConvertThreads } from './markdown-convert-pool.ts';
@@ -27,7 +28,12 @@ const BATCH = 25;
 const FLUSH_MS = 250;
 
 /** Crawl settings of an export: the operator's SCRAPER_* settings, the export's own link rules. */
-export function exportCrawlSettings(row: MarkdownExportRow, config: AppDeps['config'], retryUrls?: string[]) {
+export function exportCrawlSettings(
+  row: MarkdownExportRow,
+  config: AppDeps['config'],
+  retryUrls?: string[],
+  proxyUrls?: string[],
+) {
   const o = row.options;
   const dynamic = row.scrapeType === 'DYNAMIC';
   const [first, ...rest] = retryUrls ?? [row.startUrl];
@@ -39,7 +45,7 @@ export function exportCrawlSettings(row: MarkdownExportRow, config: AppDeps['con
     maxPages: retryUrls ? retryUrls.length : o.maxPages,
     respectRobotsTxt: o.respectRobotsTxt,
     userAgent: config.SCRAPER_USER_AGENT,
-    proxyUrl: config.SCRAPER_PROXY_URL,
+    proxyUrls,
     maxConcurrency: dynamic ? config.SCRAPER_BROWSER_CONCURRENCY : config.SCRAPER_CONCURRENCY,
     domainConcurrency: config.SCRAPER_DOMAIN_CONCURRENCY,
     domainDelayMs: config.SCRAPER_DOMAIN_DELAY_MS,
@@ -64,6 +70,7 @@ const outOfCredits = (pages: number) =>
 
 export function createMarkdownExportRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } = {}) {
   const repo = markdownExportRepository(deps.db);
+  const proxyProfiles = createProxyProfileService(deps);
   const workerId = newWorkerId();
   const running = new Map<string, AbortController>();
   let stopping = false;
@@ -166,7 +173,9 @@ export function createMarkdownExportRunner(deps: AppDeps, options: { runCrawl?: 
       await deps.credits.assert(deps.db, row.userId, 'markdown_pages', 1);
       const retryUrls = row.retryFailedOnly ? await repo.failedUrls(exportId) : undefined;
       const crawl = options.runCrawl ?? (await loadRunCrawl());
-      const result = await crawl(exportCrawlSettings(row, deps.config, retryUrls?.length ? retryUrls : undefined), {
+      const proxyUrls = await proxyProfiles.crawlProxyUrls(row.userId, row.proxyProfileId);
+      const settings = exportCrawlSettings(row, deps.config, retryUrls?.length ? retryUrls : undefined, proxyUrls);
+      const result = await crawl(settings, {
         signal: controller.signal,
         onPage,
         onPageFailed: (url, message) => repo.storeFailure(exportId, row.userId, url, message, deps.clock.now()),

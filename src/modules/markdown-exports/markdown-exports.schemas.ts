@@ -32,7 +32,9 @@ export const createMarkdownExportBody = z.object({
     .refine(isUuid, 'must be a UUID')
     .nullable()
     .optional()
-    .describe('Stored with the export; proxy profiles arrive later, until then the operator’s proxy is used'),
+    .describe(
+      'One of your proxy profiles: the pages are fetched through it (404 if not yours); default SCRAPER_PROXY_URL',
+    ),
 });
 
 export const markdownExportView = z

@@ -5,6 +5,7 @@ import { AppError, notFound } from '../../shared/errors.ts';
 import { emitEvent } from '../../shared/events.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
+import { createProxyProfileService } from '../proxy-profiles/index.ts';
 import {
   type MarkdownExportRow,
   type MarkdownPageRow,
@@ -82,8 +83,11 @@ export function emitExportCompleted(tx: Db | Tx, row: MarkdownExportRow): Promis
 
 export type MarkdownExportService = ReturnType<typeof createMarkdownExportService>;
 
-export function createMarkdownExportService(deps: Pick<AppDeps, 'db' | 'clock' | 'boss' | 'notifier' | 'credits'>) {
+export function createMarkdownExportService(
+  deps: Pick<AppDeps, 'db' | 'clock' | 'boss' | 'notifier' | 'credits' | 'config'>,
+) {
   const repo = markdownExportRepository(deps.db);
+  const proxyProfiles = createProxyProfileService(deps);
   const enqueue = (exportId: string) =>
     deps.boss.send(QUEUES.markdownExport, { exportId } satisfies MarkdownExportMessage);
   const owned = (userId: string, id: string) => findOwned(id, 'Markdown export', (key) => repo.find(userId, key));
@@ -103,12 +107,15 @@ export function createMarkdownExportService(deps: Pick<AppDeps, 'db' | 'clock' |
 
     async create(userId: string, input: CreateMarkdownExportInput): Promise<MarkdownExportView> {
       await deps.credits.assert(deps.db, userId, 'markdown_pages', 1);
+      const proxyProfileId = input.proxyProfileId
+        ? await proxyProfiles.assertOwned(userId, input.proxyProfileId)
+        : null;
       const now = deps.clock.now();
       const row = await repo.insert({
         userId,
         startUrl: input.startUrl,
         scrapeType: input.scrapeType,
-        proxyProfileId: input.proxyProfileId?.toLowerCase() ?? null,
+        proxyProfileId,
         options: {
           maxPages: input.maxPages,
           maxDepth: input.maxDepth,

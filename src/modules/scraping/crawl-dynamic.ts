@@ -58,7 +58,7 @@ export async function runDynamicCrawl(session: CrawlSession): Promise<void> {
   const hostChecks = new Map<string, Promise<SsrfBlockedError | undefined>>();
   const proxy: GuardProxy = await startGuardProxy({
     allowPrivateNetwork: settings.allowPrivateNetwork,
-    upstreamProxyUrl: settings.proxyUrl,
+    upstreamProxyUrls: settings.proxyUrls,
     signal: session.signal,
   });
 

@@ -160,7 +160,7 @@ export class CrawlSession {
       userAgent: settings.userAgent,
       accept,
       allowPrivateNetwork: settings.allowPrivateNetwork,
-      proxyUrl: settings.proxyUrl,
+      proxyUrls: settings.proxyUrls,
       timeoutMs: settings.requestTimeoutSecs * 1000,
       signal: this.controller.signal,
       limiter: this.limiter,

@@ -39,7 +39,8 @@ export interface PageFetcherOptions {
   userAgent: string;
   accept: string;
   allowPrivateNetwork: boolean;
-  proxyUrl?: string;
+  /** http(s):// or socks5:// proxies (a proxy profile's endpoints), taken in turn per page request. */
+  proxyUrls?: string[];
   timeoutMs: number;
   /** The crawl's signal: aborting it cancels every request and refuses new ones. */
   signal: AbortSignal;
@@ -138,15 +139,26 @@ function sizeLimit(url: string): Transform {
 
 export class PageFetcher {
   readonly #options: PageFetcherOptions;
-  readonly #dispatcher: Dispatcher;
+  readonly #dispatchers: Dispatcher[];
+  #turn = 0;
+  readonly #proxied: boolean;
   readonly #checkedHosts = new Map<string, Promise<void>>();
 
   constructor(options: PageFetcherOptions) {
     this.#options = options;
-    this.#dispatcher = options.proxyUrl
-      ? new ProxyAgent({ uri: options.proxyUrl, connections: options.connections, keepAliveTimeout: 10_000 })
-      : (options.dispatcher ??
-        createGuardedDispatcher({ allowPrivate: options.allowPrivateNetwork, connections: options.connections }));
+    const proxies = options.proxyUrls ?? [];
+    this.#proxied = proxies.length > 0;
+    this.#dispatchers = this.#proxied
+      ? proxies.map((uri) => new ProxyAgent({ uri, connections: options.connections, keepAliveTimeout: 10_000 }))
+      : [
+          options.dispatcher ??
+            createGuardedDispatcher({ allowPrivate: options.allowPrivateNetwork, connections: options.connections }),
+        ];
+  }
+
+  /** The next proxy in turn (per-request rotation); a page's redirects stay on the one it started with. */
+  #nextDispatcher(): Dispatcher {
+    return this.#dispatchers[this.#turn++ % this.#dispatchers.length]!;
   }
 
   /**
@@ -154,7 +166,7 @@ export class PageFetcher {
    * target: check the target host (cached per crawl) before each hop instead.
    */
   #checkTarget(url: URL): Promise<void> {
-    if (!this.#options.proxyUrl || this.#options.allowPrivateNetwork) return Promise.resolve();
+    if (!this.#proxied || this.#options.allowPrivateNetwork) return Promise.resolve();
     let check = this.#checkedHosts.get(url.hostname);
     if (!check) {
       check = assertPublicHost(url.hostname, false, url.href);
@@ -193,6 +205,7 @@ export class PageFetcher {
       'user-agent': this.#options.userAgent,
     };
     const redirectUrls: URL[] = [];
+    const dispatcher = this.#nextDispatcher();
     try {
       for (let hop = 0; ; hop++) {
         if (current.protocol !== 'http:' && current.protocol !== 'https:') {
@@ -206,7 +219,7 @@ export class PageFetcher {
           method: method as Dispatcher.HttpMethod,
           headers,
           signal,
-          dispatcher: this.#dispatcher,
+          dispatcher,
         });
         const location = response.headers.location;
         if (response.statusCode >= 300 && response.statusCode < 400 && location) {
@@ -278,7 +291,7 @@ export class PageFetcher {
 
   /** Closes every connection (in-flight requests included). */
   async close(): Promise<void> {
-    await this.#dispatcher.destroy().catch(() => {});
+    await Promise.all(this.#dispatchers.map((d) => d.destroy().catch(() => {})));
   }
 }
 

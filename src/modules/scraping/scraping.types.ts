@@ -15,8 +15,11 @@ export interface CrawlSettings {
   maxPages: number;
   respectRobotsTxt: boolean;
   userAgent: string;
-  /** http(s)://user:pass@host:port; ready for enterprise proxy profiles. */
-  proxyUrl?: string;
+  /**
+   * Proxies to go out through (http(s):// or socks5://user:pass@host:port): SCRAPER_PROXY_URL, or a proxy
+   * profile's endpoints, taken in turn per request (one entry: always that one).
+   */
+  proxyUrls?: string[];
   /** Parallel requests for the whole crawl. */
   maxConcurrency: number;
   /** Parallel requests to one host. */

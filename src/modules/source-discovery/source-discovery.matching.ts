@@ -1,4 +1,4 @@
-import { type CatalogueEntry, catalogue } from './source-discovery.catalogue.ts';
+import { type CatalogueEntry, catalogue } from '../sources/index.ts';
 
 /**
  * Rule-based matching of a query against the built-in catalogue: words are lower-cased, stripped of

@@ -6,7 +6,7 @@ import { nextCursor } from '../../shared/pagination.ts';
 import {
   batchResultView,
   batchSourcesBody,
-  createSourceBody,
+  createSourceRequest,
   listSourcesQuery,
   MAX_BATCH_SOURCES,
   sourceView,
@@ -41,8 +41,10 @@ export const sourceRoutes: RouteModule = (app, deps) => {
       description:
         'Selectors follow the convention in the `selectors` description and are checked here: a selector that does ' +
         'not parse is a 400 naming `selectors.<key>`. `projectId` and `profileTypeId` must be yours (404 naming the ' +
-        'field). A DRAFT source does not run; activate it.',
-      body: createSourceBody,
+        'field). A DRAFT source does not run; activate it. With `templateId` (GET /api/source-templates) the template ' +
+        'fills `url` from `variables` (a missing one is a 400 naming `variables.<name>`), `scrapeType`, `selectors`, ' +
+        '`scheduleType` and `options`; fields of the body win. An unknown template is a 404 naming `templateId`.',
+      body: createSourceRequest,
       response: { 201: source, ...errorResponses(400, 401, 404) },
     },
     handler: async (request, reply) => {
@@ -58,7 +60,8 @@ export const sourceRoutes: RouteModule = (app, deps) => {
       summary: 'Create several DRAFT sources at once',
       description:
         `1–${MAX_BATCH_SOURCES} sources, all created or none. ` +
-        '`scrapeType` defaults to DYNAMIC and `selectors` to {}.',
+        '`scrapeType` defaults to DYNAMIC and `selectors` to {}. Items may name a `templateId` with `variables`, as ' +
+        'in `POST /api/sources`.',
       body: batchSourcesBody,
       response: { 201: envelope(batchResultView), ...errorResponses(400, 401, 404) },
     },

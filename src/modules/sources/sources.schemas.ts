@@ -13,6 +13,9 @@ const url = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max
 const description = z.string().trim().max(5000);
 const reasoning = z.string().trim().max(5000);
 
+/** Shared with source templates (templates/templates.schemas.ts). */
+export { description as sourceDescription, name as sourceName, url as sourceUrl };
+
 /**
  * docs/selectors.md: a flat object of selector strings; checked in depth by the service. Crawl settings found
  * here (`maxPages`, …: where they were once documented) are taken as such, numbers and booleans included.
@@ -77,6 +80,10 @@ const sourceSettings = {
     .optional()
     .describe('Default true: pages robots.txt disallows are skipped; also `options.respectRobotsTxt`, which wins'),
   options: crawlOptionsSchema.optional(),
+  proxyProfileId: uuidString
+    .nullable()
+    .optional()
+    .describe("One of your proxy profiles: the source's crawls go out through it instead of SCRAPER_PROXY_URL"),
 };
 
 export const createSourceBody = z.object({
@@ -86,6 +93,29 @@ export const createSourceBody = z.object({
   selectors: selectorsSchema,
   ...sourceSettings,
 });
+
+/** Making a source from a source template (docs/scraping.md "Source templates"). */
+const fromTemplate = {
+  templateId: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe(
+      'A source template (`builtin:<id>` or one of yours): fills `url` from its pattern and `variables`, and ' +
+        '`scrapeType`, `selectors`, `scheduleType`, `description` and `options`; fields given here win',
+    ),
+  variables: z
+    .record(z.string().max(100), z.string().min(1).max(2000))
+    .optional()
+    .describe("Values of the template's URL variables, each URL-encoded into its place"),
+};
+
+/** The body of POST /api/sources: `url`, `scrapeType` and `selectors` may come from a template instead. */
+export const createSourceRequest = createSourceBody
+  .partial({ url: true, scrapeType: true, selectors: true })
+  .extend(fromTemplate)
+  .describe('`url`, `scrapeType` and `selectors` are required unless `templateId` supplies them.');
 
 export const batchSourceItem = z.object({
   name,
@@ -98,8 +128,17 @@ export const batchSourceItem = z.object({
   profileTypeId: sourceSettings.profileTypeId,
 });
 
+const batchSourceRequestItem = batchSourceItem
+  .extend({
+    url: url.optional(),
+    scrapeType: z.enum(scrapeTypes).optional(),
+    selectors: selectorsSchema.optional(),
+    ...fromTemplate,
+  })
+  .describe("`url` is required unless `templateId` supplies it; `scrapeType` defaults to the template's or DYNAMIC.");
+
 export const batchSourcesBody = z.object({
-  sources: z.array(batchSourceItem).min(1).max(MAX_BATCH_SOURCES),
+  sources: z.array(batchSourceRequestItem).min(1).max(MAX_BATCH_SOURCES),
   projectId: uuidString.optional().describe('Puts every source of the batch in this project'),
 });
 
@@ -135,6 +174,8 @@ export const sourceView = z
     reasoning: z.string().nullable(),
     projectId: z.string().nullable(),
     profileTypeId: z.string().nullable(),
+    templateId: z.string().nullable().describe('The source template it was made from'),
+    proxyProfileId: z.string().nullable(),
     maxPages: z.number().int().nullable(),
     respectRobotsTxt: z.boolean(),
     options: crawlOptionsSchema,
@@ -155,6 +196,8 @@ export const batchResultView = z.object({
 
 export type CreateSourceInput = z.infer<typeof createSourceBody>;
 export type BatchSourceInput = z.input<typeof batchSourceItem>;
+export type CreateSourceRequest = z.infer<typeof createSourceRequest>;
+export type BatchSourceRequestItem = z.infer<typeof batchSourceRequestItem>;
 export type UpdateSourceInput = z.infer<typeof updateSourceBody>;
 export type ListSourcesQuery = z.infer<typeof listSourcesQuery>;
 export type SourceView = z.infer<typeof sourceView>;

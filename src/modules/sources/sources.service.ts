@@ -1,20 +1,26 @@
 import type { Db, Tx } from '../../db/client.ts';
 import type { AppDeps } from '../../deps.ts';
-import { AppError, type ErrorDetail, notFound } from '../../shared/errors.ts';
+import { AppError, type ErrorDetail, notFound, validationErrors } from '../../shared/errors.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
+import { ownsProxyProfile } from '../proxy-profiles/index.ts';
 import { validateSelectors } from '../scraping/index.ts';
 import { type CrawlSettingsInput, type PlacedCrawlSettings, placeCrawlSettings } from './crawl-settings.ts';
 import { insertSourceRows, type NewSource, type SourceRow, sourceRepository } from './sources.repository.ts';
 import { nextRunAt } from './sources.schedule.ts';
-import type {
-  BatchSourceInput,
-  CrawlOptions,
-  CreateSourceInput,
-  ListSourcesQuery,
-  SourceView,
-  UpdateSourceInput,
+import {
+  type BatchSourceInput,
+  type BatchSourceRequestItem,
+  batchSourceItem,
+  type CrawlOptions,
+  type CreateSourceInput,
+  type CreateSourceRequest,
+  createSourceBody,
+  type ListSourcesQuery,
+  type SourceView,
+  type UpdateSourceInput,
 } from './sources.schemas.ts';
+import { createTemplateService } from './templates/templates.service.ts';
 
 export const toSourceView = (r: SourceRow): SourceView => ({
   id: r.id,
@@ -28,6 +34,8 @@ export const toSourceView = (r: SourceRow): SourceView => ({
   reasoning: r.reasoning,
   projectId: r.projectId,
   profileTypeId: r.profileTypeId,
+  templateId: r.templateId,
+  proxyProfileId: r.proxyProfileId,
   maxPages: r.maxPages,
   respectRobotsTxt: r.respectRobotsTxt,
   options: r.options as CrawlOptions,
@@ -46,13 +54,13 @@ function selectorErrors(
   return validateSelectors(selectors, scrapeType).map((d) => ({ field: `${prefix}${d.field}`, message: d.message }));
 }
 
-const invalid = (details: ErrorDetail[]) =>
-  new AppError('VALIDATION_ERROR', details.map((d) => `${d.field}: ${d.message}`).join('; '), { details });
+const invalid = validationErrors;
 
 export type SourceService = ReturnType<typeof createSourceService>;
 
 export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
   const repo = sourceRepository(deps.db);
+  const templates = createTemplateService(deps);
 
   async function checkProject(userId: string, projectId: string | null | undefined): Promise<void> {
     if (projectId && !(await repo.projectExists(userId, projectId.toLowerCase())))
@@ -69,6 +77,11 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
     if (missing) throw notFound('Profile type', missing.field);
   }
 
+  async function checkProxyProfile(userId: string, id: string | null | undefined): Promise<void> {
+    if (id && !(await ownsProxyProfile(deps.db, userId, id.toLowerCase())))
+      throw notFound('Proxy profile', 'proxyProfileId');
+  }
+
   async function owned(userId: string, id: string): Promise<SourceRow> {
     return findOwned(id, 'Source', (key) => repo.find(userId, key));
   }
@@ -80,11 +93,14 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
     placed: PlacedCrawlSettings,
     projectId: string | null,
     now: Date,
+    templateId: string | null = null,
   ): NewSource {
     return {
       userId,
+      templateId,
       projectId,
       profileTypeId: input.profileTypeId?.toLowerCase() ?? null,
+      proxyProfileId: input.proxyProfileId?.toLowerCase() ?? null,
       name: input.name,
       url: input.url,
       scrapeType: input.scrapeType ?? 'DYNAMIC',
@@ -128,20 +144,33 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       await repo.update(userId, id, { lastRunAt: at });
     },
 
-    async create(userId: string, input: CreateSourceInput): Promise<SourceView> {
+    /** One DRAFT source; with `templateId`, the template fills what the body leaves out. */
+    async create(userId: string, request: CreateSourceRequest | CreateSourceInput): Promise<SourceView> {
+      const [{ input, templateId }] = (await templates.apply(userId, [request], createSourceBody, [
+        'url',
+        'scrapeType',
+        'selectors',
+      ])) as [{ input: CreateSourceInput; templateId: string | null }];
       const placed = placeCrawlSettings(input);
       const errors = [...placed.errors, ...selectorErrors(placed.selectors ?? {}, input.scrapeType)];
       if (errors.length) throw invalid(errors);
       await checkProject(userId, input.projectId);
       await checkProfileTypes(userId, [{ id: input.profileTypeId, field: 'profileTypeId' }]);
+      await checkProxyProfile(userId, input.proxyProfileId);
       const [row] = await repo.insertMany([
-        newRow(userId, input, placed, input.projectId?.toLowerCase() ?? null, deps.clock.now()),
+        newRow(userId, input, placed, input.projectId?.toLowerCase() ?? null, deps.clock.now(), templateId),
       ]);
       return toSourceView(row!);
     },
 
     /** Several DRAFT sources at once (default scrapeType DYNAMIC), all or none. Also used by `generate` (autoSave). */
-    async createMany(userId: string, items: BatchSourceInput[], projectId?: string | null): Promise<SourceView[]> {
+    async createMany(
+      userId: string,
+      requests: Array<BatchSourceRequestItem | BatchSourceInput>,
+      projectId?: string | null,
+    ): Promise<SourceView[]> {
+      const applied = await templates.apply(userId, requests, batchSourceItem, ['url'], (i) => `sources.${i}.`);
+      const items = applied.map((a) => a.input as BatchSourceInput);
       const placed = items.map((item, i) => placeCrawlSettings(item as CrawlSettingsInput, `sources.${i}.`));
       const errors = items.flatMap((item, i) => [
         ...placed[i]!.errors,
@@ -155,7 +184,9 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       );
       const now = deps.clock.now();
       const rows = await repo.insertMany(
-        items.map((item, i) => newRow(userId, item, placed[i]!, projectId?.toLowerCase() ?? null, now)),
+        items.map((item, i) =>
+          newRow(userId, item, placed[i]!, projectId?.toLowerCase() ?? null, now, applied[i]!.templateId),
+        ),
       );
       return rows.map(toSourceView);
     },
@@ -177,6 +208,7 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       const settled = { ...input, ...placed, options };
       await checkProject(userId, input.projectId);
       await checkProfileTypes(userId, [{ id: input.profileTypeId, field: 'profileTypeId' }]);
+      await checkProxyProfile(userId, input.proxyProfileId);
       const now = deps.clock.now();
       const status = input.status ?? current.status;
       const scheduleType = input.scheduleType ?? current.scheduleType;
@@ -199,6 +231,7 @@ export function createSourceService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       if (input.reasoning !== undefined) values.reasoning = input.reasoning || null;
       if (input.projectId !== undefined) values.projectId = input.projectId?.toLowerCase() ?? null;
       if (input.profileTypeId !== undefined) values.profileTypeId = input.profileTypeId?.toLowerCase() ?? null;
+      if (input.proxyProfileId !== undefined) values.proxyProfileId = input.proxyProfileId?.toLowerCase() ?? null;
       if (Object.keys(values).length === 0) return toSourceView(current);
       if (scheduleChanged) values.nextRunAt = nextRunAt(scheduleType, status, now);
       const row = await repo.update(userId, current.id, { ...values, updatedAt: now });

@@ -4,4 +4,11 @@
  */
 export { userRoutes } from './users.routes.ts';
 export { emailInput, password, toUserView, userView } from './users.schemas.ts';
-export { accountStatusOf, createUserService, findUserByEmail, lockUser, setUserAccountState } from './users.service.ts';
+export {
+  accountStatusOf,
+  createUserService,
+  findUserByEmail,
+  insertOrganizationAccount,
+  lockUser,
+  setUserAccountState,
+} from './users.service.ts';

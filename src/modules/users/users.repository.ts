@@ -1,4 +1,4 @@
-import { eq, sql } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { type Db, queryRows, type Tx } from '../../db/client.ts';
 import { jobs, leads, sources, users } from '../../db/schema/index.ts';
 
@@ -11,7 +11,12 @@ export function userRepository(db: Db | Tx) {
       return row;
     },
     async findByEmail(email: string): Promise<UserRow | undefined> {
-      const [row] = await db.select().from(users).where(eq(users.email, email)).limit(1);
+      // Organization accounts have no email, and never sign in.
+      const [row] = await db
+        .select()
+        .from(users)
+        .where(and(eq(users.email, email), eq(users.kind, 'person')))
+        .limit(1);
       return row;
     },
     async stats(userId: string): Promise<{ sources: number; jobs: number; leads: number }> {
@@ -39,6 +44,14 @@ export function userRepository(db: Db | Tx) {
         .update(users)
         .set({ ...values, updatedAt: at })
         .where(eq(users.id, id));
+    },
+    /** An organization's account: no email, no password (docs/organizations.md); its id is the organization's. */
+    async insertOrganization(name: string, at: Date): Promise<UserRow> {
+      const [row] = await db
+        .insert(users)
+        .values({ kind: 'organization', name, createdAt: at, updatedAt: at, consentUpdatedAt: at })
+        .returning();
+      return row!;
     },
     async updatePassword(id: string, passwordHash: string, at: Date): Promise<void> {
       await db.update(users).set({ passwordHash, updatedAt: at }).where(eq(users.id, id));

@@ -22,9 +22,10 @@ export const userStats = z
 
 export const changePasswordBody = z.object({ currentPassword: z.string().min(1).max(1024), newPassword: password });
 
-export const toUserView = (u: { id: string; email: string; name: string | null; createdAt: Date }) => ({
+export const toUserView = (u: { id: string; email: string | null; name: string | null; createdAt: Date }) => ({
   id: u.id,
-  email: u.email,
+  // A person always has an email (users_person_credentials); only organization accounts have none.
+  email: u.email ?? '',
   name: u.name,
   createdAt: u.createdAt.toISOString(),
 });

@@ -15,7 +15,7 @@ export function createUserService(deps: Pick<AppDeps, 'db' | 'clock'>) {
     },
     async changePassword(userId: string, currentPassword: string, newPassword: string) {
       const user = await repo.findById(userId);
-      if (!user || !(await verifyPassword(user.passwordHash, currentPassword))) {
+      if (!user?.passwordHash || !(await verifyPassword(user.passwordHash, currentPassword))) {
         throw new AppError('INVALID_PASSWORD', 'Current password is incorrect', {
           details: [{ field: 'currentPassword', message: 'incorrect' }],
         });
@@ -41,3 +41,7 @@ export const setUserAccountState = (
   values: { status?: UserRow['status']; role?: UserRow['role'] },
   at: Date,
 ) => userRepository(tx).setAccountState(id, values, at);
+
+/** Creates an organization's account in the caller's transaction; what the organization owns is keyed by its id. */
+export const insertOrganizationAccount = async (tx: Db | Tx, name: string, at: Date) =>
+  (await userRepository(tx).insertOrganization(name, at)).id;

@@ -6,3 +6,4 @@
 export { createWebhookDispatcher } from './webhooks.dispatcher.ts';
 export { webhookRoutes } from './webhooks.routes.ts';
 export { eventOutbox, pruneWebhookHistory } from './webhooks.service.ts';
+export { newSigningSecret, signatureHeader } from './webhooks.signing.ts';

@@ -111,17 +111,27 @@ export class BrowserHost {
    * answers once the process exists (commands written meanwhile wait in the pipe) and a Chromium that never
    * answers is killed in the background, its session ending FAILED with the reason.
    */
-  async #launch(viewport: Viewport, extensionDirs: string[] = [], ready = true): Promise<Launched> {
+  async #launch(
+    viewport: Viewport,
+    extensionDirs: string[] = [],
+    ready = true,
+    upstreamProxyUrls: string[] = [],
+  ): Promise<Launched> {
     // The guard admits connections of this Chromium's process group only: it cannot send proxy credentials.
+    // A session's proxy profile is chained behind the guard, which adds the profile's credentials (Chromium
+    // could not send them either); so the guard runs for it even with ALLOW_PRIVATE_NETWORK.
     let group = -1;
     const stopGuard = new AbortController();
-    const guard = this.#options.allowPrivateNetwork
-      ? undefined
-      : await startGuardProxy({
-          allowPrivateNetwork: false,
-          signal: stopGuard.signal,
-          admitPeer: async (socket) => peerInGroup(socket, group),
-        });
+    const { allowPrivateNetwork } = this.#options;
+    const guard =
+      allowPrivateNetwork && !upstreamProxyUrls.length
+        ? undefined
+        : await startGuardProxy({
+            allowPrivateNetwork,
+            upstreamProxyUrls,
+            signal: stopGuard.signal,
+            admitPeer: async (socket) => peerInGroup(socket, group),
+          });
     const chromium = launchChromium({
       chromiumPath: this.#options.chromiumPath,
       viewport,
@@ -206,13 +216,17 @@ export class BrowserHost {
     session: Omit<LiveSession, 'chromium' | 'mux' | 'clients' | 'lastActivity' | 'ending' | 'playwright'>,
     viewport: Viewport,
     extensionDirs: string[] = [],
+    /** The session's proxy profile (its endpoints): a new Chromium behind a guard chained to it. */
+    upstreamProxyUrls: string[] = [],
   ): Promise<LiveSession> {
     const { defaultViewport } = this.#options;
     const asWarm =
       extensionDirs.length === 0 &&
+      upstreamProxyUrls.length === 0 &&
       viewport.width === defaultViewport.width &&
       viewport.height === defaultViewport.height;
-    const launched = (asWarm && this.#warm.shift()) || (await this.#launch(viewport, extensionDirs, false));
+    const launched =
+      (asWarm && this.#warm.shift()) || (await this.#launch(viewport, extensionDirs, false, upstreamProxyUrls));
     // Spawning Chromium blocks the event loop for as long as fork() copies this process's page tables (30–90 ms
     // at 800 MB RSS): refill the pool after this session has been answered and its first client served.
     setTimeout(() => this.#replenish(), REPLENISH_DELAY_MS).unref();

@@ -33,7 +33,12 @@ export const createSessionBody = z
       .default(false)
       .describe("With profileId: this session is the profile's one writer (409 PROFILE_LOCKED when it has one)"),
     viewport: viewport.optional(),
-    proxyProfileId: z.string().min(1).max(100).optional().describe('Stored; proxies arrive with Enterprise'),
+    proxyProfileId: z
+      .string()
+      .min(1)
+      .max(100)
+      .optional()
+      .describe("One of your proxy profiles (404 otherwise): the browser's traffic goes out through it"),
     timeoutMs: duration.optional().describe('Hard timeout; default BROWSER_SESSION_TIMEOUT_MS'),
     idleTimeoutMs: duration.optional().describe('Ends after this long with no client and no action'),
     keepAlive: z.boolean().default(false).describe('No idle timeout (the hard timeout still applies)'),

@@ -11,6 +11,7 @@ import { AppError, accountSuspended, notFound, validationError } from '../../../
 import { emitEvent } from '../../../shared/events.ts';
 import { storedId } from '../../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
+import { createProxyProfileService } from '../../proxy-profiles/index.ts';
 import { accountStatusOf } from '../../users/index.ts';
 import { type CdpGrant, cdpTokenKey, verifyCdpToken } from '../cdp/token.ts';
 import { createExtensions } from '../extensions/extensions.service.ts';
@@ -49,6 +50,7 @@ export function createBrowserSessions(deps: AppDeps) {
   const { config, db, clock, logger } = deps;
   const now = () => clock.now().getTime();
   const tokenKey = cdpTokenKey(secretKeyMaterial(config));
+  const proxyProfiles = createProxyProfileService(deps);
   const hostId = hostIdOf(config);
   let starting = 0;
   let reaper: NodeJS.Timeout | undefined;
@@ -187,6 +189,9 @@ export function createBrowserSessions(deps: AppDeps) {
       }
       await deps.credits.assert(db, scope.userId, 'browser_minutes', 1);
       const extensionDirs = await extensions.dirsFor(scope.userId, body.extensionIds);
+      // 404 naming proxyProfileId unless it is the caller's; resolved before anything is stored or started.
+      const proxyProfileId = body.proxyProfileId ? (storedId(body.proxyProfileId) ?? body.proxyProfileId) : null;
+      const proxyUrls = proxyProfileId ? await proxyProfiles.proxyUrlsFor(scope.userId, proxyProfileId) : [];
       const profile = await profiles.forCreate(db, { userId: scope.userId, clientRef: clientRef ?? undefined }, body);
       const refuse = (refusal: { message: string; retryAfterSeconds: number }) =>
         new AppError('CAPACITY_EXCEEDED', refusal.message, {
@@ -213,7 +218,7 @@ export function createBrowserSessions(deps: AppDeps) {
             viewportHeight: viewport.height,
             profileId: profile?.id ?? null,
             persistProfile: body.persistProfile,
-            proxyProfileId: body.proxyProfileId ?? null,
+            proxyProfileId,
             timeoutMs,
             idleTimeoutMs: body.idleTimeoutMs ?? config.BROWSER_IDLE_TIMEOUT_MS,
             keepAlive: body.keepAlive,
@@ -244,6 +249,7 @@ export function createBrowserSessions(deps: AppDeps) {
             },
             viewport,
             extensionDirs,
+            proxyUrls,
           );
           await profiles.restore(row.id, () => host.playwright(row.id)); // starts where its profile was saved
           // Downloads become the session's files (they land in its directory anyway: the profile's preferences

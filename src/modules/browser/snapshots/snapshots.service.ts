@@ -10,6 +10,7 @@ import { createSecretBox, secretKeyMaterial } from '../../../shared/crypto.ts';
 import { AppError, notFound } from '../../../shared/errors.ts';
 import { storedId } from '../../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../../shared/pagination.ts';
+import { createProxyProfileService } from '../../proxy-profiles/index.ts';
 import { createExtensions } from '../extensions/extensions.service.ts';
 import { followDownloads } from '../files/files.service.ts';
 import { profileLeasesOf } from '../profiles/profile-leases.ts';
@@ -50,6 +51,7 @@ export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, host
   const extensions = createExtensions(db, config.dataDir);
   const leases = profileLeasesOf(deps);
   const box = createSecretBox(secretKeyMaterial(config));
+  const proxyProfiles = createProxyProfileService(deps);
   /** Sleeps and wakes under way in this process, by session id. */
   const busy = new Map<string, Promise<unknown>>();
   let waking = 0;
@@ -163,9 +165,11 @@ export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, host
       const started = await admitWake(row, saved.remainingMs);
       if (!started) return settled(row);
       try {
-        const [state, extensionDirs] = await Promise.all([
+        const [state, extensionDirs, proxyUrls] = await Promise.all([
           decodeState(saved.state, box),
           extensions.dirsFor(row.userId, row.extensionIds).catch(() => []),
+          // A woken session goes out through its proxy profile again (a profile in use cannot be deleted).
+          row.proxyProfileId ? proxyProfiles.proxyUrlsFor(row.userId, row.proxyProfileId) : [],
         ]);
         const live = await host.open(
           {
@@ -179,6 +183,7 @@ export function createSnapshots(deps: AppDeps, { hostId, host, internalUrl, host
           },
           state.viewport,
           extensionDirs,
+          proxyUrls,
         );
         void followDownloads(live).catch((err) => logger.warn({ err, sessionId: row.id }, 'downloads not followed'));
         const browser = await host.playwright(row.id);

@@ -1,7 +1,8 @@
 /**
- * The built-in catalogue of public directory kinds, used when no AI provider is configured (and by
- * analyze's heuristic path). Each entry is a real public site; `urlTemplate` takes the query where
- * the site has a search URL. Documented in docs/source-catalogue.md: keep the two in step.
+ * The built-in catalogue of public directory kinds: source discovery's answer when no AI provider is configured (and
+ * analyze's heuristic path), and the data of the built-in source templates (templates.builtins.ts). Each entry is a
+ * real public site; `urlTemplate` takes the query where the site has a search URL. Documented in
+ * docs/source-catalogue.md: keep the two in step.
  *
  * Placeholders: `{query}` the URL-encoded query, `{slug}` the query as a lower-case hyphenated slug,
  * `{term}` the URL-encoded query word that matched the entry (the whole query when none did): for

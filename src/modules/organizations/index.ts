@@ -1,0 +1,6 @@
+/**
+ * The organizations module's face (docs/CONVENTIONS.md "A module's face"): what other modules, the app and the
+ * workers may use of it.
+ */
+export { organizationRoutes } from './organizations.routes.ts';
+export { joinByInvitation, orgsBlockingDeletion, orgsDeletedWith } from './organizations.service.ts';
