@@ -1,4 +1,5 @@
 /** The MCP SDK's own client, connected to a running Quarry over Streamable HTTP with an API key. */
+import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
@@ -15,6 +16,15 @@ export async function connectMcp(
   return { client, transport };
 }
 
+/** A tool result as the tests read it (the SDK's type also admits a legacy `toolResult` form). */
+type ToolAnswer = Record<string, unknown>;
+
 /** The text of a tool result's first content block. */
-export const textOf = (result: { content?: unknown }): string =>
-  ((result.content as Array<{ type: string; text?: string }>)[0]?.text ?? '') as string;
+export const textOf = (result: ToolAnswer): string =>
+  ((result.content as Array<{ type: string; text?: string }> | undefined)?.[0]?.text ?? '') as string;
+
+/** The structured content of a successful tool result (fails the test, with the error text, otherwise). */
+export function dataOf<T>(result: ToolAnswer): T {
+  assert.equal(result.isError, undefined, textOf(result));
+  return result.structuredContent as T;
+}

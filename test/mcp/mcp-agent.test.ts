@@ -10,8 +10,8 @@ import { after, before, test } from 'node:test';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { generateText, jsonSchema, stepCountIs, type ToolSet, tool } from 'ai';
-import { outreachEnrollments } from '../../src/db/schema/index.ts';
 import { eq } from 'drizzle-orm';
+import { outreachEnrollments } from '../../src/db/schema/index.ts';
 import { DIRECTORY_SELECTORS, type FixtureSite, startFixtureSite } from '../fixtures/sites.ts';
 import { createTestContext, type TestContext, type TestUser } from '../helpers/app.ts';
 import { startTestDnsServer, type TestDnsServer } from '../helpers/dns.ts';
@@ -80,7 +80,9 @@ function model(request: ChatRequest) {
   const tools = body.tools;
   const results = body.messages.filter((m) => m.role === 'tool');
   const last = results.at(-1);
-  const lastData = last ? JSON.parse(String(typeof last.content === 'string' ? last.content : JSON.stringify(last.content))) : undefined;
+  const lastData = last
+    ? JSON.parse(String(typeof last.content === 'string' ? last.content : JSON.stringify(last.content)))
+    : undefined;
   const campaignId = /campaign ([0-9a-f-]{36})/.exec(String(body.messages.find((m) => m.role === 'user')?.content))![1];
   const call = (fn: OpenAiTool['function'], args: Record<string, unknown>) => {
     for (const name of fn.parameters.required ?? []) assert.ok(name in args, `${fn.name} needs ${name}`);
@@ -100,7 +102,10 @@ function model(request: ChatRequest) {
     case 2:
       return call(pick(tools, /^Activate/), { id: lastData.source.id });
     case 3:
-      return call(pick(tools, /^Start a scraping run|Crawls an ACTIVE source/), { name: 'Agent run', sourceId: lastData.source.id });
+      return call(pick(tools, /^Start a scraping run|Crawls an ACTIVE source/), {
+        name: 'Agent run',
+        sourceId: lastData.source.id,
+      });
     case 4:
       return call(pick(tools, /Waits until a scraping job ends/), { id: lastData.job.id, timeoutSeconds: 120 });
     case 5:
@@ -109,13 +114,18 @@ function model(request: ChatRequest) {
     case 6: {
       // One call per lead, in one step (parallel tool calls).
       const validate = pick(tools, /Answers the verdict at once/);
-      return { toolCalls: lastData.leads.map((l: { id: string }) => ({ name: validate.name, arguments: { id: l.id } })) };
+      return {
+        toolCalls: lastData.leads.map((l: { id: string }) => ({ name: validate.name, arguments: { id: l.id } })),
+      };
     }
     case 12: {
       const verdicts = results.slice(-6).map((r) => JSON.parse(String(r.content)).status);
       assert.deepEqual(verdicts, Array(6).fill('valid'));
       const found = JSON.parse(String(results[5]!.content)).leads as Array<{ id: string }>;
-      return call(pick(tools, /already enrolled leads are skipped/), { id: campaignId, leadIds: found.map((l) => l.id) });
+      return call(pick(tools, /already enrolled leads are skipped/), {
+        id: campaignId,
+        leadIds: found.map((l) => l.id),
+      });
     }
     default:
       return { content: `Enrolled ${lastData.uploaded} leads. ${JSON.stringify(lastData.skipped)}` };
@@ -166,6 +176,9 @@ test('an agent goes from a description to enrolled leads, choosing each tool by 
     'enroll_leads',
   ]);
   assert.equal(run.text, 'Enrolled 6 leads. {}');
-  const enrolled = await ctx.deps.db.select().from(outreachEnrollments).where(eq(outreachEnrollments.campaignId, campaign.id));
+  const enrolled = await ctx.deps.db
+    .select()
+    .from(outreachEnrollments)
+    .where(eq(outreachEnrollments.campaignId, campaign.id));
   assert.equal(enrolled.length, 6);
 });

@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { startBrowserPages } from '../fixtures/browser-pages.ts';
-import { type BrowserTestContext, createBrowserContext } from '../helpers/browser.ts';
 import type { TestUser } from '../helpers/app.ts';
-import { connectMcp, textOf } from '../helpers/mcp-client.ts';
+import { type BrowserTestContext, createBrowserContext } from '../helpers/browser.ts';
+import { connectMcp, dataOf, textOf } from '../helpers/mcp-client.ts';
 
 let ctx: BrowserTestContext;
 let site: Awaited<ReturnType<typeof startBrowserPages>>;
 let alice: TestUser;
-let clients: Client[] = [];
+const clients: Client[] = [];
 
 before(async () => {
   site = await startBrowserPages();
@@ -27,25 +27,21 @@ const connect = async (headers: Record<string, string> = {}) => {
   clients.push(client);
   return client;
 };
-const data = <T>(result: { structuredContent?: unknown; isError?: unknown; content?: unknown }) => {
-  assert.equal(result.isError, undefined, textOf(result));
-  return result.structuredContent as T;
-};
 
 test('a browser session driven through the tools: navigate, scrape, markdown, screenshot, release', async () => {
   const client = await connect({ 'x-client-ref': 'tenant-a' });
-  const { session } = data<{ session: { id: string; status: string; cdpUrl: string } }>(
+  const { session } = dataOf<{ session: { id: string; status: string; cdpUrl: string } }>(
     await client.callTool({ name: 'create_browser_session', arguments: {} }),
   );
   assert.equal(session.status, 'LIVE');
   assert.ok(session.cdpUrl.includes(ctx.hostPort), `cdpUrl names the host the client reached: ${session.cdpUrl}`);
 
-  const navigated = data<{ url: string }>(
+  const navigated = dataOf<{ url: string }>(
     await client.callTool({ name: 'browser_navigate', arguments: { id: session.id, url: `${site.url}/list` } }),
   );
   assert.equal(navigated.url, `${site.url}/list`, JSON.stringify(navigated));
 
-  const scraped = data<{ items: Array<{ fields: Record<string, string> }> }>(
+  const scraped = dataOf<{ items: Array<{ fields: Record<string, string> }> }>(
     await client.callTool({
       name: 'browser_scrape',
       arguments: { id: session.id, selectors: { item: '.p', name: '.n', email: '.m@href' } },
@@ -56,7 +52,7 @@ test('a browser session driven through the tools: navigate, scrape, markdown, sc
     ['Ada Lovelace', 'Alan Turing'],
   );
 
-  const markdown = data<{ format: string; content: string }>(
+  const markdown = dataOf<{ format: string; content: string }>(
     await client.callTool({ name: 'browser_read_markdown', arguments: { id: session.id } }),
   );
   assert.equal(markdown.format, 'markdown');
@@ -76,7 +72,7 @@ test('a browser session driven through the tools: navigate, scrape, markdown, sc
   assert.equal(hidden.isError, true);
   assert.match(textOf(hidden), /^NOT_FOUND/);
 
-  data(await client.callTool({ name: 'release_browser_session', arguments: { id: session.id } }));
+  dataOf(await client.callTool({ name: 'release_browser_session', arguments: { id: session.id } }));
   const after = await client.callTool({ name: 'browser_navigate', arguments: { id: session.id, url: site.url } });
   assert.equal(after.isError, true);
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { createTestContext, type TestContext, type TestUser } from '../helpers/app.ts';
-import { connectMcp, textOf } from '../helpers/mcp-client.ts';
+import { connectMcp, dataOf, textOf } from '../helpers/mcp-client.ts';
 
 let ctx: TestContext;
 let base: string;
@@ -59,6 +59,21 @@ describe('MCP over Streamable HTTP', () => {
       leads.map((l) => l.email),
       ['ada@example.org'],
     );
+  });
+
+  test('search_leads finds text in names, emails and companies; wildcards are literal', async () => {
+    await ctx.call(alice, 'POST', '/api/leads', {
+      sourceUrl: 'https://example.org/t',
+      email: 'kurt@godel.org',
+      company: '100% Logic',
+    });
+    const byText = async (q: string) =>
+      dataOf<{ leads: Array<{ email: string }> }>(
+        await client.callTool({ name: 'search_leads', arguments: { q } }),
+      ).leads.map((l) => l.email);
+    assert.deepEqual(await byText('GODEL'), ['kurt@godel.org']);
+    assert.deepEqual(await byText('0% l'), ['kurt@godel.org']);
+    assert.deepEqual(await byText('_o'), [], 'an underscore is an underscore, not any character');
   });
 
   test('errors are tool results with the API code', async () => {

@@ -4,7 +4,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { DIRECTORY_SELECTORS, type FixtureSite, startFixtureSite } from '../fixtures/sites.ts';
 import { createTestContext, eventually, type TestContext, type TestUser } from '../helpers/app.ts';
-import { connectMcp, textOf } from '../helpers/mcp-client.ts';
+import { connectMcp, dataOf, textOf } from '../helpers/mcp-client.ts';
 
 let ctx: TestContext;
 let site: FixtureSite;
@@ -26,21 +26,21 @@ after(async () => {
   await site?.close();
 });
 
-const data = <T>(result: { structuredContent?: unknown; isError?: unknown; content?: unknown }) => {
-  assert.equal(result.isError, undefined, textOf(result));
-  return result.structuredContent as T;
-};
-
 test('a source made, activated and crawled through the tools; wait_for_job reports progress; the job resource announces changes', async () => {
-  const { source } = data<{ source: { id: string; status: string } }>(
+  const { source } = dataOf<{ source: { id: string; status: string } }>(
     await client.callTool({
       name: 'create_source',
-      arguments: { name: 'Directory', url: `${site.url}directory`, scrapeType: 'STATIC', selectors: DIRECTORY_SELECTORS },
+      arguments: {
+        name: 'Directory',
+        url: `${site.url}directory`,
+        scrapeType: 'STATIC',
+        selectors: DIRECTORY_SELECTORS,
+      },
     }),
   );
   assert.equal(source.status, 'DRAFT');
-  data(await client.callTool({ name: 'activate_source', arguments: { id: source.id } }));
-  const { job } = data<{ job: { id: string } }>(
+  dataOf(await client.callTool({ name: 'activate_source', arguments: { id: source.id } }));
+  const { job } = dataOf<{ job: { id: string } }>(
     await client.callTool({ name: 'start_job', arguments: { name: 'MCP run', sourceId: source.id } }),
   );
 
@@ -60,7 +60,7 @@ test('a source made, activated and crawled through the tools; wait_for_job repor
     undefined,
     { onprogress: (p) => progress.push(p), timeout: 130_000 },
   );
-  const finished = data<{ job: { status: string; leadsFound: number } }>(waited).job;
+  const finished = dataOf<{ job: { status: string; leadsFound: number } }>(waited).job;
   assert.equal(finished.status, 'COMPLETED');
   assert.equal(finished.leadsFound, 12);
   assert.ok(progress.length >= 2, `progress notifications: ${JSON.stringify(progress)}`);
@@ -68,7 +68,7 @@ test('a source made, activated and crawled through the tools; wait_for_job repor
   assert.match(progress.at(-1)!.message ?? '', /COMPLETED/);
   assert.ok(updates.includes(uri), 'resources/updated for the subscribed job');
 
-  const found = data<{ leads: unknown[] }>(
+  const found = dataOf<{ leads: unknown[] }>(
     await client.callTool({ name: 'search_leads', arguments: { jobId: job.id, limit: 100 } }),
   );
   assert.equal(found.leads.length, 12);

@@ -20,8 +20,8 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance } from 'fastify';
 import type { Principal } from '../../shared/auth.ts';
+import { authorize } from '../../shared/authorization.ts';
 import type { Notifier } from '../../shared/notify.ts';
-import { hasScope } from '../../shared/scopes.ts';
 import { callRouteTool, errorResult, type ToolCaller } from './mcp.invoke.ts';
 import { waitForJob, waitForJobTool } from './mcp.jobs.ts';
 import { qualifyLeadsPrompt, qualifyLeadsPromptMessages } from './mcp.prompts.ts';
@@ -54,8 +54,9 @@ export interface McpCallerContext {
 const RESOURCE_PATTERN = /^quarry:\/\/(leads|jobs)\/([^/?#]+)$/;
 const resourceRoutes = { leads: 'getLead', jobs: 'getJob' } as const;
 
+/** The routes' own decision (scopes, and an organization key's role): a tool it would refuse is not listed. */
 const allowed = (principal: Principal, plan: ToolPlan) =>
-  !plan.route.scope || hasScope(principal.scopes, plan.route.scope);
+  !plan.route.scope || authorize(principal, plan.route.scope).allowed;
 
 export function createMcpServer(ctx: McpCallerContext): Server {
   const server = new Server(SERVER_INFO, {
@@ -102,13 +103,7 @@ export function createMcpServer(ctx: McpCallerContext): Server {
     }
     const plan = [...ctx.tools.plans.values()].find((candidate) => candidate.tool.name === name);
     if (!plan) return errorResult({ code: 'NOT_FOUND', message: `No tool named ${name}` });
-    if (!allowed(ctx.principal, plan)) {
-      return errorResult({
-        code: 'INSUFFICIENT_SCOPE',
-        message: `This API key lacks the scope ${plan.route.scope}`,
-        details: [{ field: 'authorization', message: `requires scope ${plan.route.scope}` }],
-      });
-    }
+    // A tool the key may not use is still called: its route refuses it with the same code and message as over HTTP.
     return callRouteTool(ctx.app, plan, args, ctx.caller);
   });
 

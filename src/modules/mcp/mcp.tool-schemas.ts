@@ -45,7 +45,8 @@ const toJson = (schema: z.ZodType, io: 'input' | 'output'): JsonSchema => {
   const { $ref: _ref, $defs, ...rest } = json;
   const { [ref]: root, ...others } = $defs as Record<string, JsonSchema>;
   // The root may still be referred to from inside (a recursive schema): keep it under its name then.
-  const stillUsed = JSON.stringify(others).includes(`#/$defs/${ref}"`) || JSON.stringify(root).includes(`#/$defs/${ref}"`);
+  const stillUsed =
+    JSON.stringify(others).includes(`#/$defs/${ref}"`) || JSON.stringify(root).includes(`#/$defs/${ref}"`);
   const defs = stillUsed ? $defs : others;
   return { ...rest, ...root, ...(Object.keys(defs).length ? { $defs: defs } : {}) };
 };

@@ -44,14 +44,20 @@ const createOutside: ToolAnnotations = { ...create, openWorldHint: true };
 
 export const routeTools: RouteTool[] = [
   // ---- projects and sources ----
-  { name: 'list_projects', title: 'List projects', operationId: 'listProjects', annotations: read },
+  {
+    name: 'list_projects',
+    title: 'List projects',
+    operationId: 'listProjects',
+    hint: 'Projects group sources, jobs and leads; a source may name one (projectId).',
+    annotations: read,
+  },
   { name: 'create_project', title: 'Create a project', operationId: 'createProject', annotations: create },
   {
     name: 'discover_sources',
     title: 'Discover sources',
     operationId: 'discoverSources',
-    hint: 'Describe who you look for ("dentists in Ohio"); the answer lists public pages to scrape, each with its reasoning. Nothing is saved: create_source saves one.',
-    annotations: readOutside,
+    hint: 'Describe who you look for ("dentists in Ohio"); the answer lists public pages to scrape, each with its reasoning. Nothing is saved: create_source saves one. With an AI provider it asks the model (and a search engine): it needs sources:write.',
+    annotations: createOutside,
   },
   { name: 'list_sources', title: 'List sources', operationId: 'listSources', annotations: read },
   {
@@ -70,7 +76,13 @@ export const routeTools: RouteTool[] = [
     hint: 'Crawls an ACTIVE source in the background; follow it with wait_for_job or get_job.',
     annotations: createOutside,
   },
-  { name: 'get_job', title: 'Get a job', operationId: 'getJob', annotations: read },
+  {
+    name: 'get_job',
+    title: 'Get a job',
+    operationId: 'getJob',
+    hint: 'Its status (PENDING, RUNNING, COMPLETED, FAILED, CANCELLED), progress, pages visited and leads found.',
+    annotations: read,
+  },
   { name: 'list_jobs', title: 'List jobs', operationId: 'listJobs', annotations: read },
   // ---- leads ----
   {
@@ -164,7 +176,8 @@ export const routeTools: RouteTool[] = [
     name: 'browser_scrape',
     title: 'Scrape the page with selectors',
     operationId: 'scrapeBrowserPage',
-    annotations: readOutside,
+    hint: 'Runs the selectors in the live page (it needs browser:write): items with their fields, and next-page links.',
+    annotations: { ...update, openWorldHint: true },
   },
   {
     name: 'browser_read_markdown',
@@ -193,7 +206,13 @@ export const routeTools: RouteTool[] = [
     operationId: 'createMarkdownExport',
     annotations: createOutside,
   },
-  { name: 'get_markdown_export', title: 'Get a markdown export', operationId: 'getMarkdownExport', annotations: read },
+  {
+    name: 'get_markdown_export',
+    title: 'Get a markdown export',
+    operationId: 'getMarkdownExport',
+    hint: 'Its status and counts of pages done and failed; list_markdown_pages reads the markdown itself.',
+    annotations: read,
+  },
   {
     name: 'list_markdown_pages',
     title: 'Pages of a markdown export',
