@@ -14,16 +14,12 @@ import { newId } from '../../db/ids.ts';
 import type { RouteModule, TypedApp } from '../../route-module.ts';
 import type { Principal } from '../../shared/auth.ts';
 import { AppError } from '../../shared/errors.ts';
-import { isUuid } from '../../shared/ids.ts';
 import { JOB_UPDATE_CHANNEL } from '../jobs/index.ts';
 import { captureRoutes, type RouteCatalog } from './mcp.catalog.ts';
 import { createMcpServer, type ToolSet } from './mcp.server.ts';
-import { mcpSessionsRepository } from './mcp.sessions.repository.ts';
+import { createMcpSessions } from './mcp.sessions.ts';
 import { planTool, type ToolPlan } from './mcp.tool-schemas.ts';
 import { routeTools } from './mcp.tools.ts';
-
-/** A session unused this long is forgotten; the client then gets 404 and initializes again, as the protocol says. */
-export const MCP_SESSION_IDLE_MS = 24 * 60 * 60 * 1000;
 
 /** The tools, planned once from the captured routes (after every route module registered its routes). */
 export function buildToolSet(catalog: RouteCatalog): ToolSet {
@@ -65,7 +61,7 @@ export const mcpRoutes: RouteModule = (app, deps) => {
   // First of the route modules: it sees every route registered after it.
   const catalog = captureRoutes(app);
   let tools: ToolSet | undefined;
-  const sessions = mcpSessionsRepository(deps.db);
+  const sessions = createMcpSessions(deps);
 
   const authenticate = async (request: FastifyRequest, reply: FastifyReply): Promise<Principal | undefined> => {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
@@ -97,23 +93,15 @@ export const mcpRoutes: RouteModule = (app, deps) => {
     const initializing = messages.some((m) => m.method === 'initialize');
     const header = request.headers['mcp-session-id'];
     const sessionId = typeof header === 'string' ? header : undefined;
-    const now = deps.clock.now();
 
     if (!initializing) {
       if (!sessionId) return rpcError(reply, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
-      const session = isUuid(sessionId) ? await sessions.find(sessionId.toLowerCase()) : undefined;
-      if (
-        !session ||
-        session.keyId !== principal.keyId ||
-        session.lastSeenAt.getTime() < now.getTime() - MCP_SESSION_IDLE_MS
-      ) {
-        return rpcError(reply, 404, -32001, 'Session not found');
-      }
+      const session = await sessions.find(sessionId, principal.keyId);
+      if (!session) return rpcError(reply, 404, -32001, 'Session not found');
       if (request.method === 'DELETE') {
-        await sessions.delete(session.id);
+        await sessions.close(session);
         return reply.code(200).send();
       }
-      await sessions.touch(session.id, now);
     }
 
     const wantsStream = messages.some((m) => m.params?._meta?.progressToken !== undefined);
@@ -123,9 +111,8 @@ export const mcpRoutes: RouteModule = (app, deps) => {
             sessionIdGenerator: newId,
             enableJsonResponse: true,
             onsessioninitialized: async (id) => {
-              await sessions.deleteIdle(principal.keyId, new Date(now.getTime() - MCP_SESSION_IDLE_MS));
               const client = (request.body as { params?: { clientInfo?: { name?: string } } }).params?.clientInfo;
-              await sessions.insert({
+              await sessions.create({
                 id,
                 userId: principal.userId,
                 keyId: principal.keyId,
@@ -149,11 +136,11 @@ export const mcpRoutes: RouteModule = (app, deps) => {
       sessionId: sessionId?.toLowerCase(),
       subscriptions: {
         subscribe: async (id, uri) => {
-          if (!(await sessions.subscribe(id, uri))) {
+          if (!(await sessions.repo.subscribe(id, uri))) {
             throw new AppError('VALIDATION_ERROR', 'This session follows too many resources: unsubscribe some first');
           }
         },
-        unsubscribe: (id, uri) => sessions.unsubscribe(id, uri),
+        unsubscribe: (id, uri) => sessions.repo.unsubscribe(id, uri),
       },
     });
     await server.connect(transport);
@@ -171,7 +158,7 @@ export const mcpRoutes: RouteModule = (app, deps) => {
         void (async () => {
           const jobId = (JSON.parse(payload) as { id?: string }).id;
           const uri = `quarry://jobs/${jobId}`;
-          const row = await sessions.find(id);
+          const row = await sessions.repo.find(id);
           if (row?.subscriptions.includes(uri)) await server.sendResourceUpdated({ uri });
         })().catch(() => {});
       });

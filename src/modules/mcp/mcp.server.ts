@@ -18,6 +18,7 @@ import {
   SubscribeRequestSchema,
   UnsubscribeRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import type { FastifyInstance } from 'fastify';
 import type { Principal } from '../../shared/auth.ts';
 import { authorize } from '../../shared/authorization.ts';
@@ -58,8 +59,13 @@ const resourceRoutes = { leads: 'getLead', jobs: 'getJob' } as const;
 const allowed = (principal: Principal, plan: ToolPlan) =>
   !plan.route.scope || authorize(principal, plan.route.scope).allowed;
 
+/** One per process: a Server would otherwise build its own Ajv (costly) on every request, for features we do not use. */
+let jsonSchemaValidator: AjvJsonSchemaValidator | undefined;
+
 export function createMcpServer(ctx: McpCallerContext): Server {
+  jsonSchemaValidator ??= new AjvJsonSchemaValidator();
   const server = new Server(SERVER_INFO, {
+    jsonSchemaValidator,
     capabilities: { tools: {}, resources: { subscribe: true }, prompts: {} },
     instructions:
       'Quarry finds leads on public sites, qualifies them and contacts them. A typical path: discover_sources → ' +
