@@ -139,7 +139,7 @@ export function request(
   url: string,
   headers: Record<string, string>,
   body?: unknown,
-): Promise<{ status: number; body: string; ms: number }> {
+): Promise<{ status: number; body: string; ms: number; headers: http.IncomingHttpHeaders }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
@@ -156,7 +156,9 @@ export function request(
         let data = '';
         res.setEncoding('utf8');
         res.on('data', (d) => (data += d));
-        res.on('end', () => resolve({ status: res.statusCode!, body: data, ms: performance.now() - started }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode!, body: data, ms: performance.now() - started, headers: res.headers }),
+        );
       },
     );
     req.on('error', reject);

@@ -4,7 +4,7 @@
  * PostgreSQL: BENCH_DATABASE_URL, else TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test
  * (a scratch database is made).
  * Sections: `npm run bench -- foundation`, `scraping`, `lead-insert`, `matching`, `accounts`, `events`, `analytics`,
- * `deliverability`, `outreach`, `browser`, `markdown`, `destinations` (default: all).
+ * `deliverability`, `outreach`, `browser`, `markdown`, `destinations`, `mcp` (default: all).
  */
 import { benchAccounts } from './accounts.ts';
 import { benchAnalytics } from './analytics.ts';
@@ -17,6 +17,7 @@ import { benchLeadInsert } from './lead-insert.ts';
 import { printTable, type Row } from './lib.ts';
 import { benchMarkdown } from './markdown.ts';
 import { benchMatching } from './matching.ts';
+import { benchMcp } from './mcp.ts';
 import { benchOutreach } from './outreach.ts';
 import { benchScraping } from './scraping.ts';
 
@@ -33,6 +34,7 @@ const sections: Record<string, () => Promise<Row[]>> = {
   browser: benchBrowser,
   markdown: benchMarkdown,
   destinations: benchDestinations,
+  mcp: benchMcp,
 };
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const unknown = wanted.filter((name) => !(name in sections));

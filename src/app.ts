@@ -28,6 +28,7 @@ import { jobRoutes } from './modules/jobs/index.ts';
 import { leadRoutes } from './modules/leads/index.ts';
 import { markdownExportRoutes } from './modules/markdown-exports/index.ts';
 import { matchingRoutes } from './modules/matching/index.ts';
+import { mcpRoutes } from './modules/mcp/index.ts';
 import { organizationRoutes } from './modules/organizations/index.ts';
 import {
   outreachCampaignRoutes,
@@ -61,6 +62,8 @@ const typed = (app: FastifyInstance): TypedApp => app.withTypeProvider<ZodTypePr
 
 /** Route modules in registration order; each feature adds its own line. */
 const routeModules: RouteModule[] = [
+  // First: its tools stand on the routes the others register after it.
+  mcpRoutes,
   healthRoutes,
   authRoutes,
   apiKeyRoutes,

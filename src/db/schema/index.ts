@@ -17,6 +17,7 @@ export * from './inbound-webhooks.ts';
 export * from './leads.ts';
 export * from './markdown-exports.ts';
 export * from './matching.ts';
+export * from './mcp.ts';
 export * from './organizations.ts';
 export * from './outreach.ts';
 export * from './professional-network.ts';

@@ -7,4 +7,4 @@ export { jobRoutes } from './jobs.routes.ts';
 export { createJobRunner } from './jobs.runner.ts';
 export { dispatchDueSources } from './jobs.scheduler.ts';
 export { createJobBody, listJobsQuery } from './jobs.schemas.ts';
-export { createJobService, type JobMessage } from './jobs.service.ts';
+export { createJobService, JOB_UPDATE_CHANNEL, type JobMessage } from './jobs.service.ts';

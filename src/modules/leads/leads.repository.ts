@@ -57,6 +57,7 @@ export interface LeadFilters {
   jobId?: string;
   sourceId?: string;
   tag?: string;
+  q?: string;
 }
 
 /** Statuses the email validation may move a lead out of; later pipeline states are kept. */
@@ -116,6 +117,14 @@ export function leadRepository(db: Db) {
       // `<> '{}'` implies nothing new (a lead with the tag has tags) but lets the planner use the partial GIN index.
       if (filters.tag !== undefined)
         where.push(sql`${leads.tags} @> ARRAY[${filters.tag}::text] AND ${leads.tags} <> '{}'::text[]`);
+      if (filters.q !== undefined) {
+        // A substring of the name, email, company or title, any case. No index serves it: the scan walks the caller's
+        // leads newest first until the page is full, so it stays cheap when matches are common and other filters narrow.
+        const pattern = `%${filters.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+        where.push(
+          sql`concat_ws(' ', ${leads.firstName}, ${leads.lastName}, ${leads.email}, ${leads.company}, ${leads.jobTitle}) ILIKE ${pattern}`,
+        );
+      }
       if (cursor) where.push(lt(leads.id, cursor));
       return db
         .select(listColumns)

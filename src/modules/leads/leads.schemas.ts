@@ -93,6 +93,13 @@ export const listLeadsQuery = paginationQuery.extend({
   jobId: uuidString.optional().describe('Leads found by this job (UUID)'),
   sourceId: uuidString.optional().describe('Leads of this source (UUID)'),
   tag: tag.optional().describe('Leads carrying this tag'),
+  q: z
+    .string()
+    .trim()
+    .min(2)
+    .max(200)
+    .optional()
+    .describe('Text found in the name, email, company or job title (any case, a substring)'),
 });
 
 /**
