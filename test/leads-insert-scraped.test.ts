@@ -135,3 +135,70 @@ test('?tag= finds tagged leads through the partial GIN index among many untagged
   assert.deepEqual(found.map((r) => r.id).sort(), [...tagged].sort());
   assert.ok(scans > 0, 'the ?tag= query read leads_tags_idx');
 });
+
+test('the compacted parameter stores each lead exactly as given: columns, NULLs, custom fields, provenance', async () => {
+  const at = new Date('2026-11-27T04:00:00.123Z');
+  const shared = { email: '.email', company: '.company' };
+  const rows: ScrapedLead[] = [
+    {
+      ...lead('gus@acme.com', 'Acme Inc', 'Gus'),
+      lastName: 'Grant',
+      phone: '+1 555 0100',
+      jobTitle: 'CTO',
+      customFields: { city: 'Paris', quote: 'say "hi" \\ bye' },
+      provenance: { pageUrl: 'http://x/p1', selector: '.email', selectors: shared, visible: true },
+      createdAt: at,
+    },
+    // The same selector map (sent once), a sourceUrl cut shorter than the page's URL, no selector.
+    {
+      ...lead('hal@acme.com', null),
+      sourceUrl: 'http://x/p2',
+      provenance: { pageUrl: 'http://x/p2?long', selectors: { ...shared }, visible: false },
+      createdAt: at,
+    },
+    // Another map, other provenance keys kept; no selectors at all.
+    { ...lead(null, 'Hooli', 'Ivy'), provenance: { pageUrl: 'http://x/page', selectors: { firstName: 'h2' } } },
+    { ...lead(null, 'Hooli', 'Jo'), provenance: { pageUrl: 'http://x/page', extra: [1, 'two'] } },
+  ];
+  const ids = await testDb.database.db.transaction((tx) => leadRepository(tx).insertScraped(owner, rows));
+  assert.equal(ids.length, rows.length);
+  const stored = await testDb.database.query<Record<string, unknown>>(
+    `SELECT id, first_name, last_name, email, phone, company, job_title, source_url, status, custom_fields,
+       provenance, created_at, user_id, source_id, job_id FROM leads WHERE id = ANY($1::uuid[])`,
+    [`{${ids.join(',')}}`],
+  );
+  const byId = new Map(stored.map((r) => [r.id, r]));
+  for (const row of rows) {
+    const got = byId.get(row.id)!;
+    assert.deepEqual(
+      {
+        firstName: got.first_name,
+        lastName: got.last_name,
+        email: got.email,
+        phone: got.phone,
+        company: got.company,
+        jobTitle: got.job_title,
+        sourceUrl: got.source_url,
+        status: got.status,
+        customFields: got.custom_fields,
+        provenance: got.provenance,
+        createdAt: (got.created_at as Date).toISOString(),
+        owner: [got.user_id, got.source_id, got.job_id],
+      },
+      {
+        firstName: row.firstName,
+        lastName: row.lastName,
+        email: row.email,
+        phone: row.phone,
+        company: row.company,
+        jobTitle: row.jobTitle,
+        sourceUrl: row.sourceUrl,
+        status: row.status,
+        customFields: row.customFields,
+        provenance: row.provenance,
+        createdAt: row.createdAt.toISOString(),
+        owner: [owner.userId, owner.sourceId, owner.jobId],
+      },
+    );
+  }
+});
