@@ -117,6 +117,13 @@ async function insertFullRows(tx: Db, owner: Owner, rows: ScrapedLead[]) {
     ON CONFLICT DO NOTHING RETURNING id`);
 }
 
+/** The analytics trigger as migration 0006 wrote it (facts per lead, before 0025 grouped the leads first). */
+const STATS_PER_LEAD = (() => {
+  const text = fs.readFileSync(new URL('../src/db/migrations/0006_analytics_admin.sql', import.meta.url), 'utf8');
+  const start = text.indexOf('CREATE FUNCTION "lead_stats_record"');
+  return text.slice(start, text.indexOf('END $$;', start) + 'END $$;'.length).replace('CREATE', 'CREATE OR REPLACE');
+})();
+
 /** The parse alone: the recordset selected, nothing inserted. */
 async function parseOnly(tx: Db, _owner: Owner, rows: ScrapedLead[]) {
   await tx.execute(sql`
@@ -138,6 +145,8 @@ function variants(): Variant[] {
     { name: 'parse-only', insert: parseOnly },
     { name: 'unnest', insert: (tx, o, r) => insertUnnest(tx, o, r) },
     { name: 'full-rows', insert: insertFullRows },
+    { name: 'stats-per-lead', ddl: [STATS_PER_LEAD] },
+    { name: 'full-rows+stats-per-lead', ddl: [STATS_PER_LEAD], insert: insertFullRows },
     { name: 'no-returning', insert: (tx, o, r) => insertWithKey(tx, o, r, NEW_KEY, sql``) },
     {
       name: 'small-provenance',

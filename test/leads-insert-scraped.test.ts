@@ -202,3 +202,37 @@ test('the compacted parameter stores each lead exactly as given: columns, NULLs,
     );
   }
 });
+
+test('the analytics trigger (grouped before its facts, migration 0025) counts what lead_stat_facts gives per lead', async () => {
+  const source = newId();
+  await testDb.database.query(
+    `INSERT INTO sources (id, user_id, name, url, scrape_type) VALUES ($1, $2, 's2', 'http://y', 'STATIC')`,
+    [source, owner.userId],
+  );
+  const days = [new Date('2026-11-20T23:59:59.999Z'), new Date('2026-11-21T00:00:00Z')];
+  const rows = Array.from({ length: 40 }, (_, n) => ({
+    ...lead(n % 3 ? `p${n}@acme.com` : null, 'Acme', `P${n}`),
+    status: (n % 4 ? 'NEW' : 'CONTACTED') as ScrapedLead['status'],
+    createdAt: days[n % 2]!,
+  }));
+  await testDb.database.db.transaction((tx) => leadRepository(tx).insertScraped({ ...owner, sourceId: source }, rows));
+  // A validated lead as well (a write that is not a scrape: validation fields set).
+  await testDb.database.query(
+    `UPDATE leads SET email_validation = '{"status":"valid"}', validated_at = '2026-11-22T10:00:00Z', status = 'VALID'
+     WHERE source_id = $1 AND email IS NOT NULL AND first_name IN ('P1', 'P2')`,
+    [source],
+  );
+  const counted = await testDb.database.query<{ day: string; kind: string; value: string; n: number }>(
+    `SELECT day::text, kind, value, sum(n)::int AS n FROM lead_stat_deltas WHERE source_id = $1
+     GROUP BY 1, 2, 3 HAVING sum(n) <> 0 ORDER BY 1, 2, 3`,
+    [source],
+  );
+  const expected = await testDb.database.query<{ day: string; kind: string; value: string; n: number }>(
+    `SELECT f.day::text, f.kind, f.value, count(*)::int AS n FROM leads l,
+       LATERAL lead_stat_facts(l.created_at, l.status, l.email, l.email_validation, l.validated_at) f
+     WHERE l.source_id = $1 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
+    [source],
+  );
+  assert.ok(expected.length >= 6);
+  assert.deepEqual(counted, expected);
+});
