@@ -176,6 +176,7 @@ function variants(): Variant[] {
   return picked ? all.filter((v) => picked.includes(v.name)) : all;
 }
 
+const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
 const quartile = (values: number[]) =>
   percentile(
     [...values].sort((a, b) => a - b),
@@ -331,14 +332,16 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     const mine = results.filter((r) => r.label === label);
     const base = mine.find((r) => r.name === 'base');
     console.log(
-      `\n${label}: µs/row, median of ${rounds} rounds × ${batches} batches of ${BATCH_ROWS} rows: median (Δ), p25 (Δ) [min max]`,
+      `\n${label}: CPU µs/row, ${rounds} rounds × ${batches} batches of ${BATCH_ROWS} rows: median (Δ), p25 (Δ) [min max] ` +
+        'mean (Δ) (PostgreSQL CPU comes in 10 ms ticks, 5 µs a batch: read its means)',
     );
     for (const r of mine) {
       const delta = base === undefined || r.name === 'base' ? '' : `  (${(r.us - base.us).toFixed(1)} vs base)`;
       const delta25 = base === undefined || r.name === 'base' ? '' : ` (${(r.p25 - base.p25).toFixed(1)})`;
       console.log(
         `  ${r.name.padEnd(30)} ${r.us.toFixed(1).padStart(6)}${delta.padEnd(18)} p25 ${r.p25.toFixed(1)}${delta25.padEnd(9)}` +
-          ` [${Math.min(...r.all).toFixed(0)} ${Math.max(...r.all).toFixed(0)}]`,
+          ` [${Math.min(...r.all).toFixed(0)} ${Math.max(...r.all).toFixed(0)}] mean ${mean(r.all).toFixed(1)}` +
+          (base === undefined || r.name === 'base' ? '' : ` (${(mean(r.all) - mean(base.all)).toFixed(1)})`),
       );
     }
   }
