@@ -215,6 +215,8 @@ test('the analytics trigger (grouped before its facts, migration 0025) counts wh
     status: (n % 4 ? 'NEW' : 'CONTACTED') as ScrapedLead['status'],
     createdAt: days[n % 2]!,
   }));
+  // A group of one: a lead alone on its day.
+  rows.push({ ...lead('solo@acme.com', 'Acme', 'Solo'), createdAt: new Date('2026-11-23T12:00:00Z') });
   await testDb.database.db.transaction((tx) => leadRepository(tx).insertScraped({ ...owner, sourceId: source }, rows));
   // A validated lead as well (a write that is not a scrape: validation fields set).
   await testDb.database.query(
