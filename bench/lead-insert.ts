@@ -4,14 +4,17 @@
  * and a fresh PostgreSQL database it inserts BATCHES batches of 2,000 scraped leads per variant, each variant
  * in one transaction that first drops an index / trigger / constraint and is rolled back afterwards (then
  * VACUUM), so variants share one database; rounds interleave the variants to cancel machine noise.
- * Reports µs per row, median over rounds.
+ * Reports CPU µs per row (the database's CPU: this thread for PGlite, the backend process for PostgreSQL), median
+ * over rounds.
  *   node bench/lead-insert.ts            (LEAD_BENCH_ROUNDS=3 LEAD_BENCH_BATCHES=5 LEAD_BENCH_DB=pglite,postgres
  *                                         LEAD_BENCH_VARIANTS=base,unnest,… to pick some)
  * Also `npm run bench -- lead-insert`: the current statement and the one before migration 0013, µs/row, no target.
  */
+import fs from 'node:fs';
 import { type SQL, sql } from 'drizzle-orm';
 import { arrayLiteral } from '../src/db/array-literal.ts';
-import { type Database, type Db, openDatabase } from '../src/db/client.ts';
+import { type Database, type Db, openDatabase, queryRows } from '../src/db/client.ts';
+import { freeMailDomains } from '../src/db/free-mail-domains.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { leadRepository, type ScrapedLead } from '../src/modules/leads/leads.repository.ts';
 import { newId } from '../src/shared/ids.ts';
@@ -49,7 +52,7 @@ const FKS = ['leads_user_id_users_id_fk', 'leads_source_id_sources_id_fk', 'lead
  * insertScraped's INSERT with another account-key expression: the one before migration 0013
  * (`account_key_of`, a function call per row) or a constant (what computing the key costs at all).
  */
-async function insertWithKey(tx: Db, owner: Owner, rows: ScrapedLead[], key: SQL) {
+async function insertWithKey(tx: Db, owner: Owner, rows: ScrapedLead[], key: SQL, returning = sql`RETURNING id`) {
   await tx.execute(sql`
     INSERT INTO leads (id, user_id, source_id, job_id, first_name, last_name, email, phone, company, job_title,
       source_url, status, custom_fields, provenance, created_at, updated_at, account_key)
@@ -59,7 +62,7 @@ async function insertWithKey(tx: Db, owner: Owner, rows: ScrapedLead[], key: SQL
     FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(id uuid, "firstName" text, "lastName" text,
       email text, phone text, company text, "jobTitle" text, "sourceUrl" text, status text, "customFields" jsonb,
       provenance jsonb, "createdAt" timestamptz)
-    ON CONFLICT DO NOTHING RETURNING id`);
+    ON CONFLICT DO NOTHING ${returning}`);
 }
 const OLD_KEY = sql`account_key_of(r.email, r.company)`;
 const NEW_KEY = sql`account_key_from(r.email, r.company,
@@ -93,6 +96,34 @@ async function insertUnnest(tx: Db, owner: Owner, rows: ScrapedLead[], key = NEW
     ON CONFLICT DO NOTHING RETURNING id`);
 }
 
+/** insertScraped before its parameter was compacted: every row a full JSON object (~540 bytes). */
+async function insertFullRows(tx: Db, owner: Owner, rows: ScrapedLead[]) {
+  const free = freeMailDomains();
+  const param = rows.map((row) => ({
+    ...row,
+    freeMail: row.email === null ? false : free.has(row.email.split('@')[1]!.toLowerCase()),
+  }));
+  await tx.execute(sql`
+    INSERT INTO leads (id, user_id, source_id, job_id, first_name, last_name, email, phone, company, job_title,
+      source_url, status, custom_fields, provenance, created_at, updated_at, account_key)
+    SELECT r.id, ${owner.userId}::uuid, ${owner.sourceId}::uuid, ${owner.jobId}::uuid, r."firstName", r."lastName",
+      r.email, r.phone, r.company, r."jobTitle", r."sourceUrl", r.status, r."customFields", r.provenance,
+      r."createdAt", r."createdAt",
+      account_key_from(r.email, r.company, coalesce(r."freeMail",
+        EXISTS (SELECT 1 FROM free_email_domains f WHERE f.domain = lower(split_part(r.email, '@', 2)))))
+    FROM jsonb_to_recordset(${JSON.stringify(param)}::jsonb) AS r(id uuid, "firstName" text, "lastName" text,
+      email text, phone text, company text, "jobTitle" text, "sourceUrl" text, status text, "customFields" jsonb,
+      provenance jsonb, "createdAt" timestamptz, "freeMail" boolean)
+    ON CONFLICT DO NOTHING RETURNING id`);
+}
+
+/** The analytics trigger as migration 0006 wrote it (facts per lead, before 0025 grouped the leads first). */
+const STATS_PER_LEAD = (() => {
+  const text = fs.readFileSync(new URL('../src/db/migrations/0006_analytics_admin.sql', import.meta.url), 'utf8');
+  const start = text.indexOf('CREATE FUNCTION "lead_stats_record"');
+  return text.slice(start, text.indexOf('END $$;', start) + 'END $$;'.length).replace('CREATE', 'CREATE OR REPLACE');
+})();
+
 /** The parse alone: the recordset selected, nothing inserted. */
 async function parseOnly(tx: Db, _owner: Owner, rows: ScrapedLead[]) {
   await tx.execute(sql`
@@ -113,6 +144,25 @@ function variants(): Variant[] {
     { name: 'const-key', insert: (tx, o, r) => insertWithKey(tx, o, r, sql`'domain:example.com'`) },
     { name: 'parse-only', insert: parseOnly },
     { name: 'unnest', insert: (tx, o, r) => insertUnnest(tx, o, r) },
+    { name: 'full-rows', insert: insertFullRows },
+    { name: 'stats-per-lead', ddl: [STATS_PER_LEAD] },
+    { name: 'full-rows+stats-per-lead', ddl: [STATS_PER_LEAD], insert: insertFullRows },
+    { name: 'no-returning', insert: (tx, o, r) => insertWithKey(tx, o, r, NEW_KEY, sql``) },
+    {
+      name: 'small-provenance',
+      insert: (tx, o, r) =>
+        leadRepository(tx).insertScraped(
+          o,
+          r.map((l) => ({ ...l, provenance: { pageUrl: l.provenance?.pageUrl } })),
+        ),
+    },
+    {
+      name: 'status-partial',
+      ddl: [
+        'DROP INDEX leads_user_status_idx',
+        `CREATE INDEX leads_user_status_idx ON leads (user_id, status, id) WHERE status <> 'NEW'`,
+      ],
+    },
     {
       name: '-all-indexes-triggers-fks',
       ddl: [
@@ -126,6 +176,7 @@ function variants(): Variant[] {
   return picked ? all.filter((v) => picked.includes(v.name)) : all;
 }
 
+const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
 const quartile = (values: number[]) =>
   percentile(
     [...values].sort((a, b) => a - b),
@@ -182,18 +233,34 @@ async function seedOwner(database: Database): Promise<Owner> {
 
 class Rollback extends Error {}
 
-/** µs per row of each of `batches` batches under `variant`, rolled back. */
+/**
+ * CPU that inserting costs, in µs: PGlite's statements run in this thread (its CPU time), a PostgreSQL
+ * statement in its backend process (its CPU time from /proc, 10 ms ticks). CPU time, unlike wall time, hardly
+ * moves when other processes compete for the cores (this machine is shared).
+ */
+async function cpuClock(database: Database, tx: Db): Promise<() => number> {
+  if (database.kind === 'pglite') return () => process.threadCpuUsage().user + process.threadCpuUsage().system;
+  const [row] = await queryRows<{ pid: number }>(tx, sql`SELECT pg_backend_pid() AS pid`);
+  const tick = 1e6 / 100; // USER_HZ
+  return () => {
+    const fields = fs.readFileSync(`/proc/${row!.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * tick;
+  };
+}
+
+/** µs per row (CPU) of each of `batches` batches under `variant`, rolled back. */
 async function runVariant(database: Database, owner: Owner, variant: Variant, batches: number): Promise<number[]> {
   const data = Array.from({ length: batches }, batch);
   const perRow: number[] = [];
   await database.db
     .transaction(async (tx) => {
       for (const statement of variant.ddl ?? []) await tx.execute(sql.raw(statement));
+      const cpu = await cpuClock(database, tx as unknown as Db);
       for (const rows of data) {
-        const started = performance.now();
+        const started = cpu();
         if (variant.insert) await variant.insert(tx as unknown as Db, owner, rows);
         else await leadRepository(tx).insertScraped(owner, rows);
-        perRow.push(((performance.now() - started) * 1000) / rows.length);
+        perRow.push((cpu() - started) / rows.length);
       }
       throw new Rollback();
     })
@@ -265,14 +332,16 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     const mine = results.filter((r) => r.label === label);
     const base = mine.find((r) => r.name === 'base');
     console.log(
-      `\n${label}: µs/row, median of ${rounds} rounds × ${batches} batches of ${BATCH_ROWS} rows: median (Δ), p25 (Δ) [min max]`,
+      `\n${label}: CPU µs/row, ${rounds} rounds × ${batches} batches of ${BATCH_ROWS} rows: median (Δ), p25 (Δ) [min max] ` +
+        'mean (Δ) (PostgreSQL CPU comes in 10 ms ticks, 5 µs a batch: read its means)',
     );
     for (const r of mine) {
       const delta = base === undefined || r.name === 'base' ? '' : `  (${(r.us - base.us).toFixed(1)} vs base)`;
       const delta25 = base === undefined || r.name === 'base' ? '' : ` (${(r.p25 - base.p25).toFixed(1)})`;
       console.log(
         `  ${r.name.padEnd(30)} ${r.us.toFixed(1).padStart(6)}${delta.padEnd(18)} p25 ${r.p25.toFixed(1)}${delta25.padEnd(9)}` +
-          ` [${Math.min(...r.all).toFixed(0)} ${Math.max(...r.all).toFixed(0)}]`,
+          ` [${Math.min(...r.all).toFixed(0)} ${Math.max(...r.all).toFixed(0)}] mean ${mean(r.all).toFixed(1)}` +
+          (base === undefined || r.name === 'base' ? '' : ` (${(mean(r.all) - mean(base.all)).toFixed(1)})`),
       );
     }
   }

@@ -8,7 +8,7 @@
  *   pool would start at 1 and grow 5 % per 10 s, so "same concurrency" would not hold;)
  *   memory  max RSS of a process running a 10,000-page runCrawl STATIC (bench/scraping-rss.ts);
  *   jobs    the STATIC crawl as a job through the API, leads stored, against runCrawl (bench/scraping-jobs.ts).
- * `npm run bench -- scraping`. BENCH_SCRAPING_ROUNDS (default 3) repeats the STATIC trio; medians reported.
+ * `npm run bench -- scraping`. BENCH_SCRAPING_ROUNDS (default 5) repeats the STATIC trio; medians reported.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -193,7 +193,7 @@ export async function benchScraping(): Promise<Row[]> {
     await bareCheerio(site.origin, 200);
     await quarry(site.origin, 200);
     const rates = { raw: [] as number[], bare: [] as number[], ours: [] as number[] };
-    const rounds = Number(process.env.BENCH_SCRAPING_ROUNDS ?? 3);
+    const rounds = Number(process.env.BENCH_SCRAPING_ROUNDS ?? 5);
     let items = 0;
     for (let round = 0; round < rounds; round++) {
       const raw = await timed(() => rawCrawl(site.origin, STATIC_PAGES));
@@ -240,7 +240,13 @@ export async function benchScraping(): Promise<Row[]> {
       const run = await timed(() => quarry(site.origin, STATIC_PAGES));
       return run.value.pages / run.secs;
     };
-    rows.push(...(await benchScrapingJobs(site.origin, STATIC_PAGES, { measure, bareRate: med.bare })));
+    rows.push(
+      ...(await benchScrapingJobs(site.origin, STATIC_PAGES, {
+        measure,
+        bareRate: med.bare,
+        concurrency: CONCURRENCY,
+      })),
+    );
 
     if (fs.existsSync(CHROMIUM_PATH)) {
       await bareBrowser(site.origin, 10);

@@ -135,3 +135,106 @@ test('?tag= finds tagged leads through the partial GIN index among many untagged
   assert.deepEqual(found.map((r) => r.id).sort(), [...tagged].sort());
   assert.ok(scans > 0, 'the ?tag= query read leads_tags_idx');
 });
+
+test('the compacted parameter stores each lead exactly as given: columns, NULLs, custom fields, provenance', async () => {
+  const at = new Date('2026-11-27T04:00:00.123Z');
+  const shared = { email: '.email', company: '.company' };
+  const rows: ScrapedLead[] = [
+    {
+      ...lead('gus@acme.com', 'Acme Inc', 'Gus'),
+      lastName: 'Grant',
+      phone: '+1 555 0100',
+      jobTitle: 'CTO',
+      customFields: { city: 'Paris', quote: 'say "hi" \\ bye' },
+      provenance: { pageUrl: 'http://x/p1', selector: '.email', selectors: shared, visible: true },
+      createdAt: at,
+    },
+    // The same selector map (sent once), a sourceUrl cut shorter than the page's URL, no selector.
+    {
+      ...lead('hal@acme.com', null),
+      sourceUrl: 'http://x/p2',
+      provenance: { pageUrl: 'http://x/p2?long', selectors: { ...shared }, visible: false },
+      createdAt: at,
+    },
+    // Another map, other provenance keys kept; no selectors at all.
+    { ...lead(null, 'Hooli', 'Ivy'), provenance: { pageUrl: 'http://x/page', selectors: { firstName: 'h2' } } },
+    { ...lead(null, 'Hooli', 'Jo'), provenance: { pageUrl: 'http://x/page', extra: [1, 'two'] } },
+  ];
+  const ids = await testDb.database.db.transaction((tx) => leadRepository(tx).insertScraped(owner, rows));
+  assert.equal(ids.length, rows.length);
+  const stored = await testDb.database.query<Record<string, unknown>>(
+    `SELECT id, first_name, last_name, email, phone, company, job_title, source_url, status, custom_fields,
+       provenance, created_at, user_id, source_id, job_id FROM leads WHERE id = ANY($1::uuid[])`,
+    [`{${ids.join(',')}}`],
+  );
+  const byId = new Map(stored.map((r) => [r.id, r]));
+  for (const row of rows) {
+    const got = byId.get(row.id)!;
+    assert.deepEqual(
+      {
+        firstName: got.first_name,
+        lastName: got.last_name,
+        email: got.email,
+        phone: got.phone,
+        company: got.company,
+        jobTitle: got.job_title,
+        sourceUrl: got.source_url,
+        status: got.status,
+        customFields: got.custom_fields,
+        provenance: got.provenance,
+        createdAt: (got.created_at as Date).toISOString(),
+        owner: [got.user_id, got.source_id, got.job_id],
+      },
+      {
+        firstName: row.firstName,
+        lastName: row.lastName,
+        email: row.email,
+        phone: row.phone,
+        company: row.company,
+        jobTitle: row.jobTitle,
+        sourceUrl: row.sourceUrl,
+        status: row.status,
+        customFields: row.customFields,
+        provenance: row.provenance,
+        createdAt: row.createdAt.toISOString(),
+        owner: [owner.userId, owner.sourceId, owner.jobId],
+      },
+    );
+  }
+});
+
+test('the analytics trigger (grouped before its facts, migration 0025) counts what lead_stat_facts gives per lead', async () => {
+  const source = newId();
+  await testDb.database.query(
+    `INSERT INTO sources (id, user_id, name, url, scrape_type) VALUES ($1, $2, 's2', 'http://y', 'STATIC')`,
+    [source, owner.userId],
+  );
+  const days = [new Date('2026-11-20T23:59:59.999Z'), new Date('2026-11-21T00:00:00Z')];
+  const rows = Array.from({ length: 40 }, (_, n) => ({
+    ...lead(n % 3 ? `p${n}@acme.com` : null, 'Acme', `P${n}`),
+    status: (n % 4 ? 'NEW' : 'CONTACTED') as ScrapedLead['status'],
+    createdAt: days[n % 2]!,
+  }));
+  // A group of one: a lead alone on its day.
+  rows.push({ ...lead('solo@acme.com', 'Acme', 'Solo'), createdAt: new Date('2026-11-23T12:00:00Z') });
+  await testDb.database.db.transaction((tx) => leadRepository(tx).insertScraped({ ...owner, sourceId: source }, rows));
+  // A validated lead as well (a write that is not a scrape: validation fields set).
+  await testDb.database.query(
+    `UPDATE leads SET email_validation = '{"status":"valid"}', validated_at = '2026-11-22T10:00:00Z', status = 'VALID'
+     WHERE source_id = $1 AND email IS NOT NULL AND first_name IN ('P1', 'P2')`,
+    [source],
+  );
+  const counted = await testDb.database.query<{ day: string; kind: string; value: string; n: number }>(
+    `SELECT day::text, kind, value, sum(n)::int AS n FROM lead_stat_deltas WHERE source_id = $1
+     GROUP BY 1, 2, 3 HAVING sum(n) <> 0 ORDER BY 1, 2, 3`,
+    [source],
+  );
+  const expected = await testDb.database.query<{ day: string; kind: string; value: string; n: number }>(
+    `SELECT f.day::text, f.kind, f.value, count(*)::int AS n FROM leads l,
+       LATERAL lead_stat_facts(l.created_at, l.status, l.email, l.email_validation, l.validated_at) f
+     WHERE l.source_id = $1 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
+    [source],
+  );
+  assert.ok(expected.length >= 6);
+  assert.deepEqual(counted, expected);
+});
