@@ -238,9 +238,7 @@ export function createWebhookDispatcher(deps: Pick<AppDeps, 'db' | 'clock' | 'co
       const now = deps.clock.now();
       const cutoff = new Date(now.getTime() - DISABLE_AFTER_FAILING_MS);
       try {
-        const disabled = await deps.db.transaction((tx) =>
-          webhookRepository(tx).recordResults(owner, batch, cutoff, now),
-        );
+        const disabled = await repo.recordResults(owner, batch, cutoff, now);
         if (disabled.length) log.warn({ endpointIds: disabled }, 'webhook endpoints disabled');
       } catch (err) {
         // Their leases run out and the deliveries are sent again.
