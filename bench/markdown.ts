@@ -2,8 +2,10 @@
  * Markdown exports (docs/scraping.md "Markdown exports"): a 500-page loopback site exported through the real service
  * (API + in-process workers), pages/s, against a bare loop in the same run: undici fetch of the same pages, one
  * after the other, each converted by the same converter (Readability + mdream). The ratio is the median of
- * BENCH_MARKDOWN_ROUNDS rounds (each measures both back to back); the converter's own time per page is reported.
- * Target on PostgreSQL: >= 0.7; PGlite reported.
+ * BENCH_MARKDOWN_ROUNDS rounds (default 5; each measures both back to back), after one warm-up round of each side
+ * that is not counted (the export's conversion threads start and compile on first use, the bare loop's converter
+ * in the main thread: a first round measured start-up, not throughput). The converter's own time per page is
+ * reported. Target on PostgreSQL: >= 0.7; PGlite reported. MARKDOWN_CONVERT_THREADS, when set, sizes the pool.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -77,16 +79,19 @@ async function onRuntime(label: string, databaseUrl: string | undefined, origin:
     DATA_DIR: dataDir,
     ALLOW_PRIVATE_NETWORK: 'true',
     ...BENCH_CREDITS,
+    ...(process.env.MARKDOWN_CONVERT_THREADS ? { MARKDOWN_CONVERT_THREADS: process.env.MARKDOWN_CONVERT_THREADS } : {}),
   });
   const runtime = await startRuntime(config, { http: true, workers: true });
   try {
     const client = await signedUpClient(`http://127.0.0.1:${port}`, 'bench-markdown@example.com');
-    const rounds = Number(process.env.BENCH_MARKDOWN_ROUNDS ?? 3);
+    const rounds = Number(process.env.BENCH_MARKDOWN_ROUNDS ?? 5);
     const ratios: number[] = [];
     const rates: number[] = [];
     const converter: number[] = [];
     let allDone = true;
-    await bareLoop(origin); // warm-up: JIT, connections
+    // Warm-up, not counted: JIT, connections, the export's conversion threads (started on first use).
+    await bareLoop(origin);
+    await timedExport(client, origin);
     for (let round = 0; round < rounds; round++) {
       const bare = await bareLoop(origin);
       const { rate, view, runSecs, queuedSecs, secs } = await timedExport(client, origin);
