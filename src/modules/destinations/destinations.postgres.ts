@@ -7,6 +7,7 @@
  * The host is resolved and checked by the SSRF guard first, and the connection goes to the checked address.
  */
 import dns from 'node:dns';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { parse as parseConnectionString } from 'pg-connection-string';
@@ -17,6 +18,9 @@ import { LEAD_COLUMNS, type PushContext, type PushLead, type Target, TargetError
 
 const CONNECT_TIMEOUT_MS = 10_000;
 const STAGE = 'quarry_push_stage';
+
+/** A batch's CSV, opened once per COPY of it (a batch refused by the fast path is read again for the slow one). */
+type Feed = () => Promise<Readable>;
 
 interface Endpoint {
   host: string;
@@ -146,18 +150,50 @@ export function postgresTarget(
   let client: pg.Client | undefined;
   let staging = false;
 
+  /** A COPY of a batch into `into`, from `feed`; answers the rows COPY stored. */
+  async function copy(c: pg.Client, into: string, feed: Feed): Promise<number> {
+    const sink = c.query(copyFrom(`COPY ${into} (${list}) FROM STDIN (FORMAT csv)`));
+    await pipeline(await feed(), sink);
+    return sink.rowCount;
+  }
+
   /**
    * Append's fast path: the batch COPYed straight into the table, one statement (atomic by itself: no BEGIN and
    * COMMIT round trips). A lead the table holds already (a batch repeated after a crash, leads pushed before)
-   * breaks the primary key and the COPY stores nothing: false sends the batch the staging way, which skips them.
+   * breaks the primary key and the COPY stores nothing: undefined sends the batch the staging way, which skips them.
    */
-  async function copyStraight(c: pg.Client, body: string): Promise<boolean> {
+  async function copyStraight(c: pg.Client, feed: Feed): Promise<number | undefined> {
     try {
-      await pipeline([body], c.query(copyFrom(`COPY ${table} (${list}) FROM STDIN (FORMAT csv)`)));
-      return true;
+      return await copy(c, table, feed);
     } catch (error) {
-      if ((error as { code?: string }).code === '23505') return false;
+      if ((error as { code?: string }).code === '23505') return undefined;
       throw error;
+    }
+  }
+
+  async function send(feed: Feed): Promise<number> {
+    const c = client!;
+    try {
+      if (context.mode === 'append') {
+        const rows = await copyStraight(c, feed);
+        if (rows !== undefined) return rows;
+      }
+      if (!staging) {
+        await c.query(
+          `CREATE TEMP TABLE IF NOT EXISTS ${STAGE} (id uuid, first_name text, last_name text, email text, ` +
+            'phone text, company text, job_title text, status text, tags text[], source_url text, ' +
+            'created_at timestamptz) ON COMMIT DELETE ROWS',
+        );
+        staging = true;
+      }
+      await c.query('BEGIN');
+      const rows = await copy(c, STAGE, feed);
+      for (const statement of move) await c.query(statement);
+      await c.query('COMMIT');
+      return rows;
+    } catch (error) {
+      await c.query('ROLLBACK').catch(() => {});
+      throw new TargetError(`PostgreSQL table ${config.table}: ${(error as Error).message}`);
     }
   }
 
@@ -183,26 +219,9 @@ export function postgresTarget(
     },
     encode: copyCsv,
     async write(body) {
-      const c = client!;
-      try {
-        if (context.mode === 'append' && (await copyStraight(c, body))) return;
-        if (!staging) {
-          await c.query(
-            `CREATE TEMP TABLE IF NOT EXISTS ${STAGE} (id uuid, first_name text, last_name text, email text, ` +
-              'phone text, company text, job_title text, status text, tags text[], source_url text, ' +
-              'created_at timestamptz) ON COMMIT DELETE ROWS',
-          );
-          staging = true;
-        }
-        await c.query('BEGIN');
-        await pipeline([body], c.query(copyFrom(`COPY ${STAGE} (${list}) FROM STDIN (FORMAT csv)`)));
-        for (const statement of move) await c.query(statement);
-        await c.query('COMMIT');
-      } catch (error) {
-        await c.query('ROLLBACK').catch(() => {});
-        throw new TargetError(`PostgreSQL table ${config.table}: ${(error as Error).message}`);
-      }
+      await send(async () => Readable.from([body]));
     },
+    writeCsv: (open) => send(open),
     async close() {
       await client?.end().catch(() => {});
       client = undefined;

@@ -3,6 +3,7 @@
  * leads batch by batch (`part` counts from 1 over the whole push, so a batch repeated after a crash has the same
  * number: the same S3 key, the same webhook-id), and is closed at the end.
  */
+import type { Readable } from 'node:stream';
 import type { DestinationType } from '../../db/schema/index.ts';
 
 /** A lead as pushed: the fields of the leads list (GET /api/leads). */
@@ -48,6 +49,11 @@ export interface Target<Encoded = unknown> {
   /** A batch in the target's wire form; the runner encodes the next batch while the last one is written. */
   encode(leads: PushLead[]): Encoded;
   write(batch: Encoded, part: number): Promise<void>;
+  /**
+   * Where offered (PostgreSQL), a batch as COPY's CSV in LEAD_COLUMNS order, read from `open` (called again when
+   * the batch has to be sent a second way); answers the rows written. The rows never become objects in between.
+   */
+  writeCsv?(open: () => Promise<Readable>, part: number): Promise<number>;
   close(): Promise<void>;
 }
 
