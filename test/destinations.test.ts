@@ -182,6 +182,30 @@ describe('postgres destinations', () => {
     assert.equal(Number((await dest.query(`SELECT count(*) AS n FROM crm.acme WHERE company <> 'Acme'`)).rows[0].n), 0);
   });
 
+  test('a table made by hand with other column types takes the push as text (the server converts)', async () => {
+    await dest.query(
+      'CREATE TABLE by_hand (id text PRIMARY KEY, first_name varchar(100), last_name text, email text, phone text, ' +
+        'company text, job_title text, status text, tags text, source_url text, created_at text)',
+    );
+    const { destination } = await createDestination(alice, {
+      name: 'By hand',
+      type: 'postgres',
+      config: { connectionString: destUrl, table: 'by_hand' },
+    });
+    const p = await finished(
+      alice,
+      destination.id,
+      (await push(alice, destination.id, { filter: { company: 'acme' } })).id,
+    );
+    assert.equal(p.status, 'COMPLETED', p.error ?? '');
+    assert.equal(await rowCount('by_hand'), N / 2);
+    const [lead] = await ctx.deps.db.select().from(leads).where(eq(leads.id, aliceIds[7]!));
+    const { rows } = await dest.query('SELECT * FROM by_hand WHERE id = $1', [aliceIds[7]]);
+    assert.equal(rows[0].last_name, 'O"Brien, "Jr"');
+    assert.equal(rows[0].tags, '{b2b}');
+    assert.equal(new Date(rows[0].created_at).getTime(), lead!.createdAt.getTime());
+  });
+
   test('upsert: one row per email, updated rather than duplicated', async () => {
     const { destination } = await createDestination(alice, {
       name: 'By email',

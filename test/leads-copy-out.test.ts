@@ -51,7 +51,7 @@ describe('leads COPY-out', () => {
     assert.equal(listed.length, 10); // i % 3 && i % 2 among 0..29
     const range = await copyOut.boundary(alice.id, filter, TOP, 4);
     assert.deepEqual(range, { boundary: listed[3]!.id, count: 4 });
-    const csv = await text(await copyOut.open(alice.id, filter, TOP, range!.boundary));
+    const csv = await text(await copyOut.open(alice.id, filter, TOP, range!.boundary, 'csv'));
     const ids = csv
       .trim()
       .split('\n')
@@ -63,7 +63,7 @@ describe('leads COPY-out', () => {
     // The whole rest, in one batch: count below the size says it is the last.
     const rest = await copyOut.boundary(alice.id, filter, range!.boundary, 100);
     assert.deepEqual(rest, { boundary: listed.at(-1)!.id, count: 6 });
-    const all = await text(await copyOut.open(alice.id, filter, range!.boundary, rest!.boundary));
+    const all = await text(await copyOut.open(alice.id, filter, range!.boundary, rest!.boundary, 'csv'));
     assert.equal(all.trim().split('\n').length, 6);
     assert.ok(all.includes(`"O'Brien \\' ""x"" $1 ); DROP TABLE leads; --"`), all.slice(0, 300));
     assert.equal(await copyOut.boundary(alice.id, filter, rest!.boundary, 100), undefined);
@@ -72,7 +72,7 @@ describe('leads COPY-out', () => {
   test('ids that are not uuids are refused before any SQL', async (t) => {
     const copyOut = createLeadCopyOut(ctx.deps);
     if (!copyOut) return t.skip('PostgreSQL only');
-    await assert.rejects(copyOut.open(alice.id, {}, `${TOP}' OR true --`, TOP), /before is not a uuid/);
-    await assert.rejects(copyOut.open(alice.id, { jobId: "x'" }, TOP, TOP), /jobId is not a uuid/);
+    await assert.rejects(copyOut.open(alice.id, {}, `${TOP}' OR true --`, TOP, 'csv'), /before is not a uuid/);
+    await assert.rejects(copyOut.open(alice.id, { jobId: "x'" }, TOP, TOP, 'binary'), /jobId is not a uuid/);
   });
 });

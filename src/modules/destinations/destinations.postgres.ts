@@ -14,13 +14,24 @@ import { parse as parseConnectionString } from 'pg-connection-string';
 import { from as copyFrom } from 'pg-copy-streams';
 import { ipLiteral, privateAddressReason, SsrfBlockedError } from '../../shared/ssrf.ts';
 import type { PostgresConfig } from './destinations.schemas.ts';
-import { LEAD_COLUMNS, type PushContext, type PushLead, type Target, TargetError } from './destinations.target.ts';
+import {
+  type CopyFormat,
+  type CopySource,
+  LEAD_COLUMNS,
+  type PushContext,
+  type PushLead,
+  type Target,
+  TargetError,
+} from './destinations.target.ts';
 
 const CONNECT_TIMEOUT_MS = 10_000;
 const STAGE = 'quarry_push_stage';
 
-/** A batch's CSV, opened once per COPY of it (a batch refused by the fast path is read again for the slow one). */
-type Feed = () => Promise<Readable>;
+/** A batch, opened once per COPY of it (a batch refused by the fast path is read again for the slow one). */
+interface Feed {
+  format: CopyFormat;
+  open(): Promise<Readable>;
+}
 
 interface Endpoint {
   host: string;
@@ -152,10 +163,26 @@ export function postgresTarget(
 
   /** A COPY of a batch into `into`, from `feed`; answers the rows COPY stored. */
   async function copy(c: pg.Client, into: string, feed: Feed): Promise<number> {
-    const sink = c.query(copyFrom(`COPY ${into} (${list}) FROM STDIN (FORMAT csv)`));
-    await pipeline(await feed(), sink);
+    const sink = c.query(copyFrom(`COPY ${into} (${list}) FROM STDIN (FORMAT ${feed.format})`));
+    await pipeline(await feed.open(), sink);
     return sink.rowCount;
   }
+
+  /**
+   * Binary COPY (no text to parse at either end) when the table's columns have exactly the source's types and both
+   * databases the same encoding; CSV otherwise (a table made by hand with other types: the server converts).
+   */
+  async function formatFor(c: pg.Client, source: CopySource): Promise<CopyFormat> {
+    const { rows } = await c.query<{ encoding: string; types: Record<string, string> | null }>(
+      `SELECT current_setting('server_encoding') AS encoding, json_object_agg(attname, atttypid::regtype::text) AS types
+       FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`,
+      [table],
+    );
+    const { encoding, types } = rows[0]!;
+    const same = encoding === source.encoding && source.columns.every(([name, type]) => types?.[name] === type);
+    return same ? 'binary' : 'csv';
+  }
+  let format: Promise<CopyFormat> | undefined;
 
   /**
    * Append's fast path: the batch COPYed straight into the table, one statement (atomic by itself: no BEGIN and
@@ -219,9 +246,15 @@ export function postgresTarget(
     },
     encode: copyCsv,
     async write(body) {
-      await send(async () => Readable.from([body]));
+      await send({ format: 'csv', open: async () => Readable.from([body]) });
     },
-    writeCsv: (open) => send(open),
+    async writeCopy(source) {
+      format ??= formatFor(client!, source).catch((error) => {
+        throw new TargetError(`PostgreSQL table ${config.table}: ${(error as Error).message}`);
+      });
+      const f = await format;
+      return send({ format: f, open: () => source.open(f) });
+    },
     async close() {
       await client?.end().catch(() => {});
       client = undefined;

@@ -14,7 +14,7 @@ import { createLeadCopyOut, createLeadService, type LeadCopyOut, type listLeadsQ
 import { destinationSecrets, targetOf } from './destinations.open.ts';
 import { destinationRepository, type PushRow } from './destinations.repository.ts';
 import { type DestinationService, emitPushFinished } from './destinations.service.ts';
-import { LEAD_COLUMNS, type PushLead, type Target, TargetError } from './destinations.target.ts';
+import { type CopySource, LEAD_COLUMNS, type PushLead, type Target, TargetError } from './destinations.target.ts';
 
 export const HEARTBEAT_MS = 5_000;
 export const STALE_AFTER_MS = 30_000;
@@ -55,20 +55,27 @@ function encoded(target: Target, leads: PushLead[], rest: Omit<Batch, 'send'>): 
 type PushFilter = Omit<ReturnType<typeof listLeadsQuery.parse>, 'limit' | 'cursor'>;
 
 /**
- * A filtered push from PostgreSQL to a target taking CSV: each batch is an id range of the list (its lower end
- * found by one indexed query while the last batch is written), streamed by COPY from the leads table into the
+ * A filtered push from PostgreSQL to a target taking COPY streams: each batch is an id range of the list (its lower
+ * end found by one indexed query while the last batch is written), streamed by COPY from the leads table into the
  * target's COPY without becoming objects here.
  */
 function copiedBatches(copyOut: LeadCopyOut, target: Target, push: PushRow, filter: PushFilter) {
-  if (copyOut.columns.join() !== LEAD_COLUMNS.map(([c]) => c).join())
+  if (copyOut.columns.map(([c]) => c).join() !== LEAD_COLUMNS.map(([c]) => c).join())
     throw new Error('the leads COPY columns are not the destination columns');
-  const writeCsv = target.writeCsv!.bind(target);
+  const writeCopy = target.writeCopy!.bind(target);
   return async (before: string): Promise<Batch> => {
-    const range = await copyOut.boundary(push.userId, filter, before, target.batchSize);
+    const [range, encoding] = await Promise.all([
+      copyOut.boundary(push.userId, filter, before, target.batchSize),
+      copyOut.encoding(),
+    ]);
     if (!range) return { missing: 0, end: true };
-    const open = () => copyOut.open(push.userId, filter, before, range.boundary);
+    const source: CopySource = {
+      columns: copyOut.columns,
+      encoding,
+      open: (format) => copyOut.open(push.userId, filter, before, range.boundary, format),
+    };
     return {
-      send: (part) => writeCsv(open, part),
+      send: (part) => writeCopy(source, part),
       lastId: range.boundary,
       missing: 0,
       end: range.count < target.batchSize,
@@ -98,7 +105,7 @@ function leadBatches(deps: Pick<AppDeps, 'db' | 'clock' | 'database'>, push: Pus
     };
   }
   const filter = selection.filter as PushFilter;
-  const copyOut = target.writeCsv && createLeadCopyOut(deps);
+  const copyOut = target.writeCopy && createLeadCopyOut(deps);
   if (copyOut) return copiedBatches(copyOut, target, push, filter);
   return async (before: string): Promise<Batch> => {
     const page = await leads.list(push.userId, { ...filter, limit: size, cursor: encodeCursor(before) });

@@ -50,11 +50,23 @@ export interface Target<Encoded = unknown> {
   encode(leads: PushLead[]): Encoded;
   write(batch: Encoded, part: number): Promise<void>;
   /**
-   * Where offered (PostgreSQL), a batch as COPY's CSV in LEAD_COLUMNS order, read from `open` (called again when
-   * the batch has to be sent a second way); answers the rows written. The rows never become objects in between.
+   * Where offered (PostgreSQL), a batch as a COPY stream from another PostgreSQL database, in LEAD_COLUMNS order;
+   * answers the rows written. The rows never become objects in between.
    */
-  writeCsv?(open: () => Promise<Readable>, part: number): Promise<number>;
+  writeCopy?(source: CopySource, part: number): Promise<number>;
   close(): Promise<void>;
+}
+
+export type CopyFormat = 'csv' | 'binary';
+
+/** A batch of leads COPYed out of PostgreSQL. */
+export interface CopySource {
+  /** Column names and types (as `regtype` spells them), in row order. */
+  columns: ReadonlyArray<readonly [string, string]>;
+  /** The source database's encoding: binary text values are in it. */
+  encoding: string;
+  /** The batch's rows in `format`; called again when the batch has to be sent a second way. */
+  open(format: CopyFormat): Promise<Readable>;
 }
 
 /** A destination with its secrets opened: what a target is built from. */

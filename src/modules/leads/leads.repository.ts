@@ -108,35 +108,47 @@ function listWhere(
   return and(...where)!;
 }
 
-/** The columns of a COPY-out of leads, in order (those of the leads list). */
+/**
+ * The columns of a COPY-out of leads, in order (those of the leads list), with their types as `regtype` spells them:
+ * a binary COPY is read back only into columns of exactly these types.
+ */
 export const LEAD_COPY_COLUMNS = [
-  'id',
-  'first_name',
-  'last_name',
-  'email',
-  'phone',
-  'company',
-  'job_title',
-  'status',
-  'tags',
-  'source_url',
-  'created_at',
+  ['id', 'uuid'],
+  ['first_name', 'text'],
+  ['last_name', 'text'],
+  ['email', 'text'],
+  ['phone', 'text'],
+  ['company', 'text'],
+  ['job_title', 'text'],
+  ['status', 'text'],
+  ['tags', 'text[]'],
+  ['source_url', 'text'],
+  ['created_at', 'timestamp with time zone'],
 ] as const;
+export type CopyFormat = 'csv' | 'binary';
 
 /**
- * `COPY (SELECT …) TO STDOUT (FORMAT csv)` of the leads of the list in [floor, before), newest first. COPY takes no
- * bind parameters, so every value is rendered as a literal by the pg driver's own escaping (`escapeLiteral`, which
- * also handles backslashes whatever standard_conforming_strings says); the ids are checked to be uuids first.
+ * `COPY (SELECT …) TO STDOUT` of the leads of the list in [floor, before), newest first, as CSV or binary. COPY takes
+ * no bind parameters, so every value is rendered as a literal by the pg driver's own escaping (`escapeLiteral`,
+ * which also handles backslashes whatever standard_conforming_strings says); the ids are checked to be uuids first.
  */
-export function leadsCopyOutStatement(userId: string, filters: LeadFilters, before: string, floor: string): string {
+export function leadsCopyOutStatement(
+  userId: string,
+  filters: LeadFilters,
+  before: string,
+  floor: string,
+  format: CopyFormat,
+): string {
   for (const [field, id] of Object.entries({ userId, before, floor, jobId: filters.jobId, sourceId: filters.sourceId }))
     if (id !== undefined && !isUuid(id)) throw new Error(`leadsCopyOutStatement: ${field} is not a uuid`);
   const where = listWhere(userId, filters, before, (x) => sql.raw(pg.escapeLiteral(x)), floor);
+  // The casts change nothing but pin the types a binary COPY carries.
+  const columns = sql.raw(LEAD_COPY_COLUMNS.map(([name, type]) => `${name}::${type} AS ${name}`).join(', '));
   const query = new PgDialect().sqlToQuery(
-    sql`SELECT ${sql.raw(LEAD_COPY_COLUMNS.join(', '))} FROM ${leads} WHERE ${where} ORDER BY ${leads.id} DESC`,
+    sql`SELECT ${columns} FROM ${leads} WHERE ${where} ORDER BY ${leads.id} DESC`,
   );
   if (query.params.length) throw new Error('leadsCopyOutStatement: a value was left as a parameter');
-  return `COPY (${query.sql}) TO STDOUT (FORMAT csv)`;
+  return `COPY (${query.sql}) TO STDOUT (FORMAT ${format === 'binary' ? 'binary' : 'csv'})`;
 }
 
 export function leadRepository(db: Db) {

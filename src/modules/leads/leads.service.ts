@@ -9,6 +9,7 @@ import { emitEvent } from '../../shared/events.ts';
 import { findOwned, isUuid, storedId } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import {
+  type CopyFormat,
   LEAD_COPY_COLUMNS,
   type LeadFilters,
   type LeadListRow,
@@ -203,14 +204,29 @@ export function createLeadCopyOut(deps: Pick<AppDeps, 'db' | 'database'>) {
   const pool = deps.database.pool;
   if (deps.database.kind !== 'postgres' || !pool) return undefined;
   const repo = leadRepository(deps.db);
+  let encoding: Promise<string> | undefined;
   return {
+    /** Names and types (as `regtype` spells them), in the order of every row. */
     columns: LEAD_COPY_COLUMNS,
+    /** The database's encoding: the one binary text values are in. */
+    encoding: () => {
+      encoding ??= pool
+        .query<{ server_encoding: string }>('SHOW server_encoding')
+        .then((r) => r.rows[0]!.server_encoding);
+      return encoding;
+    },
     /** The smallest id of the next `size` leads below `before`, and how many there are; undefined when none. */
     boundary: (userId: string, filters: LeadFilters, before: string, size: number) =>
       repo.batchBoundary(userId, filters, before, size),
-    /** The leads of the list in [floor, before), newest first, as CSV (no header). */
-    async open(userId: string, filters: LeadFilters, before: string, floor: string): Promise<Readable> {
-      const statement = leadsCopyOutStatement(userId, filters, before, floor);
+    /** The leads of the list in [floor, before), newest first, as CSV (no header) or PostgreSQL's binary COPY. */
+    async open(
+      userId: string,
+      filters: LeadFilters,
+      before: string,
+      floor: string,
+      format: CopyFormat,
+    ): Promise<Readable> {
+      const statement = leadsCopyOutStatement(userId, filters, before, floor, format);
       const client = await pool.connect();
       const stream = client.query(copyTo(statement));
       // A stream left before its end leaves the connection inside the COPY: it is dropped, not pooled.
