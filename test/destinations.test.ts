@@ -200,9 +200,9 @@ describe('postgres destinations', () => {
     assert.equal(p.status, 'COMPLETED', p.error ?? '');
     assert.equal(await rowCount('by_hand'), N / 2);
     const [lead] = await ctx.deps.db.select().from(leads).where(eq(leads.id, aliceIds[7]!));
-    const { rows } = await dest.query('SELECT * FROM by_hand WHERE id = $1', [aliceIds[7]]);
+    const { rows } = await dest.query('SELECT *, tags::text[] AS tag_list FROM by_hand WHERE id = $1', [aliceIds[7]]);
     assert.equal(rows[0].last_name, 'O"Brien, "Jr"');
-    assert.equal(rows[0].tags, '{b2b}');
+    assert.deepEqual(rows[0].tag_list, ['b2b']);
     assert.equal(new Date(rows[0].created_at).getTime(), lead!.createdAt.getTime());
   });
 
