@@ -28,6 +28,13 @@ const CONNECT_TIMEOUT_MS = 10_000;
 const STAGE = 'quarry_push_stage';
 
 /** A batch, opened once per COPY of it (a batch refused by the fast path is read again for the slow one). */
+/** The batch's source (Quarry's database) failed, not the destination. */
+class SourceFailure extends Error {
+  constructor(cause: unknown) {
+    super('reading the leads failed', { cause });
+  }
+}
+
 interface Feed {
   format: CopyFormat;
   open(): Promise<Readable>;
@@ -163,8 +170,17 @@ export function postgresTarget(
 
   /** A COPY of a batch into `into`, from `feed`; answers the rows COPY stored. */
   async function copy(c: pg.Client, into: string, feed: Feed): Promise<number> {
+    const input = await feed.open().catch((error) => Promise.reject(new SourceFailure(error)));
     const sink = c.query(copyFrom(`COPY ${into} (${list}) FROM STDIN (FORMAT ${feed.format})`));
-    await pipeline(await feed.open(), sink);
+    // Whichever side fails first is the cause; the other is then destroyed with its error.
+    let first: 'source' | 'sink' | undefined;
+    input.once('error', () => (first ??= 'source'));
+    sink.once('error', () => (first ??= 'sink'));
+    try {
+      await pipeline(input, sink);
+    } catch (error) {
+      throw first === 'source' ? new SourceFailure(error) : error;
+    }
     return sink.rowCount;
   }
 
@@ -220,6 +236,8 @@ export function postgresTarget(
       return rows;
     } catch (error) {
       await c.query('ROLLBACK').catch(() => {});
+      // Quarry's own database failing is no fault of the destination's: an internal error, not the user's to fix.
+      if (error instanceof SourceFailure) throw error.cause;
       throw new TargetError(`PostgreSQL table ${config.table}: ${(error as Error).message}`);
     }
   }
