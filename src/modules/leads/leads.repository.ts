@@ -85,16 +85,15 @@ const idIn = (ids: string[]) => sql`${leads.id} = ANY(${sql.param(ids)}::uuid[])
 /**
  * The leads list's WHERE: every filter an equality on a column of one of the (user_id, …, id) indexes (or
  * (job_id, id)), so a newest-first scan stops after its limit; the company filter compares `lower(company)` to match
- * `leads_user_company_idx`. `value` renders each given value: a bind parameter by default, a literal for COPY.
+ * `leads_user_company_idx`. `v` renders each given value: a bind parameter by default, a literal for COPY.
  */
 function listWhere(
   userId: string,
   filters: LeadFilters,
   cursor: string | undefined,
-  value: (v: string) => string | SQL = (v) => v,
+  v: (value: string) => string | SQL = (value) => value,
   floor?: string,
 ): SQL {
-  const v = value;
   const where: SQL[] = [eq(leads.userId, v(userId))];
   if (filters.company !== undefined) where.push(sql`lower(${leads.company}) = lower(${v(filters.company)})`);
   if (filters.status) where.push(eq(leads.status, v(filters.status) as LeadStatus | SQL));
@@ -169,9 +168,7 @@ export function leadRepository(db: Db) {
 
   return {
     /**
-     * One page, newest first: `id < cursor ORDER BY id DESC LIMIT n`. Every filter is an equality
-     * on a column of one of the (user_id, …, id) indexes (or (job_id, id)), so the scan stops after `limit` rows; the
-     * company filter compares `lower(company)` to match `leads_user_company_idx`.
+     * One page, newest first: `id < cursor ORDER BY id DESC LIMIT n` (`listWhere` says why the scan stops there).
      */
     async list(
       userId: string,
