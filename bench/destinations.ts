@@ -1,8 +1,9 @@
 /**
  * Destinations (docs/destinations.md): 100,000 leads pushed to a PostgreSQL destination through the real service
- * (POST /api/destinations/{id}/push, the pg-boss worker, COPY into a staging table and one INSERT … SELECT per
- * batch), from the push's creation (the POST) to its end by its own timestamps, rows/s, against a bare `COPY` of the same rows into a
- * same-shaped table (primary key on id) in the same run. Rounds interleave the two; the ratio is the median of
+ * (POST /api/destinations/{id}/push, the pg-boss worker, each batch of 10,000 COPYed out of the leads table straight
+ * into the destination's COPY; upsert through a staging table and one INSERT … SELECT), from the push's creation
+ * (the POST) to its end by its own timestamps, rows/s, against a bare `COPY` of the same rows (CSV, ready in memory)
+ * into a same-shaped table (primary key on id) in the same run. Rounds interleave the two; the ratio is the median of
  * BENCH_DESTINATIONS_ROUNDS rounds (default 3). Target: >= 0.5 for append; upsert (one row per email) reported.
  */
 import { pipeline } from 'node:stream/promises';
@@ -69,6 +70,12 @@ export async function benchDestinations(): Promise<Row[]> {
         view = (await call('GET', `/api/destinations/${destination.id}/pushes/${push.id}`)).push;
       }
       const secs = (Date.parse(view.finishedAt) - Date.parse(view.createdAt)) / 1000;
+      console.log(
+        'DBG',
+        mode,
+        Date.parse(view.startedAt) - Date.parse(view.createdAt),
+        Date.parse(view.finishedAt) - Date.parse(view.startedAt),
+      );
       const rows = Number((await dest.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
       if (view.status !== 'COMPLETED' || view.progress.pushed !== LEADS || rows !== LEADS)
         throw new Error(`push ${view.status}: ${view.progress.pushed} pushed, ${rows} rows (${view.error})`);

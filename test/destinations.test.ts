@@ -6,11 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { eq, sql } from 'drizzle-orm';
 import pg from 'pg';
 import { queryRows } from '../src/db/client.ts';
 import { destinationPushes, leads } from '../src/db/schema/index.ts';
+import { postgresTarget } from '../src/modules/destinations/destinations.postgres.ts';
+import { type CopySource, LEAD_COLUMNS, TargetError } from '../src/modules/destinations/destinations.target.ts';
 import { createDestinationPushRecovery, createDestinationService } from '../src/modules/destinations/index.ts';
 import { eventDataSchemas } from '../src/shared/event-payloads.ts';
 import { createTestContext, createTwoUserContext, eventually, type TestContext, type TestUser } from './helpers/app.ts';
@@ -180,6 +183,69 @@ describe('postgres destinations', () => {
     assert.equal(p.status, 'COMPLETED', p.error ?? '');
     assert.equal(await rowCount('crm.acme'), N / 2);
     assert.equal(Number((await dest.query(`SELECT count(*) AS n FROM crm.acme WHERE company <> 'Acme'`)).rows[0].n), 0);
+  });
+
+  test('a table made by hand with other column types takes the push as text (the server converts)', async () => {
+    await dest.query(
+      'CREATE TABLE by_hand (id text PRIMARY KEY, first_name varchar(100), last_name text, email text, phone text, ' +
+        'company text, job_title text, status text, tags text, source_url text, created_at text)',
+    );
+    const { destination } = await createDestination(alice, {
+      name: 'By hand',
+      type: 'postgres',
+      config: { connectionString: destUrl, table: 'by_hand' },
+    });
+    const p = await finished(
+      alice,
+      destination.id,
+      (await push(alice, destination.id, { filter: { company: 'acme' } })).id,
+    );
+    assert.equal(p.status, 'COMPLETED', p.error ?? '');
+    assert.equal(await rowCount('by_hand'), N / 2);
+    const [lead] = await ctx.deps.db.select().from(leads).where(eq(leads.id, aliceIds[7]!));
+    const { rows } = await dest.query('SELECT *, tags::text[] AS tag_list FROM by_hand WHERE id = $1', [aliceIds[7]]);
+    assert.equal(rows[0].last_name, 'O"Brien, "Jr"');
+    assert.deepEqual(rows[0].tag_list, ['b2b']);
+    assert.equal(new Date(rows[0].created_at).getTime(), lead!.createdAt.getTime());
+  });
+
+  test("Quarry's side failing mid-batch is no destination error; the connection stays usable", async () => {
+    const target = postgresTarget({ connectionString: destUrl, table: 'source_fails' }, true, {
+      pushId: 'p',
+      destinationId: 'd',
+      mode: 'append',
+    });
+    await target.open();
+    // Another encoding than the table's: CSV, so the rows can be written here by hand.
+    const source = (rows: () => AsyncGenerator<string>): CopySource => ({
+      columns: LEAD_COLUMNS.map(([c]) => [c, 'text'] as const),
+      encoding: 'none',
+      open: async () => Readable.from(rows()),
+    });
+    const row = (id: string) => `${id},A,B,a@example.com,,,,NEW,{x},,2026-01-01T00:00:00Z\n`;
+    try {
+      await assert.rejects(
+        target.writeCopy!(
+          source(async function* () {
+            yield row(crypto.randomUUID());
+            throw new Error('the leads database went away');
+          }),
+          1,
+        ),
+        (error: Error) => !(error instanceof TargetError) && /went away/.test(error.message),
+      );
+      assert.equal(await rowCount('source_fails'), 0);
+      const written = await target.writeCopy!(
+        source(async function* () {
+          yield row(crypto.randomUUID());
+        }),
+        1,
+      );
+      assert.equal(written, 1);
+      assert.equal(await rowCount('source_fails'), 1);
+    } finally {
+      await target.close();
+    }
   });
 
   test('upsert: one row per email, updated rather than duplicated', async () => {

@@ -7,16 +7,38 @@
  * The host is resolved and checked by the SSRF guard first, and the connection goes to the checked address.
  */
 import dns from 'node:dns';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { parse as parseConnectionString } from 'pg-connection-string';
 import { from as copyFrom } from 'pg-copy-streams';
 import { ipLiteral, privateAddressReason, SsrfBlockedError } from '../../shared/ssrf.ts';
 import type { PostgresConfig } from './destinations.schemas.ts';
-import { LEAD_COLUMNS, type PushContext, type PushLead, type Target, TargetError } from './destinations.target.ts';
+import {
+  type CopyFormat,
+  type CopySource,
+  LEAD_COLUMNS,
+  type PushContext,
+  type PushLead,
+  type Target,
+  TargetError,
+} from './destinations.target.ts';
 
 const CONNECT_TIMEOUT_MS = 10_000;
 const STAGE = 'quarry_push_stage';
+
+/** A batch, opened once per COPY of it (a batch refused by the fast path is read again for the slow one). */
+/** The batch's source (Quarry's database) failed, not the destination. */
+class SourceFailure extends Error {
+  constructor(cause: unknown) {
+    super('reading the leads failed', { cause });
+  }
+}
+
+interface Feed {
+  format: CopyFormat;
+  open(): Promise<Readable>;
+}
 
 interface Endpoint {
   host: string;
@@ -146,18 +168,77 @@ export function postgresTarget(
   let client: pg.Client | undefined;
   let staging = false;
 
+  /** A COPY of a batch into `into`, from `feed`; answers the rows COPY stored. */
+  async function copy(c: pg.Client, into: string, feed: Feed): Promise<number> {
+    const input = await feed.open().catch((error) => Promise.reject(new SourceFailure(error)));
+    const sink = c.query(copyFrom(`COPY ${into} (${list}) FROM STDIN (FORMAT ${feed.format})`));
+    // Whichever side fails first is the cause; the other is then destroyed with its error.
+    let first: 'source' | 'sink' | undefined;
+    input.once('error', () => (first ??= 'source'));
+    sink.once('error', () => (first ??= 'sink'));
+    try {
+      await pipeline(input, sink);
+    } catch (error) {
+      throw first === 'source' ? new SourceFailure(error) : error;
+    }
+    return sink.rowCount;
+  }
+
+  /**
+   * Binary COPY (no text to parse at either end) when the table's columns have exactly the source's types and both
+   * databases the same encoding; CSV otherwise (a table made by hand with other types: the server converts).
+   */
+  async function formatFor(c: pg.Client, source: CopySource): Promise<CopyFormat> {
+    const { rows } = await c.query<{ encoding: string; types: Record<string, string> | null }>(
+      `SELECT current_setting('server_encoding') AS encoding, json_object_agg(attname, atttypid::regtype::text) AS types
+       FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`,
+      [table],
+    );
+    const { encoding, types } = rows[0]!;
+    const same = encoding === source.encoding && source.columns.every(([name, type]) => types?.[name] === type);
+    return same ? 'binary' : 'csv';
+  }
+  let format: Promise<CopyFormat> | undefined;
+
   /**
    * Append's fast path: the batch COPYed straight into the table, one statement (atomic by itself: no BEGIN and
    * COMMIT round trips). A lead the table holds already (a batch repeated after a crash, leads pushed before)
-   * breaks the primary key and the COPY stores nothing: false sends the batch the staging way, which skips them.
+   * breaks the primary key and the COPY stores nothing: undefined sends the batch the staging way, which skips them.
    */
-  async function copyStraight(c: pg.Client, body: string): Promise<boolean> {
+  async function copyStraight(c: pg.Client, feed: Feed): Promise<number | undefined> {
     try {
-      await pipeline([body], c.query(copyFrom(`COPY ${table} (${list}) FROM STDIN (FORMAT csv)`)));
-      return true;
+      return await copy(c, table, feed);
     } catch (error) {
-      if ((error as { code?: string }).code === '23505') return false;
+      if ((error as { code?: string }).code === '23505') return undefined;
       throw error;
+    }
+  }
+
+  async function send(feed: Feed): Promise<number> {
+    const c = client!;
+    try {
+      if (context.mode === 'append') {
+        const rows = await copyStraight(c, feed);
+        if (rows !== undefined) return rows;
+      }
+      if (!staging) {
+        await c.query(
+          `CREATE TEMP TABLE IF NOT EXISTS ${STAGE} (id uuid, first_name text, last_name text, email text, ` +
+            'phone text, company text, job_title text, status text, tags text[], source_url text, ' +
+            'created_at timestamptz) ON COMMIT DELETE ROWS',
+        );
+        staging = true;
+      }
+      await c.query('BEGIN');
+      const rows = await copy(c, STAGE, feed);
+      for (const statement of move) await c.query(statement);
+      await c.query('COMMIT');
+      return rows;
+    } catch (error) {
+      await c.query('ROLLBACK').catch(() => {});
+      // Quarry's own database failing is no fault of the destination's: an internal error, not the user's to fix.
+      if (error instanceof SourceFailure) throw error.cause;
+      throw new TargetError(`PostgreSQL table ${config.table}: ${(error as Error).message}`);
     }
   }
 
@@ -183,25 +264,14 @@ export function postgresTarget(
     },
     encode: copyCsv,
     async write(body) {
-      const c = client!;
-      try {
-        if (context.mode === 'append' && (await copyStraight(c, body))) return;
-        if (!staging) {
-          await c.query(
-            `CREATE TEMP TABLE IF NOT EXISTS ${STAGE} (id uuid, first_name text, last_name text, email text, ` +
-              'phone text, company text, job_title text, status text, tags text[], source_url text, ' +
-              'created_at timestamptz) ON COMMIT DELETE ROWS',
-          );
-          staging = true;
-        }
-        await c.query('BEGIN');
-        await pipeline([body], c.query(copyFrom(`COPY ${STAGE} (${list}) FROM STDIN (FORMAT csv)`)));
-        for (const statement of move) await c.query(statement);
-        await c.query('COMMIT');
-      } catch (error) {
-        await c.query('ROLLBACK').catch(() => {});
+      await send({ format: 'csv', open: async () => Readable.from([body]) });
+    },
+    async writeCopy(source) {
+      format ??= formatFor(client!, source).catch((error) => {
         throw new TargetError(`PostgreSQL table ${config.table}: ${(error as Error).message}`);
-      }
+      });
+      const f = await format;
+      return send({ format: f, open: () => source.open(f) });
     },
     async close() {
       await client?.end().catch(() => {});

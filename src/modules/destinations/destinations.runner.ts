@@ -10,11 +10,11 @@ import { QUEUES } from '../../queue/queues.ts';
 import { AppError } from '../../shared/errors.ts';
 import { encodeCursor } from '../../shared/pagination.ts';
 import { newWorkerId, RECOVERY_MAX_ATTEMPTS, staleBefore, sweepLoop } from '../../shared/recovery-sweep.ts';
-import { createLeadService, type listLeadsQuery } from '../leads/index.ts';
+import { createLeadCopyOut, createLeadService, type LeadCopyOut, type listLeadsQuery } from '../leads/index.ts';
 import { destinationSecrets, targetOf } from './destinations.open.ts';
 import { destinationRepository, type PushRow } from './destinations.repository.ts';
 import { type DestinationService, emitPushFinished } from './destinations.service.ts';
-import { type PushLead, TargetError } from './destinations.target.ts';
+import { type CopySource, LEAD_COLUMNS, type PushLead, type Target, TargetError } from './destinations.target.ts';
 
 export const HEARTBEAT_MS = 5_000;
 export const STALE_AFTER_MS = 30_000;
@@ -22,7 +22,8 @@ export const STALE_AFTER_MS = 30_000;
 const TOP = 'g';
 
 interface Batch {
-  leads: PushLead[];
+  /** Writes the batch as part `part` and answers how many leads it delivered. */
+  send?: (part: number) => Promise<number>;
   /** The last id of the batch (the cursor to record), undefined when it is empty. */
   lastId?: string;
   /** Given ids that name no lead any more (deleted since the push was made). */
@@ -44,8 +45,47 @@ const pick = (l: PushLead): PushLead => ({
   createdAt: l.createdAt,
 });
 
+/** A batch of leads read here, encoded at once (while the last batch is written), sent when its turn comes. */
+function encoded(target: Target, leads: PushLead[], rest: Omit<Batch, 'send'>): Batch {
+  if (!leads.length) return rest;
+  const body = target.encode(leads);
+  return { ...rest, send: (part) => target.write(body, part).then(() => leads.length) };
+}
+
+type PushFilter = Omit<ReturnType<typeof listLeadsQuery.parse>, 'limit' | 'cursor'>;
+
+/**
+ * A filtered push from PostgreSQL to a target taking COPY streams: each batch is an id range of the list (its lower
+ * end found by one indexed query while the last batch is written), streamed by COPY from the leads table into the
+ * target's COPY without becoming objects here.
+ */
+function copiedBatches(copyOut: LeadCopyOut, target: Target, push: PushRow, filter: PushFilter) {
+  if (copyOut.columns.map(([c]) => c).join() !== LEAD_COLUMNS.map(([c]) => c).join())
+    throw new Error('the leads COPY columns are not the destination columns');
+  const writeCopy = target.writeCopy!.bind(target);
+  return async (before: string): Promise<Batch> => {
+    const [range, encoding] = await Promise.all([
+      copyOut.boundary(push.userId, filter, before, target.batchSize),
+      copyOut.encoding(),
+    ]);
+    if (!range) return { missing: 0, end: true };
+    const source: CopySource = {
+      columns: copyOut.columns,
+      encoding,
+      open: (format) => copyOut.open(push.userId, filter, before, range.boundary, format),
+    };
+    return {
+      send: (part) => writeCopy(source, part),
+      lastId: range.boundary,
+      missing: 0,
+      end: range.count < target.batchSize,
+    };
+  };
+}
+
 /** The batches of a push, each the `size` leads after `before` in id order, newest first. */
-function leadBatches(deps: Pick<AppDeps, 'db' | 'clock'>, push: PushRow, size: number) {
+function leadBatches(deps: Pick<AppDeps, 'db' | 'clock' | 'database'>, push: PushRow, target: Target) {
+  const size = target.batchSize;
   const leads = createLeadService(deps);
   const selection = push.selection;
   if ('leadIds' in selection) {
@@ -60,13 +100,16 @@ function leadBatches(deps: Pick<AppDeps, 'db' | 'clock'>, push: PushRow, size: n
           if (!(error instanceof AppError && error.code === 'NOT_FOUND')) throw error;
         }
       }
-      return { leads: found, lastId: chunk.at(-1), missing: chunk.length - found.length, end: chunk.length < size };
+      const rest = { lastId: chunk.at(-1), missing: chunk.length - found.length, end: chunk.length < size };
+      return encoded(target, found, rest);
     };
   }
-  const filter = selection.filter as Omit<ReturnType<typeof listLeadsQuery.parse>, 'limit' | 'cursor'>;
+  const filter = selection.filter as PushFilter;
+  const copyOut = target.writeCopy && createLeadCopyOut(deps);
+  if (copyOut) return copiedBatches(copyOut, target, push, filter);
   return async (before: string): Promise<Batch> => {
     const page = await leads.list(push.userId, { ...filter, limit: size, cursor: encodeCursor(before) });
-    return { leads: page.leads, lastId: page.leads.at(-1)?.id, missing: 0, end: page.nextCursor === null };
+    return encoded(target, page.leads, { lastId: page.leads.at(-1)?.id, missing: 0, end: page.nextCursor === null });
   };
 }
 
@@ -110,14 +153,11 @@ export function createDestinationPushRunner(deps: AppDeps) {
     let recording: Promise<void> = Promise.resolve();
     try {
       if (!target) return; // deleted with its pushes
-      const next = leadBatches(deps, push, target.batchSize);
+      const next = leadBatches(deps, push, target);
       await target.open();
-      // The next batch is read and encoded while the last one is written.
+      // The next batch is read (and encoded, or its range found) while the last one is written.
       const read = (before: string) => {
-        const batch = next(before).then((b) => ({
-          ...b,
-          encoded: b.leads.length ? target.encode(b.leads) : undefined,
-        }));
+        const batch = next(before);
         batch.catch(() => {}); // awaited in turn; a failed write before must not leave it unhandled
         return batch;
       };
@@ -125,12 +165,12 @@ export function createDestinationPushRunner(deps: AppDeps) {
       for (;;) {
         const batch = await reading;
         if (!batch.end && batch.lastId) reading = read(batch.lastId);
-        if (batch.encoded !== undefined) await target.write(batch.encoded, progress.parts + 1);
+        const sent = batch.send ? await batch.send(progress.parts + 1) : 0;
         if (batch.lastId) {
           progress = {
-            pushed: progress.pushed + batch.leads.length,
+            pushed: progress.pushed + sent,
             failed: progress.failed + batch.missing,
-            parts: progress.parts + (batch.leads.length ? 1 : 0),
+            parts: progress.parts + (batch.send ? 1 : 0),
             cursor: batch.lastId,
           };
           // Recorded while the next batch goes out: a record that lags behind a crash only repeats a batch.

@@ -3,6 +3,7 @@
  * leads batch by batch (`part` counts from 1 over the whole push, so a batch repeated after a crash has the same
  * number: the same S3 key, the same webhook-id), and is closed at the end.
  */
+import type { Readable } from 'node:stream';
 import type { DestinationType } from '../../db/schema/index.ts';
 
 /** A lead as pushed: the fields of the leads list (GET /api/leads). */
@@ -48,7 +49,24 @@ export interface Target<Encoded = unknown> {
   /** A batch in the target's wire form; the runner encodes the next batch while the last one is written. */
   encode(leads: PushLead[]): Encoded;
   write(batch: Encoded, part: number): Promise<void>;
+  /**
+   * Where offered (PostgreSQL), a batch as a COPY stream from another PostgreSQL database, in LEAD_COLUMNS order;
+   * answers the rows written. The rows never become objects in between.
+   */
+  writeCopy?(source: CopySource, part: number): Promise<number>;
   close(): Promise<void>;
+}
+
+export type CopyFormat = 'csv' | 'binary';
+
+/** A batch of leads COPYed out of PostgreSQL. */
+export interface CopySource {
+  /** Column names and types (as `regtype` spells them), in row order. */
+  columns: ReadonlyArray<readonly [string, string]>;
+  /** The source database's encoding: binary text values are in it. */
+  encoding: string;
+  /** The batch's rows in `format`; called again when the batch has to be sent a second way. */
+  open(format: CopyFormat): Promise<Readable>;
 }
 
 /** A destination with its secrets opened: what a target is built from. */

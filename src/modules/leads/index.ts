@@ -14,5 +14,5 @@ export {
 } from './leads.outreach.ts';
 export { leadRoutes } from './leads.routes.ts';
 export { bulkUpdateBody, LEAD_LIMITS, listLeadsQuery } from './leads.schemas.ts';
-export { createLeadService, distinctIds } from './leads.service.ts';
+export { createLeadCopyOut, createLeadService, distinctIds, type LeadCopyOut } from './leads.service.ts';
 export { createLeadWriter, type LeadWriter } from './leads.writer.ts';

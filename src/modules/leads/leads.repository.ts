@@ -1,5 +1,6 @@
-import { and, desc, eq, lt, type SQL, sql } from 'drizzle-orm';
-import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
+import { and, desc, eq, gte, lt, type SQL, sql } from 'drizzle-orm';
+import { PgDialect, type PgUpdateSetSource } from 'drizzle-orm/pg-core';
+import pg from 'pg';
 import { type Db, queryRows } from '../../db/client.ts';
 import { freeMailDomains } from '../../db/free-mail-domains.ts';
 import {
@@ -10,6 +11,7 @@ import {
   leads,
   sources,
 } from '../../db/schema/index.ts';
+import { isUuid } from '../../shared/ids.ts';
 
 export type LeadRow = typeof leads.$inferSelect;
 /** What the service writes; the account key is the database's to keep. */
@@ -122,6 +124,82 @@ export type LeadListRow = { [K in keyof typeof listColumns]: LeadRow[K] };
 
 const idIn = (ids: string[]) => sql`${leads.id} = ANY(${sql.param(ids)}::uuid[])`;
 
+/**
+ * The leads list's WHERE: every filter an equality on a column of one of the (user_id, …, id) indexes (or
+ * (job_id, id)), so a newest-first scan stops after its limit; the company filter compares `lower(company)` to match
+ * `leads_user_company_idx`. `v` renders each given value: a bind parameter by default, a literal for COPY.
+ */
+function listWhere(
+  userId: string,
+  filters: LeadFilters,
+  cursor: string | undefined,
+  v: (value: string) => string | SQL = (value) => value,
+  floor?: string,
+): SQL {
+  const where: SQL[] = [eq(leads.userId, v(userId))];
+  if (filters.company !== undefined) where.push(sql`lower(${leads.company}) = lower(${v(filters.company)})`);
+  if (filters.status) where.push(eq(leads.status, v(filters.status) as LeadStatus | SQL));
+  if (filters.jobId) where.push(eq(leads.jobId, v(filters.jobId)));
+  if (filters.sourceId) where.push(eq(leads.sourceId, v(filters.sourceId)));
+  // `<> '{}'` implies nothing new (a lead with the tag has tags) but lets the planner use the partial GIN index.
+  if (filters.tag !== undefined)
+    where.push(sql`${leads.tags} @> ARRAY[${v(filters.tag)}::text] AND ${leads.tags} <> '{}'::text[]`);
+  if (filters.q !== undefined) {
+    // A substring of the name, email, company or title, any case. No index serves it: the scan walks the caller's
+    // leads newest first until the page is full, so it stays cheap when matches are common and other filters narrow.
+    const pattern = `%${filters.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    where.push(
+      sql`concat_ws(' ', ${leads.firstName}, ${leads.lastName}, ${leads.email}, ${leads.company}, ${leads.jobTitle}) ILIKE ${v(pattern)}`,
+    );
+  }
+  if (cursor) where.push(lt(leads.id, v(cursor)));
+  if (floor) where.push(gte(leads.id, v(floor)));
+  return and(...where)!;
+}
+
+/**
+ * The columns of a COPY-out of leads, in order (those of the leads list), with their types as `regtype` spells them:
+ * a binary COPY is read back only into columns of exactly these types.
+ */
+export const LEAD_COPY_COLUMNS = [
+  ['id', 'uuid'],
+  ['first_name', 'text'],
+  ['last_name', 'text'],
+  ['email', 'text'],
+  ['phone', 'text'],
+  ['company', 'text'],
+  ['job_title', 'text'],
+  ['status', 'text'],
+  ['tags', 'text[]'],
+  ['source_url', 'text'],
+  ['created_at', 'timestamp with time zone'],
+] as const;
+export type CopyFormat = 'csv' | 'binary';
+
+/**
+ * `COPY (SELECT …) TO STDOUT` of the leads of the list in [floor, before), newest first, as CSV or binary. COPY takes
+ * no bind parameters, so every value is rendered as a literal by the pg driver's own escaping (`escapeLiteral`,
+ * which also handles backslashes whatever standard_conforming_strings says); the ids are checked to be uuids first.
+ */
+export function leadsCopyOutStatement(
+  userId: string,
+  filters: LeadFilters,
+  before: string,
+  floor: string,
+  format: CopyFormat,
+): string {
+  for (const [field, id] of Object.entries({ userId, before, floor, jobId: filters.jobId, sourceId: filters.sourceId }))
+    if (id !== undefined && !isUuid(id)) throw new Error(`leadsCopyOutStatement: ${field} is not a uuid`);
+  const where = listWhere(userId, filters, before, (x) => sql.raw(pg.escapeLiteral(x)), floor);
+  // The casts change nothing but pin the types a binary COPY carries.
+  const columns = sql.raw(LEAD_COPY_COLUMNS.map(([name, type]) => `${name}::${type} AS ${name}`).join(', '));
+  const query = new PgDialect().sqlToQuery(
+    sql`SELECT ${columns} FROM ${leads} WHERE ${where} ORDER BY ${leads.id} DESC`,
+  );
+  if (query.params.length) throw new Error('leadsCopyOutStatement: a value was left as a parameter');
+  return `COPY (${query.sql}) TO STDOUT (FORMAT ${format === 'binary' ? 'binary' : 'csv'})`;
+}
+
 export function leadRepository(db: Db) {
   // GET /api/leads/{id} is the hot path: a named prepared statement skips query building here and
   // parsing and planning in PostgreSQL (the plan is the same for every id: primary key + joins).
@@ -140,9 +218,7 @@ export function leadRepository(db: Db) {
 
   return {
     /**
-     * One page, newest first: `id < cursor ORDER BY id DESC LIMIT n`. Every filter is an equality
-     * on a column of one of the (user_id, …, id) indexes (or (job_id, id)), so the scan stops after `limit` rows; the
-     * company filter compares `lower(company)` to match `leads_user_company_idx`.
+     * One page, newest first: `id < cursor ORDER BY id DESC LIMIT n` (`listWhere` says why the scan stops there).
      */
     async list(
       userId: string,
@@ -150,29 +226,37 @@ export function leadRepository(db: Db) {
       cursor: string | undefined,
       limit: number,
     ): Promise<LeadListRow[]> {
-      const where: SQL[] = [eq(leads.userId, userId)];
-      if (filters.company !== undefined) where.push(sql`lower(${leads.company}) = lower(${filters.company})`);
-      if (filters.status) where.push(eq(leads.status, filters.status));
-      if (filters.jobId) where.push(eq(leads.jobId, filters.jobId));
-      if (filters.sourceId) where.push(eq(leads.sourceId, filters.sourceId));
-      // `<> '{}'` implies nothing new (a lead with the tag has tags) but lets the planner use the partial GIN index.
-      if (filters.tag !== undefined)
-        where.push(sql`${leads.tags} @> ARRAY[${filters.tag}::text] AND ${leads.tags} <> '{}'::text[]`);
-      if (filters.q !== undefined) {
-        // A substring of the name, email, company or title, any case. No index serves it: the scan walks the caller's
-        // leads newest first until the page is full, so it stays cheap when matches are common and other filters narrow.
-        const pattern = `%${filters.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-        where.push(
-          sql`concat_ws(' ', ${leads.firstName}, ${leads.lastName}, ${leads.email}, ${leads.company}, ${leads.jobTitle}) ILIKE ${pattern}`,
-        );
-      }
-      if (cursor) where.push(lt(leads.id, cursor));
       return db
         .select(listColumns)
         .from(leads)
-        .where(and(...where))
+        .where(listWhere(userId, filters, cursor))
         .orderBy(desc(leads.id))
         .limit(limit);
+    },
+
+    /**
+     * A push batch's lower end: the smallest id of the next `size` leads of the list below `after` (one indexed
+     * scan of ids), with how many there are; undefined when none is left.
+     */
+    async batchBoundary(
+      userId: string,
+      filters: LeadFilters,
+      after: string,
+      size: number,
+    ): Promise<{ boundary: string; count: number } | undefined> {
+      const page = db
+        .select({ id: leads.id })
+        .from(leads)
+        .where(listWhere(userId, filters, after))
+        .orderBy(desc(leads.id))
+        .limit(size)
+        .as('page');
+      const [row] = await db
+        .select({ boundary: page.id, count: sql<number>`count(*) OVER ()`.mapWith(Number) })
+        .from(page)
+        .orderBy(page.id)
+        .limit(1);
+      return row;
     },
 
     /** The lead with its job and source, in one statement (left joins), prepared once per connection. */

@@ -1,3 +1,5 @@
+import { finished, type Readable } from 'node:stream';
+import { to as copyTo } from 'pg-copy-streams';
 import type { Db, Tx } from '../../db/client.ts';
 import type { LeadStatus } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
@@ -6,7 +8,16 @@ import { AppError, notFound } from '../../shared/errors.ts';
 import { emitEvent } from '../../shared/events.ts';
 import { findOwned, isUuid, storedId } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
-import { type LeadListRow, type LeadRow, type LeadWithRelations, leadRepository } from './leads.repository.ts';
+import {
+  type CopyFormat,
+  LEAD_COPY_COLUMNS,
+  type LeadFilters,
+  type LeadListRow,
+  type LeadRow,
+  type LeadWithRelations,
+  leadRepository,
+  leadsCopyOutStatement,
+} from './leads.repository.ts';
 import {
   type BulkUpdateInput,
   type CreateLeadInput,
@@ -182,3 +193,47 @@ export function createLeadService(deps: Pick<AppDeps, 'db' | 'clock'>) {
 }
 
 export type LeadService = ReturnType<typeof createLeadService>;
+
+/**
+ * The leads of a list as COPY's CSV straight from PostgreSQL, batch by batch, never turned into objects here (a push
+ * to a PostgreSQL destination pipes it into the destination's COPY … FROM STDIN). A batch is an id range of the
+ * list, newest first: `boundary` finds its lower end, `open` streams it in `columns` order. Undefined on the
+ * embedded database (PGlite has no COPY TO STDOUT over a socket): callers read `list` there.
+ */
+export function createLeadCopyOut(deps: Pick<AppDeps, 'db' | 'database'>) {
+  const pool = deps.database.pool;
+  if (deps.database.kind !== 'postgres' || !pool) return undefined;
+  const repo = leadRepository(deps.db);
+  let encoding: Promise<string> | undefined;
+  return {
+    /** Names and types (as `regtype` spells them), in the order of every row. */
+    columns: LEAD_COPY_COLUMNS,
+    /** The database's encoding: the one binary text values are in. */
+    encoding: () => {
+      encoding ??= pool
+        .query<{ server_encoding: string }>('SHOW server_encoding')
+        .then((r) => r.rows[0]!.server_encoding);
+      return encoding;
+    },
+    /** The smallest id of the next `size` leads below `before`, and how many there are; undefined when none. */
+    boundary: (userId: string, filters: LeadFilters, before: string, size: number) =>
+      repo.batchBoundary(userId, filters, before, size),
+    /** The leads of the list in [floor, before), newest first, as CSV (no header) or PostgreSQL's binary COPY. */
+    async open(
+      userId: string,
+      filters: LeadFilters,
+      before: string,
+      floor: string,
+      format: CopyFormat,
+    ): Promise<Readable> {
+      const statement = leadsCopyOutStatement(userId, filters, before, floor, format);
+      const client = await pool.connect();
+      const stream = client.query(copyTo(statement));
+      // A stream left before its end leaves the connection inside the COPY: it is dropped, not pooled.
+      finished(stream, (error) => client.release(error ?? (stream.readableEnded ? undefined : true)));
+      return stream;
+    },
+  };
+}
+
+export type LeadCopyOut = NonNullable<ReturnType<typeof createLeadCopyOut>>;
