@@ -468,6 +468,18 @@ describe('webhook destinations', () => {
         config: { url: hooks.url },
       });
       assert.match(signingSecret ?? '', /^whsec_/);
+      // The answer carrying the secret is never kept for an Idempotency-Key replay: the same key makes another.
+      const again = async () =>
+        ctx.inject({
+          method: 'POST',
+          url: '/api/destinations',
+          headers: { ...alice.headers, 'idempotency-key': 'hook-once' },
+          payload: { name: 'Hook 2', type: 'webhook', config: { url: hooks.url }, skipTest: true },
+        });
+      const [first, second] = [await again(), await again()];
+      assert.notEqual(first.json().data.destination.id, second.json().data.destination.id);
+      for (const made of [first, second])
+        await ctx.call(alice, 'DELETE', `/api/destinations/${made.json().data.destination.id}`);
       const test = verifyWith(signingSecret!, (await hooks.waitFor(1))[0]!);
       assert.equal(test.type, 'destination.test');
       const got = await ctx.call(alice, 'GET', `/api/destinations/${destination.id}`);
@@ -548,6 +560,22 @@ describe('isolation and bad input', () => {
     );
     assertValidation(await bad({ name: 'x', type: 'postgres', config: { table: 't', host: 'h' } }), 'config.database');
     assertValidation(await bad({ name: 'x', type: 'webhook', config: { url: 'ftp://x' } }), 'config.url');
+    assertValidation(
+      await bad({ name: 'x', type: 'webhook', config: { url: 'https://me:secret@hooks.example.com/in' } }),
+      'config.url',
+    );
+    // Quarry parses the URL itself: the driver's parser would read the files ssl* name on this server, and take a
+    // host= from the query string past the SSRF guard.
+    for (const query of ['sslrootcert=/etc/hostname', 'sslcert=/etc/hostname&sslkey=/proc/self/environ', 'host=/tmp']) {
+      assertValidation(
+        await bad({ name: 'x', type: 'postgres', config: { connectionString: `${destUrl}?${query}`, table: 't' } }),
+        'config.connectionString',
+      );
+    }
+    assertValidation(
+      await bad({ name: 'x', type: 'postgres', config: { connectionString: 'postgres://u:p@h:abc/db', table: 't' } }),
+      'config.connectionString',
+    );
     assertValidation(
       await bad({
         name: 'x',

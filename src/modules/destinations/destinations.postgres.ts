@@ -10,10 +10,9 @@ import dns from 'node:dns';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
-import { parse as parseConnectionString } from 'pg-connection-string';
 import { from as copyFrom } from 'pg-copy-streams';
 import { ipLiteral, privateAddressReason, SsrfBlockedError } from '../../shared/ssrf.ts';
-import type { PostgresConfig } from './destinations.schemas.ts';
+import { type PostgresConfig, parsePostgresUrl } from './destinations.schemas.ts';
 import {
   type CopyFormat,
   type CopySource,
@@ -60,13 +59,14 @@ function endpointOf(config: PostgresConfig): Endpoint {
       ssl: config.ssl ?? false,
     };
   }
-  const parsed = parseConnectionString(config.connectionString);
-  const ssl =
-    config.ssl ?? (!!parsed.ssl || ['require', 'verify-ca', 'verify-full'].includes(String(parsed.sslmode ?? '')));
+  const parsed = parsePostgresUrl(config.connectionString);
+  // Checked on create; a stored string that no longer parses is the destination's fault, said plainly.
+  if (typeof parsed === 'string') throw new Error(`connectionString: ${parsed}`);
+  const ssl = config.ssl ?? ['require', 'verify-ca', 'verify-full'].includes(parsed.sslmode ?? '');
   return {
-    host: parsed.host ?? 'localhost',
-    port: parsed.port ? Number(parsed.port) : 5432,
-    database: parsed.database ?? undefined,
+    host: parsed.host,
+    port: parsed.port,
+    database: parsed.database,
     user: parsed.user,
     password: parsed.password,
     ssl,
@@ -93,7 +93,12 @@ async function checkedAddress(host: string, allowPrivateNetwork: boolean): Promi
 const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 async function connect(config: PostgresConfig, allowPrivateNetwork: boolean): Promise<pg.Client> {
-  const endpoint = endpointOf(config);
+  let endpoint: Endpoint;
+  try {
+    endpoint = endpointOf(config);
+  } catch (error) {
+    throw new TargetError((error as Error).message);
+  }
   let client: pg.Client | undefined;
   try {
     const address = await checkedAddress(endpoint.host, allowPrivateNetwork);

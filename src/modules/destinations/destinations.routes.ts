@@ -30,7 +30,8 @@ export const destinationRoutes: RouteModule = (app, deps) => {
   });
 
   app.post('/api/destinations', {
-    config: write,
+    // Never replayed from the idempotency store: the answer carries a webhook's signing secret, shown once.
+    config: { ...write, idempotency: false },
     schema: {
       tags,
       summary: 'Add a destination leads can be pushed to: webhook, postgres or s3',

@@ -17,6 +17,8 @@ const webhookConfig = z
     url: z
       .url({ protocol: /^https?$/ })
       .max(2000)
+      // Credentials in the URL would be shown back in the destination, its errors and its events.
+      .refine((u) => !new URL(u).username && !new URL(u).password, 'no user:password@ in the URL: sign with the secret')
       .describe('Batches of leads are POSTed here as JSON'),
     secret: z
       .string()
@@ -25,6 +27,52 @@ const webhookConfig = z
       .describe('Signing secret (whsec_…); made for you when absent and shown once in the answer'),
   })
   .strict();
+
+const SSL_MODES = ['disable', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify'] as const;
+
+/** A postgres:// URL read by Quarry itself: a host, a port, a database, credentials and `sslmode`, nothing else. */
+export interface PostgresUrl {
+  host: string;
+  port: number;
+  database?: string;
+  user?: string;
+  password?: string;
+  sslmode?: (typeof SSL_MODES)[number];
+}
+
+/**
+ * Parses a destination's connection string, or says what is wrong with it. The driver's own parser is not used: it
+ * reads files named by `sslcert`, `sslkey` and `sslrootcert` on this server, and takes `host=` (a socket path or
+ * another host) from the query string, so a URL could make the service read its own files or go where the SSRF
+ * guard never looked.
+ */
+export function parsePostgresUrl(value: string): PostgresUrl | string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'not a URL';
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') return 'a postgres:// URL';
+  if (!url.hostname) return 'names no host';
+  const port = url.port ? Number(url.port) : 5432;
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) return 'a port from 1 to 65535';
+  let sslmode: PostgresUrl['sslmode'];
+  for (const [key, val] of url.searchParams) {
+    if (key !== 'sslmode') return `the parameter ${key} is not accepted (only sslmode)`;
+    if (!(SSL_MODES as readonly string[]).includes(val)) return `sslmode must be one of ${SSL_MODES.join(', ')}`;
+    sslmode = val as PostgresUrl['sslmode'];
+  }
+  const decode = (part: string) => (part ? decodeURIComponent(part) : undefined);
+  return {
+    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port,
+    database: decode(url.pathname.slice(1)),
+    user: decode(url.username),
+    password: decode(url.password),
+    sslmode,
+  };
+}
 
 const postgresConfig = z
   .object({
@@ -46,6 +94,8 @@ const postgresConfig = z
   .strict()
   .superRefine((c, ctx) => {
     if (c.connectionString) {
+      const parsed = parsePostgresUrl(c.connectionString);
+      if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', path: ['connectionString'], message: parsed });
       for (const f of ['host', 'port', 'database', 'user', 'password'] as const)
         if (c[f] !== undefined) ctx.addIssue({ code: 'custom', path: [f], message: 'not with connectionString' });
     } else {
