@@ -113,6 +113,53 @@ describe('MCP over Streamable HTTP', () => {
     }
   });
 
+  test('a path argument cannot walk to another route', async () => {
+    for (const id of ['..', '.', '']) {
+      const result = await client.callTool({ name: 'get_lead', arguments: { id } });
+      assert.equal(result.isError, true);
+      assert.match(textOf(result), /^VALIDATION_ERROR.*id/);
+    }
+  });
+
+  test('a key keeps at most 50 sessions: initializing more pushes out its oldest', async () => {
+    const key = (await ctx.call(alice, 'POST', '/api/api-keys', { name: 'many', scopes: ['leads:read'] })).json().data
+      .apiKey.key as string;
+    const init = async () => {
+      const res = await fetch(`${base}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'loop', version: '1' } },
+        }),
+      });
+      assert.equal(res.status, 200);
+      return res.headers.get('mcp-session-id')!;
+    };
+    const list = (session: string) =>
+      fetch(`${base}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-session-id': session,
+          'mcp-protocol-version': '2025-11-25',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
+      });
+    const first = await init();
+    assert.equal((await list(first)).status, 200);
+    for (let i = 0; i < 50; i++) await init();
+    assert.equal((await list(first)).status, 404, 'the oldest session is gone');
+  });
+
   test('without a key /mcp answers 401; an unknown session 404', async () => {
     const res = await fetch(`${base}/mcp`, {
       method: 'POST',

@@ -52,6 +52,13 @@ export async function callRouteTool(
   caller: ToolCaller,
 ): Promise<ToolResult> {
   const request = argumentsToRequest(plan, args);
+  if ('invalid' in request) {
+    return errorResult({
+      code: 'VALIDATION_ERROR',
+      message: `${request.invalid} names nothing`,
+      details: [{ field: request.invalid, message: 'not an id' }],
+    });
+  }
   const missing = /:(\w+)/.exec(request.url.split('?')[0]!);
   if (missing) {
     return errorResult({

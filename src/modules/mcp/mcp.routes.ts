@@ -48,6 +48,8 @@ export function buildToolSet(catalog: RouteCatalog): ToolSet {
   };
 }
 
+const SUBSCRIPTIONS_FRESH_MS = 2_000;
+
 type JsonRpcMessage = { method?: string; params?: { _meta?: { progressToken?: unknown } } };
 const messagesOf = (body: unknown): JsonRpcMessage[] =>
   (Array.isArray(body) ? body : body && typeof body === 'object' ? [body] : []) as JsonRpcMessage[];
@@ -154,12 +156,27 @@ export const mcpRoutes: RouteModule = (app, deps) => {
     if (request.method === 'GET' && sessionId) {
       // The session's stream: announce changes of the jobs it subscribed to, wherever they run.
       const id = sessionId.toLowerCase();
+      // Every job update of every tenant arrives here: the session's subscriptions are read at most once per
+      // SUBSCRIPTIONS_FRESH_MS, not once per update (a subscription made on another process shows within that).
+      let subscribed: { uris: Set<string>; at: number } | undefined;
+      let reading: Promise<Set<string>> | undefined;
+      const subscriptionsNow = async () => {
+        if (subscribed && Date.now() - subscribed.at < SUBSCRIPTIONS_FRESH_MS) return subscribed.uris;
+        reading ??= sessions.repo
+          .find(id)
+          .then((row) => {
+            subscribed = { uris: new Set(row?.subscriptions ?? []), at: Date.now() };
+            return subscribed.uris;
+          })
+          .finally(() => {
+            reading = undefined;
+          });
+        return reading;
+      };
       unsubscribe = await deps.notifier.subscribe(JOB_UPDATE_CHANNEL, (payload) => {
         void (async () => {
-          const jobId = (JSON.parse(payload) as { id?: string }).id;
-          const uri = `quarry://jobs/${jobId}`;
-          const row = await sessions.repo.find(id);
-          if (row?.subscriptions.includes(uri)) await server.sendResourceUpdated({ uri });
+          const uri = `quarry://jobs/${(JSON.parse(payload) as { id?: string }).id}`;
+          if ((await subscriptionsNow()).has(uri)) await server.sendResourceUpdated({ uri });
         })().catch(() => {});
       });
       if (reply.raw.destroyed) unsubscribe();

@@ -1,4 +1,4 @@
-import { and, eq, lt, sql } from 'drizzle-orm';
+import { and, desc, eq, lt, notInArray, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
 import { mcpSessions } from '../../db/schema/index.ts';
 
@@ -29,6 +29,20 @@ export function mcpSessionsRepository(db: Db) {
     /** Forgets a key's sessions idle since `before` (run when the key opens a new one). */
     async deleteIdle(keyId: string, before: Date): Promise<void> {
       await db.delete(mcpSessions).where(and(eq(mcpSessions.keyId, keyId), lt(mcpSessions.lastSeenAt, before)));
+    },
+    /** Deletes the key's sessions beyond the `keep` most recently used; answers their ids. */
+    async trim(keyId: string, keep: number): Promise<string[]> {
+      const kept = db
+        .select({ id: mcpSessions.id })
+        .from(mcpSessions)
+        .where(eq(mcpSessions.keyId, keyId))
+        .orderBy(desc(mcpSessions.lastSeenAt), desc(mcpSessions.id))
+        .limit(keep);
+      const rows = await db
+        .delete(mcpSessions)
+        .where(and(eq(mcpSessions.keyId, keyId), notInArray(mcpSessions.id, kept)))
+        .returning({ id: mcpSessions.id });
+      return rows.map((r) => r.id);
     },
     /** False when the session already holds MAX_SUBSCRIPTIONS others. */
     async subscribe(id: string, uri: string): Promise<boolean> {

@@ -18,6 +18,8 @@ export const MCP_SESSION_IDLE_MS = 24 * 60 * 60 * 1000;
 const TRUST_MS = 10_000;
 const TOUCH_MS = 60_000;
 const MAX_CACHED = 10_000;
+/** Live sessions per key: a client that initializes in a loop pushes out its own oldest sessions, nothing more. */
+export const MAX_SESSIONS_PER_KEY = 50;
 
 interface Known {
   keyId: string;
@@ -65,6 +67,10 @@ export function createMcpSessions(deps: { db: Db; clock: Clock; notifier: Notifi
       const now = deps.clock.now();
       await repo.deleteIdle(values.keyId, new Date(now.getTime() - MCP_SESSION_IDLE_MS));
       await repo.insert(values);
+      for (const id of await repo.trim(values.keyId, MAX_SESSIONS_PER_KEY)) {
+        known.delete(id);
+        await deps.notifier.publish(MCP_SESSION_CLOSED_CHANNEL, id);
+      }
     },
     async close(id: string) {
       known.delete(id);

@@ -120,11 +120,7 @@ export function planTool(tool: RouteTool, route: CatalogRoute): ToolPlan {
   };
 }
 
-export interface RouteRequest {
-  method: string;
-  url: string;
-  body?: unknown;
-}
+export type RouteRequest = { method: string; url: string; body?: unknown } | { invalid: string };
 
 /**
  * The route request a tool call makes. Path parameters are encoded into the path; unknown arguments go to the body
@@ -142,8 +138,12 @@ export function argumentsToRequest(plan: ToolPlan, args: Record<string, unknown>
       continue;
     }
     const part = plan.parts.get(name) ?? (body ? 'body' : 'querystring');
-    if (part === 'params') url = url.replace(`:${name}`, encodeURIComponent(String(value)));
-    else if (part === 'querystring') {
+    if (part === 'params') {
+      const segment = String(value);
+      // `.` and `..` survive encodeURIComponent and would move the call to another route: no id is spelled so.
+      if (segment === '' || segment === '.' || segment === '..') return { invalid: name };
+      url = url.replace(`:${name}`, encodeURIComponent(segment));
+    } else if (part === 'querystring') {
       for (const item of Array.isArray(value) ? value : [value]) query.append(name, String(item));
     } else if (body) body[name] = value;
   }
