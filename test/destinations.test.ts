@@ -356,6 +356,36 @@ describe('postgres destinations', () => {
     assert.equal(await rowCount('crashed'), N);
     assert.equal(Number((await dest.query('SELECT count(DISTINCT id) AS n FROM crashed')).rows[0].n), N);
   });
+
+  test('a push whose queue message never left (PENDING, untouched) is sent again by the sweep and runs once', async () => {
+    const { destination } = await createDestination(alice, {
+      name: 'Lost message',
+      type: 'postgres',
+      config: { connectionString: destUrl, table: 'lost_message' },
+    });
+    const made = await push(alice, destination.id, { filter: {} });
+    await finished(alice, destination.id, made.id);
+    // As if the process had stopped between the INSERT and the queue send: PENDING, nothing queued, long untouched.
+    await ctx.deps.db
+      .update(destinationPushes)
+      .set({
+        status: 'PENDING',
+        pushed: 0,
+        parts: 0,
+        cursor: null,
+        finishedAt: null,
+        updatedAt: new Date(Date.now() - 600_000),
+      })
+      .where(eq(destinationPushes.id, made.id));
+    await dest.query('TRUNCATE lost_message');
+    const swept = await createDestinationPushRecovery(ctx.deps, createDestinationService(ctx.deps)).sweep();
+    assert.deepEqual(swept.requeued, [made.id]);
+    const done = await finished(alice, destination.id, made.id);
+    assert.equal(done.status, 'COMPLETED', done.error ?? '');
+    assert.equal(await rowCount('lost_message'), N);
+    const again = await createDestinationPushRecovery(ctx.deps, createDestinationService(ctx.deps)).sweep();
+    assert.deepEqual(again.requeued, [], 'a push just touched is not sent again');
+  });
 });
 
 describe('s3 destinations', () => {

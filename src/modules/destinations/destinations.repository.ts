@@ -140,6 +140,19 @@ export function destinationRepository(db: Db | Tx) {
         .returning();
       return { failed, requeued };
     },
+    /**
+     * PENDING pushes untouched since `before`: their queue message may never have been sent (the process stopped
+     * between the INSERT and the send). Marked touched, so each is sent again at most once per period; a push whose
+     * first message is still queued runs once anyway (`claim` takes PENDING rows only).
+     */
+    async touchStalePending(before: Date, now: Date): Promise<string[]> {
+      const rows = await db
+        .update(destinationPushes)
+        .set({ updatedAt: now })
+        .where(and(eq(destinationPushes.status, 'PENDING'), lt(destinationPushes.updatedAt, before)))
+        .returning({ id: destinationPushes.id });
+      return rows.map((r) => r.id);
+    },
     /** Embedded database only: every RUNNING push is an orphan of the previous process. */
     async requeueAllRunning(now: Date): Promise<string[]> {
       const rows = await db

@@ -228,6 +228,8 @@ export function createDestinationPushRunner(deps: AppDeps) {
  */
 export function createDestinationPushRecovery(deps: AppDeps, service: Pick<DestinationService, 'enqueue'>) {
   const repo = destinationRepository(deps.db);
+  /** A PENDING push this long untouched is sent to the queue again (its first message may never have left). */
+  const PENDING_RESEND_MS = 5 * 60_000;
   async function sweep() {
     const now = deps.clock.now();
     const { failed, requeued } = await repo.recoverStale(staleBefore(now, STALE_AFTER_MS), now, RECOVERY_MAX_ATTEMPTS);
@@ -236,7 +238,9 @@ export function createDestinationPushRecovery(deps: AppDeps, service: Pick<Desti
         for (const row of failed) await emitPushFinished(tx, row);
       });
     for (const row of requeued) await service.enqueue(row.id);
-    return { failed: failed.map((r) => r.id), requeued: requeued.map((r) => r.id) };
+    const resent = await repo.touchStalePending(new Date(now.getTime() - PENDING_RESEND_MS), now);
+    for (const id of resent) await service.enqueue(id);
+    return { failed: failed.map((r) => r.id), requeued: [...requeued.map((r) => r.id), ...resent] };
   }
   return {
     sweep,
