@@ -49,7 +49,8 @@ export function pinProxyUrl(uri: string, address: string): string {
 /** What a client connects to for a proxy URL: the URL without fragment, and the TLS server name of a pinned one. */
 export function proxyTarget(uri: string): { uri: string; servername?: string } {
   const url = new URL(uri);
-  const servername = url.protocol === 'https:' && url.hash.length > 1 ? decodeURIComponent(url.hash.slice(1)) : undefined;
+  const servername =
+    url.protocol === 'https:' && url.hash.length > 1 ? decodeURIComponent(url.hash.slice(1)) : undefined;
   url.hash = '';
   return { uri: url.href.replace(/\/$/, ''), servername };
 }

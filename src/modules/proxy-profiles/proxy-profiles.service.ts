@@ -66,7 +66,9 @@ export function createProxyProfileService(
         continue;
       }
       try {
-        urls.push(pinProxyUrl(url, await checkedAddress(e.host, false, `proxy://${e.host}:${e.port}`, options.resolve)));
+        urls.push(
+          pinProxyUrl(url, await checkedAddress(e.host, false, `proxy://${e.host}:${e.port}`, options.resolve)),
+        );
       } catch (error) {
         const blocked = ssrfCause(error);
         if (blocked) throw validationError(field(i), `the proxy host is not allowed: ${blocked.message}`);
