@@ -153,11 +153,10 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
   const admitted = new WeakMap<object, Promise<boolean>>();
   const authorized = async (req: http.IncomingMessage): Promise<boolean> =>
     admitPeer ? ((await admitted.get(req.socket)) ?? false) : basicOk(req.headers['proxy-authorization']);
-  const upstreams = (options.upstreamProxyUrls ?? []).map((uri) => ({
-    url: new URL(proxyTarget(uri).uri),
-    servername: proxyTarget(uri).servername,
-    dispatcher: createProxyAgent(uri) as Dispatcher,
-  }));
+  const upstreams = (options.upstreamProxyUrls ?? []).map((uri) => {
+    const target = proxyTarget(uri);
+    return { url: new URL(target.uri), servername: target.servername, dispatcher: createProxyAgent(uri) as Dispatcher };
+  });
   const direct = upstreams.length ? undefined : createGuardedDispatcher({ allowPrivate: allowPrivateNetwork });
   let turn = 0;
   /** The next upstream in turn (per-request rotation), or none: direct through the guarded dispatcher. */
