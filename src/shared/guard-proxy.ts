@@ -24,8 +24,9 @@ import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { SocksClient } from 'socks';
-import { type Dispatcher, ProxyAgent, request as undiciRequest } from 'undici';
+import { type Dispatcher, request as undiciRequest } from 'undici';
 import { safeEqual } from './crypto.ts';
+import { createProxyAgent, proxyTarget } from './pinned-proxy.ts';
 import {
   assertPublicHost,
   createGuardedDispatcher,
@@ -89,8 +90,12 @@ function guardedConnect(host: string, port: number, allowPrivate: boolean): Prom
   });
 }
 
-/** A tunnel through the upstream proxy (CONNECT host:port, or a SOCKS5 CONNECT), with its credentials. */
-async function upstreamConnect(upstream: URL, host: string, port: number): Promise<net.Socket> {
+/**
+ * A tunnel through the upstream proxy (CONNECT host:port, or a SOCKS5 CONNECT), with its credentials. A proxy
+ * profile's URL names its checked address (src/shared/pinned-proxy.ts); `servername` is an https proxy's name,
+ * which its certificate is verified against.
+ */
+async function upstreamConnect(upstream: URL, host: string, port: number, servername?: string): Promise<net.Socket> {
   if (upstream.protocol === 'socks5:') {
     const { socket } = await SocksClient.createConnection({
       proxy: {
@@ -119,6 +124,7 @@ async function upstreamConnect(upstream: URL, host: string, port: number): Promi
       method: 'CONNECT',
       path: `${host}:${port}`,
       headers,
+      ...(tls && servername ? { servername } : {}),
     });
     req.once('connect', (res, socket) => {
       if (res.statusCode === 200) return resolve(socket);
@@ -147,10 +153,10 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
   const admitted = new WeakMap<object, Promise<boolean>>();
   const authorized = async (req: http.IncomingMessage): Promise<boolean> =>
     admitPeer ? ((await admitted.get(req.socket)) ?? false) : basicOk(req.headers['proxy-authorization']);
-  const upstreams = (options.upstreamProxyUrls ?? []).map((uri) => ({
-    url: new URL(uri),
-    dispatcher: new ProxyAgent({ uri }) as Dispatcher,
-  }));
+  const upstreams = (options.upstreamProxyUrls ?? []).map((uri) => {
+    const target = proxyTarget(uri);
+    return { url: new URL(target.uri), servername: target.servername, dispatcher: createProxyAgent(uri) as Dispatcher };
+  });
   const direct = upstreams.length ? undefined : createGuardedDispatcher({ allowPrivate: allowPrivateNetwork });
   let turn = 0;
   /** The next upstream in turn (per-request rotation), or none: direct through the guarded dispatcher. */
@@ -227,7 +233,7 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
       await checkTarget(host, `https://${req.url}`);
       const upstream = nextUpstream();
       const remote = upstream
-        ? await upstreamConnect(upstream.url, host, port)
+        ? await upstreamConnect(upstream.url, host, port, upstream.servername)
         : await guardedConnect(host, port, allowPrivateNetwork);
       track(remote);
       if (signal.aborted || client.destroyed) return void remote.destroy();

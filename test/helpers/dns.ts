@@ -8,6 +8,11 @@ const RCODE = { SERVFAIL: 2, NXDOMAIN: 3 } as const;
 export interface Zone {
   mx?: Array<{ exchange: string; priority: number }>;
   a?: string[];
+  /**
+   * Later A answers, in turn: the first A query of the name gets `a`, the next ones these (the last repeats).
+   * A name that changes its answer between queries, as a DNS-rebinding host with TTL 0 does.
+   */
+  aThen?: string[][];
   aaaa?: string[];
   /** TXT records, one string each (split into 255-octet character-strings as RFC 1035 §3.3.14 requires). */
   txt?: string[];
@@ -53,6 +58,7 @@ export interface TestDnsServer {
 /** A real DNS server over UDP on loopback, serving `zones`. */
 export async function startTestDnsServer(zones: Record<string, Zone> = TEST_ZONES): Promise<TestDnsServer> {
   const queries = new Map<string, number>();
+  const aQueries = new Map<string, number>();
   const server = dns2.createServer({
     udp: true,
     handle: (request, send) => {
@@ -71,7 +77,8 @@ export async function startTestDnsServer(zones: Record<string, Zone> = TEST_ZONE
         response.header.rcode = RCODE.SERVFAIL;
         return send(response);
       }
-      const base = { name: question.name, class: Packet.CLASS.IN, ttl: 60 };
+      // A name whose answer changes is served with TTL 0, so no resolver cache hides the change.
+      const base = { name: question.name, class: Packet.CLASS.IN, ttl: zone.aThen ? 0 : 60 };
       if (question.type === Packet.TYPE.MX) {
         for (const mx of zone.mx ?? [])
           response.answers.push({
@@ -81,7 +88,11 @@ export async function startTestDnsServer(zones: Record<string, Zone> = TEST_ZONE
             priority: mx.priority,
           } as never);
       } else if (question.type === Packet.TYPE.A) {
-        for (const address of zone.a ?? []) response.answers.push({ ...base, type: Packet.TYPE.A, address } as never);
+        const n = aQueries.get(name) ?? 0;
+        aQueries.set(name, n + 1);
+        const later = zone.aThen ?? [];
+        const answer = n === 0 || !later.length ? zone.a : later[Math.min(n - 1, later.length - 1)];
+        for (const address of answer ?? []) response.answers.push({ ...base, type: Packet.TYPE.A, address } as never);
       } else if (question.type === Packet.TYPE.TXT) {
         for (const text of zone.txt ?? [])
           response.answers.push({

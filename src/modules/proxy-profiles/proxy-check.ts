@@ -4,8 +4,9 @@
  * authentication failure), refused or dropped the connection, did not answer in time, or the check URL answered
  * something else than 2xx through it.
  */
-import { ProxyAgent, request } from 'undici';
+import { request } from 'undici';
 import { AppError } from '../../shared/errors.ts';
+import { createProxyAgent } from '../../shared/pinned-proxy.ts';
 
 const CHECK_TIMEOUT_MS = 10_000;
 
@@ -26,7 +27,7 @@ const reasonOf = (error: unknown): string => {
 
 /** Resolves when `checkUrl` answers 2xx through `url`; throws 400 CONNECTION_FAILED (details: `host`). */
 export async function checkProxy(url: string, checkUrl: string, shown: string): Promise<void> {
-  const agent = new ProxyAgent({ uri: url, connectTimeout: CHECK_TIMEOUT_MS });
+  const agent = createProxyAgent(url, { connectTimeout: CHECK_TIMEOUT_MS });
   const fail = (reason: string) =>
     new AppError('CONNECTION_FAILED', `The check through ${shown} failed: ${reason}`, {
       details: [{ field: 'host', message: reason }],

@@ -4,18 +4,20 @@
  * `proxyUrlsFor` here for the URLs to go out through.
  */
 import type { Db } from '../../db/client.ts';
+import type { ProxyType } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
 import { isForeignKeyViolation } from '../../shared/db-errors.ts';
 import { AppError, notFound, validationError } from '../../shared/errors.ts';
 import { findOwned } from '../../shared/ids.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
-import { assertPublicHost, ssrfCause } from '../../shared/ssrf.ts';
+import { checkedAddress, pinProxyUrl, type ResolveHost } from '../../shared/pinned-proxy.ts';
+import { ssrfCause } from '../../shared/ssrf.ts';
 import { CrawlError } from '../scraping/index.ts';
 import { checkProxy } from './proxy-check.ts';
 import { type ProxyProfileRow, proxyProfileRepository } from './proxy-profiles.repository.ts';
 import type { CreateProxyProfileInput, ProxyProfileView } from './proxy-profiles.schemas.ts';
-import { type ProxyEndpoint, proxyUrl, shownProxyUrl } from './proxy-url.ts';
+import { type ProxyCredentials, type ProxyEndpoint, proxyUrl, shownProxyUrl } from './proxy-url.ts';
 
 export const toProxyProfileView = (r: ProxyProfileRow): ProxyProfileView => ({
   id: r.id,
@@ -36,22 +38,44 @@ const endpointsOf = (r: Pick<ProxyProfileRow, 'host' | 'port' | 'rotation'>): Pr
 
 export type ProxyProfileService = ReturnType<typeof createProxyProfileService>;
 
-export function createProxyProfileService(deps: Pick<AppDeps, 'db' | 'clock' | 'config'>) {
+/** `resolve`: tests only, the resolver of proxy hosts instead of the system's. */
+export function createProxyProfileService(
+  deps: Pick<AppDeps, 'db' | 'clock' | 'config'>,
+  options: { resolve?: ResolveHost } = {},
+) {
   const repo = proxyProfileRepository(deps.db);
   const box = createSecretBox(secretKeyMaterial(deps.config));
   const allowPrivate = deps.config.ALLOW_PRIVATE_NETWORK;
 
-  /** A proxy on a private address would be a way into the operator's network: refused like any target. */
-  async function assertPublicEndpoints(endpoints: ProxyEndpoint[], field: (i: number) => string): Promise<void> {
+  /**
+   * The URL of each endpoint for this one use. A proxy on a private address would be a way into the operator's
+   * network: its host is resolved once and refused like any target, and the URL names the checked address so a
+   * later answer of the name (DNS rebinding) is never connected to. ALLOW_PRIVATE_NETWORK keeps the names.
+   */
+  async function pinnedUrls(
+    type: ProxyType,
+    endpoints: ProxyEndpoint[],
+    auth: ProxyCredentials | undefined,
+    field: (i: number) => string,
+  ): Promise<string[]> {
+    const urls: string[] = [];
     for (const [i, e] of endpoints.entries()) {
+      const url = proxyUrl(type, e, auth);
+      if (allowPrivate) {
+        urls.push(url);
+        continue;
+      }
       try {
-        await assertPublicHost(e.host, allowPrivate, `proxy://${e.host}:${e.port}`);
+        urls.push(
+          pinProxyUrl(url, await checkedAddress(e.host, false, `proxy://${e.host}:${e.port}`, options.resolve)),
+        );
       } catch (error) {
         const blocked = ssrfCause(error);
         if (blocked) throw validationError(field(i), `the proxy host is not allowed: ${blocked.message}`);
         throw validationError(field(i), `the proxy host does not resolve: ${(error as Error).message}`);
       }
     }
+    return urls;
   }
 
   const owned = (userId: string, id: string, field?: string) =>
@@ -60,16 +84,14 @@ export function createProxyProfileService(deps: Pick<AppDeps, 'db' | 'clock' | '
   return {
     async create(userId: string, input: CreateProxyProfileInput): Promise<ProxyProfileView> {
       const endpoints = endpointsOf({ host: input.host, port: input.port, rotation: input.rotation ?? null });
-      await assertPublicEndpoints(endpoints, (i) => (i === 0 ? 'host' : `rotation.endpoints.${i - 1}.host`));
+      const urls = await pinnedUrls(input.type, endpoints, input.auth, (i) =>
+        i === 0 ? 'host' : `rotation.endpoints.${i - 1}.host`,
+      );
       let checkedAt: Date | null = null;
       if (!input.skipTest) {
         // Every endpoint is checked: a rotation with one dead endpoint would fail a share of the requests.
-        for (const e of endpoints)
-          await checkProxy(
-            proxyUrl(input.type, e, input.auth),
-            deps.config.PROXY_CHECK_URL,
-            shownProxyUrl(input.type, e),
-          );
+        for (const [i, e] of endpoints.entries())
+          await checkProxy(urls[i]!, deps.config.PROXY_CHECK_URL, shownProxyUrl(input.type, e));
         checkedAt = deps.clock.now();
       }
       const now = deps.clock.now();
@@ -127,19 +149,19 @@ export function createProxyProfileService(deps: Pick<AppDeps, 'db' | 'clock' | '
     /**
      * The proxy URLs one crawl, export or browser session goes out through: every endpoint in turn for
      * `per-request` rotation, one picked at random for `per-session`, else the profile's own. Each endpoint's
-     * host is checked by the SSRF guard again (a name may resolve elsewhere since the profile was made).
+     * host is resolved and checked by the SSRF guard again (a name may resolve elsewhere since the profile was
+     * made), and its URL names the checked address (`pinnedUrls`).
      */
     async proxyUrlsFor(userId: string, id: string): Promise<string[]> {
       const row = await owned(userId, id, 'proxyProfileId');
       let endpoints = endpointsOf(row);
       if (row.rotation?.mode === 'per-session') endpoints = [endpoints[Math.floor(Math.random() * endpoints.length)]!];
       else if (!row.rotation) endpoints = endpoints.slice(0, 1);
-      await assertPublicEndpoints(endpoints, () => 'proxyProfileId');
       const auth =
         row.username === null
           ? undefined
           : { username: row.username, password: row.passwordSealed ? box.open(row.passwordSealed) : '' };
-      return endpoints.map((e) => proxyUrl(row.type, e, auth));
+      return pinnedUrls(row.type, endpoints, auth, () => 'proxyProfileId');
     },
 
     /**

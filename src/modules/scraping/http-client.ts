@@ -8,7 +8,8 @@
 import { pipeline, type Readable, Transform } from 'node:stream';
 import zlib from 'node:zlib';
 import type { BaseHttpClient, HttpRequest, HttpResponse, ResponseTypes, StreamingHttpResponse } from '@crawlee/core';
-import { type Dispatcher, ProxyAgent, request as undiciRequest } from 'undici';
+import { type Dispatcher, request as undiciRequest } from 'undici';
+import { createProxyAgent } from '../../shared/pinned-proxy.ts';
 import { assertPublicHost, createGuardedDispatcher, ssrfCause } from '../../shared/ssrf.ts';
 import type { HostLimiter } from './politeness.ts';
 
@@ -39,7 +40,10 @@ export interface PageFetcherOptions {
   userAgent: string;
   accept: string;
   allowPrivateNetwork: boolean;
-  /** http(s):// or socks5:// proxies (a proxy profile's endpoints), taken in turn per page request. */
+  /**
+   * http(s):// or socks5:// proxies (a proxy profile's endpoints, pinned to their checked addresses:
+   * src/shared/pinned-proxy.ts), taken in turn per page request.
+   */
   proxyUrls?: string[];
   timeoutMs: number;
   /** The crawl's signal: aborting it cancels every request and refuses new ones. */
@@ -149,7 +153,7 @@ export class PageFetcher {
     const proxies = options.proxyUrls ?? [];
     this.#proxied = proxies.length > 0;
     this.#dispatchers = this.#proxied
-      ? proxies.map((uri) => new ProxyAgent({ uri, connections: options.connections, keepAliveTimeout: 10_000 }))
+      ? proxies.map((uri) => createProxyAgent(uri, { connections: options.connections, keepAliveTimeout: 10_000 }))
       : [
           options.dispatcher ??
             createGuardedDispatcher({ allowPrivate: options.allowPrivateNetwork, connections: options.connections }),
