@@ -48,6 +48,20 @@ export function organizationRepository(db: Db | Tx) {
         .orderBy(asc(organizationMembers.id))
         .for('update');
     },
+    /**
+     * The member rows of every organization the person is in, locked in (organization, member) order, the order
+     * `lockMembers` takes one organization's in: a concurrent role change or removal waits, never deadlocks.
+     */
+    async lockMembershipsOf(userId: string): Promise<void> {
+      await db
+        .select({ id: organizationMembers.id })
+        .from(organizationMembers)
+        .where(
+          sql`${organizationMembers.orgId} IN (SELECT m.org_id FROM ${organizationMembers} m WHERE m.user_id = ${userId})`,
+        )
+        .orderBy(asc(organizationMembers.orgId), asc(organizationMembers.id))
+        .for('update');
+    },
     async addMember(orgId: string, userId: string, role: OrgRole, at: Date): Promise<boolean> {
       const rows = await db
         .insert(organizationMembers)

@@ -95,6 +95,12 @@ export async function joinByInvitation(
   return invitation;
 }
 
+/**
+ * Locks the member rows of the person's organizations until the caller's transaction ends, so the last-owner
+ * checks below cannot race a co-owner's concurrent demotion or departure (account deletion calls it first).
+ */
+export const lockMembershipsOf = (tx: Tx, userId: string) => organizationRepository(tx).lockMembershipsOf(userId);
+
 /** Organizations where the person is the last owner while others are members (account deletion refuses). */
 export const orgsBlockingDeletion = (db: Db | Tx, userId: string) =>
   organizationRepository(db).soleOwnerWithOthers(userId);
@@ -145,16 +151,26 @@ export function createOrganizationService(deps: Deps) {
     memberId: string,
     change: (repo: ReturnType<typeof organizationRepository>, member: Change) => Promise<void>,
   ) {
-    const access = await roleIn(principal, orgId);
+    const { orgId: id } = await roleIn(principal, orgId);
     const target = storedId(memberId);
-    await deps.db.transaction(async (tx) => {
-      const members = await organizationRepository(tx).lockMembers(access.orgId);
+    const role = await deps.db.transaction(async (tx) => {
+      const members = await organizationRepository(tx).lockMembers(id);
+      // The caller's role as the locked rows hold it: one read before the lock could be stale by now.
+      const role = members.find((m) => m.userId === actorOf(principal))?.role;
+      if (!role) throw notFound('Organization');
       const member = members.find((m) => m.userId === target);
       if (!member) throw notFound('Member');
       const owners = members.filter((m) => m.role === 'owner').length;
-      await change(organizationRepository(tx), { ...access, memberId: member.userId, target: member.role, owners });
+      await change(organizationRepository(tx), {
+        orgId: id,
+        role,
+        memberId: member.userId,
+        target: member.role,
+        owners,
+      });
+      return role;
     });
-    return { ...access, memberId: target! };
+    return { orgId: id, role, memberId: target! };
   }
 
   return {
