@@ -109,3 +109,71 @@ async function scheduleDeletion(user: TestUser) {
   const token = invitationTokenIn(await smtp.waitFor(user.email));
   assert.equal((await ctx.call(user, 'POST', '/api/users/deletion/confirm', { token })).statusCode, 200);
 }
+
+describe('organizations: withdrawing invitations', () => {
+  const invitationsOf = async (owner: TestUser, orgId: string) =>
+    (await ctx.call(owner, 'GET', `/api/orgs/${orgId}`)).json().data.organization.invitations as Array<{
+      id: string;
+      email: string;
+    }>;
+  const sendInvitation = async (by: TestUser, orgId: string, email: string, role: string) => {
+    const res = await ctx.call(by, 'POST', `/api/orgs/${orgId}/members`, { email, role });
+    assert.equal(res.statusCode, 201, res.body);
+    return { id: res.json().data.invitation.id as string, token: invitationTokenIn(await smtp.waitFor(email)) };
+  };
+
+  test('admins withdraw invitations, owners also owner ones; the token stops; others get 403 or 404', async () => {
+    const owner = await ctx.signup();
+    const admin = await ctx.signup();
+    const member = await ctx.signup();
+    const stranger = await ctx.signup();
+    const invitee = await ctx.signup();
+    const org = await createOrg(ctx, owner);
+    await addMember(ctx, smtp, owner, org.id, admin, 'admin');
+    await addMember(ctx, smtp, owner, org.id, member, 'member');
+    const plain = await sendInvitation(admin, org.id, invitee.email, 'member');
+    const toOwner = await sendInvitation(owner, org.id, 'future-owner@example.com', 'owner');
+    const path = (id: string) => `/api/orgs/${org.id}/invitations/${id}`;
+    assertError(await ctx.call(member, 'DELETE', path(plain.id)), 403, 'FORBIDDEN');
+    assertError(await ctx.call(admin, 'DELETE', path(toOwner.id)), 403, 'FORBIDDEN');
+    assertError(await ctx.call(stranger, 'DELETE', path(plain.id)), 404, 'NOT_FOUND');
+    assertError(await ctx.call(owner, 'DELETE', path('not-a-uuid')), 404, 'NOT_FOUND');
+    const otherOrg = await createOrg(ctx, owner, 'Other');
+    assertError(await ctx.call(owner, 'DELETE', `/api/orgs/${otherOrg.id}/invitations/${plain.id}`), 404, 'NOT_FOUND');
+    const withdrawn = await ctx.call(admin, 'DELETE', path(plain.id));
+    assert.equal(withdrawn.statusCode, 200, withdrawn.body);
+    assert.equal((await ctx.call(owner, 'DELETE', path(toOwner.id))).statusCode, 200);
+    assert.deepEqual(await invitationsOf(owner, org.id), []);
+    assertError(await ctx.call(owner, 'DELETE', path(plain.id)), 404, 'NOT_FOUND');
+    const accept = await ctx.call(invitee, 'POST', '/api/orgs/invitations/accept', { token: plain.token });
+    assertError(accept, 400, 'INVALID_TOKEN');
+  });
+
+  test('a removed or demoted inviter’s open invitations go; an owner demoted to admin loses owner ones', async () => {
+    const owner = await ctx.signup();
+    const admin = await ctx.signup();
+    const coOwner = await ctx.signup();
+    const invitee = await ctx.signup();
+    const org = await createOrg(ctx, owner);
+    await addMember(ctx, smtp, owner, org.id, admin, 'admin');
+    await addMember(ctx, smtp, owner, org.id, coOwner, 'owner');
+    const byAdmin = await sendInvitation(admin, org.id, invitee.email, 'member');
+    await sendInvitation(coOwner, org.id, 'next-owner@example.com', 'owner');
+    const adminInvite = await sendInvitation(coOwner, org.id, 'next-admin@example.com', 'admin');
+    const member = (id: string) => `/api/orgs/${org.id}/members/${id}`;
+    assert.equal((await ctx.call(owner, 'PATCH', member(coOwner.id), { role: 'admin' })).statusCode, 200);
+    assert.deepEqual(
+      (await invitationsOf(owner, org.id)).map((i) => i.id),
+      [byAdmin.id, adminInvite.id],
+    );
+    assert.equal((await ctx.call(owner, 'PATCH', member(admin.id), { role: 'viewer' })).statusCode, 200);
+    assert.deepEqual(
+      (await invitationsOf(owner, org.id)).map((i) => i.id),
+      [adminInvite.id],
+    );
+    const accept = await ctx.call(invitee, 'POST', '/api/orgs/invitations/accept', { token: byAdmin.token });
+    assertError(accept, 400, 'INVALID_TOKEN');
+    assert.equal((await ctx.call(owner, 'DELETE', member(coOwner.id))).statusCode, 200);
+    assert.deepEqual(await invitationsOf(owner, org.id), []);
+  });
+});

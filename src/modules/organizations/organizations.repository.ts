@@ -140,6 +140,34 @@ export function organizationRepository(db: Db | Tx) {
     async deleteInvitation(id: string): Promise<void> {
       await db.delete(organizationInvitations).where(eq(organizationInvitations.id, id));
     },
+    /** An open (unaccepted) invitation of the organization, or undefined. */
+    async findOpenInvitation(orgId: string, id: string): Promise<InvitationRow | undefined> {
+      const [row] = await db
+        .select()
+        .from(organizationInvitations)
+        .where(
+          and(
+            eq(organizationInvitations.orgId, orgId),
+            eq(organizationInvitations.id, id),
+            isNull(organizationInvitations.acceptedAt),
+          ),
+        )
+        .limit(1);
+      return row;
+    },
+    /** Deletes the open invitations a person sent for the organization (all, or only those of `role`). */
+    async deleteInvitationsSentBy(orgId: string, userId: string, role?: OrgRole): Promise<void> {
+      await db
+        .delete(organizationInvitations)
+        .where(
+          and(
+            eq(organizationInvitations.orgId, orgId),
+            eq(organizationInvitations.invitedBy, userId),
+            isNull(organizationInvitations.acceptedAt),
+            role ? eq(organizationInvitations.role, role) : undefined,
+          ),
+        );
+    },
     async findInvitationByHash(tokenHash: string): Promise<InvitationRow | undefined> {
       const [row] = await db
         .select()

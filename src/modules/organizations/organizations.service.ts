@@ -1,11 +1,11 @@
 import type { Db, Tx } from '../../db/client.ts';
 import type { AppDeps } from '../../deps.ts';
 import { actorOf, type Principal } from '../../shared/auth.ts';
-import { assertAuthorized, type OrgRole } from '../../shared/authorization.ts';
+import { assertAuthorized, type OrgRole, roleAtLeast } from '../../shared/authorization.ts';
 import { DAY_MS } from '../../shared/clock.ts';
 import { randomUrlToken, sha256 } from '../../shared/crypto.ts';
 import { AppError, notFound } from '../../shared/errors.ts';
-import { storedId } from '../../shared/ids.ts';
+import { findOwned, storedId } from '../../shared/ids.ts';
 import { insertOrganizationAccount } from '../users/index.ts';
 import { type InvitationRow, type MemberRow, organizationRepository } from './organizations.repository.ts';
 
@@ -248,6 +248,9 @@ export function createOrganizationService(deps: Deps) {
         assertAuthorized(principal, 'orgs:write', { orgRole: c.role, ownerOnly: touchesOwner });
         if (c.target === 'owner' && role !== 'owner' && c.owners === 1) throw lastOwner();
         await members.setRole(c.orgId, c.memberId, role);
+        // What they may no longer invite, they no longer have invited (docs/organizations.md "Invitations").
+        if (!roleAtLeast(role, 'admin')) await members.deleteInvitationsSentBy(c.orgId, c.memberId);
+        else if (role !== 'owner') await members.deleteInvitationsSentBy(c.orgId, c.memberId, 'owner');
       });
       // The member's organization keys act with the new role from their next request, in every process.
       await deps.apiKeys.invalidateUser(changed.memberId);
@@ -264,8 +267,17 @@ export function createOrganizationService(deps: Deps) {
         if (!self) assertAuthorized(principal, 'orgs:write', { orgRole: c.role, ownerOnly: c.target === 'owner' });
         if (c.target === 'owner' && c.owners === 1) throw lastOwner();
         await members.removeMember(c.orgId, c.memberId);
+        await members.deleteInvitationsSentBy(c.orgId, c.memberId);
       });
       await deps.apiKeys.revokeOrgKeys(changed.orgId, changed.memberId);
+    },
+
+    /** Withdraws an open invitation (admins and owners; one to the owner role only owners): its token stops. */
+    async withdrawInvitation(principal: Principal, orgId: string, invitationId: string) {
+      const access = await roleIn(principal, orgId);
+      const invitation = await findOwned(invitationId, 'Invitation', (id) => repo.findOpenInvitation(access.orgId, id));
+      assertAuthorized(principal, 'orgs:write', { orgRole: access.role, ownerOnly: invitation.role === 'owner' });
+      await repo.deleteInvitation(invitation.id);
     },
   };
 }
