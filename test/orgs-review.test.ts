@@ -177,3 +177,31 @@ describe('organizations: withdrawing invitations', () => {
     assert.deepEqual(await invitationsOf(owner, org.id), []);
   });
 });
+
+describe('organizations: idempotency keys', () => {
+  test('two members of an organization reusing one Idempotency-Key value do not collide', async () => {
+    const owner = await ctx.signup();
+    const member = await ctx.signup();
+    const org = await createOrg(ctx, owner);
+    await addMember(ctx, smtp, owner, org.id, member, 'member');
+    const ownerKey = await orgKey(ctx, owner, org.id, ['projects:write']);
+    const memberKey = await orgKey(ctx, member, org.id, ['projects:write']);
+    const create = (key: TestUser, name: string) =>
+      ctx.inject({
+        method: 'POST',
+        url: '/api/projects',
+        headers: { ...key.headers, 'idempotency-key': 'same-value-1' },
+        payload: { name },
+      });
+    const first = await create(ownerKey, 'Owner project');
+    assert.equal(first.statusCode, 201, first.body);
+    const second = await create(memberKey, 'Member project');
+    assert.equal(second.statusCode, 201, second.body);
+    assert.equal(second.headers['idempotent-replayed'], undefined);
+    assert.notEqual(second.json().data.project.id, first.json().data.project.id);
+    // Each one's retry still replays their own answer.
+    const retry = await create(memberKey, 'Member project');
+    assert.equal(retry.headers['idempotent-replayed'], 'true');
+    assert.equal(retry.json().data.project.id, second.json().data.project.id);
+  });
+});
