@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { deletionRepository } from '../src/modules/account-deletion/account-deletion.repository.ts';
+import { buildTools, executeWriteTool } from '../src/modules/chat/chat.tools.ts';
+import type { Principal } from '../src/shared/auth.ts';
 import { DAY_MS } from '../src/shared/clock.ts';
 import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
 import { assertError } from './helpers/assertions.ts';
@@ -203,5 +205,33 @@ describe('organizations: idempotency keys', () => {
     const retry = await create(memberKey, 'Member project');
     assert.equal(retry.headers['idempotent-replayed'], 'true');
     assert.equal(retry.json().data.project.id, second.json().data.project.id);
+  });
+});
+
+describe('organizations: chat tools decide like routes', () => {
+  test('an organization key’s chat tools follow the holder’s role, not only the key’s scopes', async () => {
+    const owner = await ctx.signup();
+    const org = await createOrg(ctx, owner);
+    // A key minted while its holder was a member, who is a viewer now: leads:write stays on the key.
+    const viewer: Principal = {
+      userId: org.id,
+      actorUserId: owner.id,
+      orgId: org.id,
+      orgRole: 'viewer',
+      keyId: 'k',
+      email: owner.email,
+      scopes: ['leads:write', 'sources:read'],
+    };
+    const update = { leadIds: ['01900000-0000-7000-8000-000000000000'], updates: { status: 'CONTACTED' } };
+    const refused = await executeWriteTool(ctx.deps, viewer, 'updateLeads', update);
+    assert.deepEqual(refused.status, 'FAILED');
+    assert.match(refused.status === 'FAILED' ? refused.error : '', /role viewer/);
+    // The member role may: the lead is simply unknown (a service refusal, not an authorization one).
+    const member = await executeWriteTool(ctx.deps, { ...viewer, orgRole: 'member' }, 'updateLeads', update);
+    assert.doesNotMatch(member.status === 'FAILED' ? member.error : '', /role|scope/);
+    // Read tools: the organization's sources for the viewer; another scope is refused by the key.
+    const tools = buildTools(ctx.deps, viewer) as Record<string, { execute: (i: unknown, o: unknown) => unknown }>;
+    assert.deepEqual(await tools.listSources!.execute({ limit: 5 }, {}), { sources: [], nextCursor: null });
+    await assert.rejects(async () => tools.listJobs!.execute({ limit: 5 }, {}), /lacks the scope jobs:read/);
   });
 });
