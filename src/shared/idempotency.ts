@@ -2,6 +2,7 @@ import { and, eq, lt } from 'drizzle-orm';
 import type { FastifyInstance, onSendAsyncHookHandler, preHandlerAsyncHookHandler } from 'fastify';
 import type { Db } from '../db/client.ts';
 import { idempotencyKeys } from '../db/schema/index.ts';
+import { actorOf } from './auth.ts';
 import type { Clock } from './clock.ts';
 import { sha256 } from './crypto.ts';
 import { AppError } from './errors.ts';
@@ -15,9 +16,12 @@ declare module 'fastify' {
     idempotency?: false;
   }
   interface FastifyRequest {
-    idempotency?: { userId: string; key: string };
+    idempotency?: { userId: string; actorId: string; key: string };
   }
 }
+
+const owned = (userId: string, actorId: string, key: string) =>
+  and(eq(idempotencyKeys.userId, userId), eq(idempotencyKeys.actorId, actorId), eq(idempotencyKeys.key, key));
 
 /**
  * `Idempotency-Key` on authenticated writes (docs/api.md, API conventions): the first answer is stored and replayed
@@ -36,31 +40,33 @@ export function registerIdempotency(app: FastifyInstance, deps: { db: Db; clock:
         details: [{ field: 'idempotency-key', message: 'invalid' }],
       });
     }
+    // Keyed by the account and the person: an organization's members choose their keys independently.
     const userId = request.principal.userId;
+    const actorId = actorOf(request.principal);
     const path = request.url;
     const requestHash = sha256(`${request.method} ${path}\n${JSON.stringify(request.body ?? null)}`);
     const now = deps.clock.now();
     const inserted = await deps.db
       .insert(idempotencyKeys)
-      .values({ userId, key, method: request.method, path, requestHash, createdAt: now })
+      .values({ userId, actorId, key, method: request.method, path, requestHash, createdAt: now })
       .onConflictDoNothing()
       .returning({ key: idempotencyKeys.key });
     if (inserted.length) {
-      request.idempotency = { userId, key };
+      request.idempotency = { userId, actorId, key };
       return;
     }
     const [stored] = await deps.db
       .select()
       .from(idempotencyKeys)
-      .where(and(eq(idempotencyKeys.userId, userId), eq(idempotencyKeys.key, key)))
+      .where(owned(userId, actorId, key))
       .limit(1);
     if (!stored) return; // expired and pruned between the two statements: run it
     if (stored.createdAt.getTime() + TTL_MS < now.getTime()) {
       await deps.db
         .update(idempotencyKeys)
         .set({ method: request.method, path, requestHash, createdAt: now, statusCode: null, responseBody: null })
-        .where(and(eq(idempotencyKeys.userId, userId), eq(idempotencyKeys.key, key)));
-      request.idempotency = { userId, key };
+        .where(owned(userId, actorId, key));
+      request.idempotency = { userId, actorId, key };
       return;
     }
     if (stored.requestHash !== requestHash) {
@@ -82,7 +88,7 @@ export function registerIdempotency(app: FastifyInstance, deps: { db: Db; clock:
     const marker = request.idempotency;
     if (!marker) return payload;
     request.idempotency = undefined;
-    const where = and(eq(idempotencyKeys.userId, marker.userId), eq(idempotencyKeys.key, marker.key));
+    const where = owned(marker.userId, marker.actorId, marker.key);
     if (reply.statusCode >= 500 || (typeof payload !== 'string' && !Buffer.isBuffer(payload))) {
       await deps.db.delete(idempotencyKeys).where(where);
     } else {

@@ -20,6 +20,7 @@ export const operationIds: Record<string, string> = {
   'POST /api/orgs/{orgId}/members': 'inviteOrganizationMember',
   'PATCH /api/orgs/{orgId}/members/{memberId}': 'changeOrganizationMemberRole',
   'DELETE /api/orgs/{orgId}/members/{memberId}': 'removeOrganizationMember',
+  'DELETE /api/orgs/{orgId}/invitations/{invitationId}': 'withdrawOrganizationInvitation',
   'GET /api/users': 'getCurrentUser',
   'PATCH /api/users/password': 'changePassword',
   'GET /api/users/consent': 'getConsent',

@@ -2,7 +2,7 @@ import { and, asc, desc, eq, gt, lte, or, sql } from 'drizzle-orm';
 import { type Db, queryRows, type Tx } from '../../db/client.ts';
 import { deletionRequests, users } from '../../db/schema/index.ts';
 import { lockAccountRollups } from '../accounts/index.ts';
-import { orgsBlockingDeletion, orgsDeletedWith } from '../organizations/index.ts';
+import { lockMembershipsOf, orgsBlockingDeletion, orgsDeletedWith } from '../organizations/index.ts';
 
 export type DeletionRequestRow = typeof deletionRequests.$inferSelect;
 
@@ -148,6 +148,8 @@ export function deletionRepository(db: Db) {
           )
           .for('update');
         if (!due.length) return undefined;
+        // A co-owner stepping down meanwhile waits for this decision (or it waits for theirs).
+        await lockMembershipsOf(tx, userId);
         if ((await orgsBlockingDeletion(tx, userId)).length) return undefined;
         const orgIds = await orgsDeletedWith(tx, userId);
         for (const id of [...orgIds, userId]) {

@@ -1,4 +1,5 @@
 import { and, desc, eq, gt, isNull, lt, or, type SQL, sql } from 'drizzle-orm';
+import { alias } from 'drizzle-orm/pg-core';
 import type { Db } from '../../db/client.ts';
 import { apiKeys, type OrgRole, organizationMembers, users } from '../../db/schema/index.ts';
 
@@ -12,6 +13,8 @@ export interface KeyIdentity {
   expiresAt: Date | null;
   revokedAt: Date | null;
   userStatus: 'active' | 'suspended';
+  /** An organization key's organization account status (null for a personal key). */
+  orgStatus: 'active' | 'suspended' | null;
   /** An organization's key: the organization, and the holder's role in it now (null once no longer a member). */
   orgId: string | null;
   orgRole: OrgRole | null;
@@ -29,6 +32,9 @@ const ownedBy = (owner: KeyOwner): SQL[] => {
   if (owner.userId) where.push(eq(apiKeys.userId, owner.userId));
   return where;
 };
+
+/** The organization's own account row, next to the key holder's. */
+const orgAccounts = alias(users, 'org_accounts');
 
 export function apiKeyRepository(db: Db) {
   return {
@@ -48,11 +54,13 @@ export function apiKeyRepository(db: Db) {
           expiresAt: apiKeys.expiresAt,
           revokedAt: apiKeys.revokedAt,
           userStatus: users.status,
+          orgStatus: orgAccounts.status,
           orgId: apiKeys.orgId,
           orgRole: organizationMembers.role,
         })
         .from(apiKeys)
         .innerJoin(users, eq(users.id, apiKeys.userId))
+        .leftJoin(orgAccounts, eq(orgAccounts.id, apiKeys.orgId))
         .leftJoin(
           organizationMembers,
           and(eq(organizationMembers.orgId, apiKeys.orgId), eq(organizationMembers.userId, apiKeys.userId)),

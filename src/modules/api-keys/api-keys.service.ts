@@ -135,6 +135,8 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
       if (identity.expiresAt && identity.expiresAt.getTime() <= now) return undefined;
       // A live key of a suspended user (docs/operations.md "Admin"): refused, and told why.
       if (identity.userStatus !== 'active') throw accountSuspended();
+      // Every key of a suspended organization too; suspending it evicts its keys (invalidateUser(orgId)).
+      if (identity.orgId && identity.orgStatus !== 'active') throw accountSuspended();
       // An organization's key works while its holder is a member, with the role they hold now.
       if (identity.orgId && !identity.orgRole) return undefined;
       if (now - entry.touchedAt >= 60_000) {

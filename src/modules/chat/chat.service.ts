@@ -139,7 +139,7 @@ export function createChatService(deps: ChatDeps) {
     const stored = await repo.recentMessages(conversation.id, MAX_HISTORY_MESSAGES);
     const history = boundHistory([...stored, ...extra]);
     const result = await runAgent(deps, {
-      actor: { userId: principal.userId, scopes: principal.scopes },
+      actor: principal,
       history,
       signal,
       events,
@@ -297,12 +297,7 @@ export function createChatService(deps: ChatDeps) {
           try {
             await closeInterruptedApprovals(conversation.id);
             const result = body.approved
-              ? await executeWriteTool(
-                  deps,
-                  { userId: principal.userId, scopes: principal.scopes },
-                  claimed.toolName,
-                  claimed.input,
-                )
+              ? await executeWriteTool(deps, principal, claimed.toolName, claimed.input)
               : ({ status: 'REJECTED' } as const);
             const output = toolOutput(result, body.note);
             const at = deps.clock.now();

@@ -1,9 +1,10 @@
 import { type ToolSet, tool } from 'ai';
 import { z } from 'zod';
 import type { AppDeps } from '../../deps.ts';
+import type { Principal } from '../../shared/auth.ts';
+import { authorize, refusal } from '../../shared/authorization.ts';
 import { AppError } from '../../shared/errors.ts';
 import { isUuid } from '../../shared/ids.ts';
-import { hasScope } from '../../shared/scopes.ts';
 import { createJobBody, createJobService, listJobsQuery } from '../jobs/index.ts';
 import { bulkUpdateBody, createLeadService, listLeadsQuery } from '../leads/index.ts';
 import { createProfileService } from '../profiles/index.ts';
@@ -18,11 +19,11 @@ import { createUserService } from '../users/index.ts';
 
 export type ChatToolDeps = Pick<AppDeps, 'db' | 'clock' | 'boss' | 'notifier' | 'logger' | 'credits'>;
 
-/** Who the tools act for: the authenticated key's user and scopes (never anything the model says). */
-export interface ToolActor {
-  userId: string;
-  scopes: readonly string[];
-}
+/**
+ * Who the tools act for: the authenticated caller (never anything the model says). Each tool's scope is decided by
+ * `authorize()` like a route's: the key's scopes and, for an organization's key, the holder's role.
+ */
+export type ToolActor = Principal;
 
 const uuid = z.string().refine(isUuid, 'must be a UUID');
 /** Chat answers stay small: lists are capped below the HTTP maximum. */
@@ -40,7 +41,11 @@ function services(deps: ChatToolDeps) {
 }
 type Services = ReturnType<typeof services>;
 
-const missingScope = (scope: string) => `This API key lacks the scope ${scope}, so this action is not allowed`;
+/** Why the actor may not use `scope` (the route's refusal, told to the model), or undefined when they may. */
+function denial(actor: ToolActor, scope: string): string | undefined {
+  const decision = authorize(actor, scope);
+  return decision.allowed ? undefined : `${refusal(decision, scope).message}, so this action is not allowed`;
+}
 
 // ---- write tools: defined once, run only by the approvals endpoint with the stored input
 
@@ -131,7 +136,8 @@ export async function executeWriteTool(
 ): Promise<WriteOutcome> {
   if (!isWriteTool(toolName)) return { status: 'FAILED', error: `Unknown action ${toolName}` };
   const def = writeTools[toolName] as WriteTool<z.ZodType>;
-  if (!hasScope(actor.scopes, def.scope)) return { status: 'FAILED', error: missingScope(def.scope) };
+  const denied = denial(actor, def.scope);
+  if (denied) return { status: 'FAILED', error: denied };
   const parsed = def.schema.safeParse(input);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ');
@@ -159,7 +165,8 @@ function readTool<S extends z.ZodType>(
     description: def.description,
     inputSchema: def.schema,
     execute: async (input: z.output<S>) => {
-      if (!hasScope(actor.scopes, def.scope)) throw new Error(missingScope(def.scope));
+      const denied = denial(actor, def.scope);
+      if (denied) throw new Error(denied);
       try {
         return await def.run(svc, input);
       } catch (error) {
@@ -210,7 +217,7 @@ export function buildTools(deps: ChatToolDeps, actor: ToolActor): ToolSet {
       scope: 'users:read',
       run: async (svc) => ({
         totals: (await svc.users.profile(actor.userId)).stats,
-        profiles: hasScope(actor.scopes, 'profiles:read')
+        profiles: authorize(actor, 'profiles:read').allowed
           ? await svc.profiles.stats(actor.userId)
           : 'not available: the key lacks profiles:read',
       }),

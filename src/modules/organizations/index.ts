@@ -3,4 +3,4 @@
  * workers may use of it.
  */
 export { organizationRoutes } from './organizations.routes.ts';
-export { joinByInvitation, orgsBlockingDeletion, orgsDeletedWith } from './organizations.service.ts';
+export { joinByInvitation, lockMembershipsOf, orgsBlockingDeletion, orgsDeletedWith } from './organizations.service.ts';

@@ -48,6 +48,20 @@ export function organizationRepository(db: Db | Tx) {
         .orderBy(asc(organizationMembers.id))
         .for('update');
     },
+    /**
+     * The member rows of every organization the person is in, locked in (organization, member) order, the order
+     * `lockMembers` takes one organization's in: a concurrent role change or removal waits, never deadlocks.
+     */
+    async lockMembershipsOf(userId: string): Promise<void> {
+      await db
+        .select({ id: organizationMembers.id })
+        .from(organizationMembers)
+        .where(
+          sql`${organizationMembers.orgId} IN (SELECT m.org_id FROM ${organizationMembers} m WHERE m.user_id = ${userId})`,
+        )
+        .orderBy(asc(organizationMembers.orgId), asc(organizationMembers.id))
+        .for('update');
+    },
     async addMember(orgId: string, userId: string, role: OrgRole, at: Date): Promise<boolean> {
       const rows = await db
         .insert(organizationMembers)
@@ -125,6 +139,34 @@ export function organizationRepository(db: Db | Tx) {
     },
     async deleteInvitation(id: string): Promise<void> {
       await db.delete(organizationInvitations).where(eq(organizationInvitations.id, id));
+    },
+    /** An open (unaccepted) invitation of the organization, or undefined. */
+    async findOpenInvitation(orgId: string, id: string): Promise<InvitationRow | undefined> {
+      const [row] = await db
+        .select()
+        .from(organizationInvitations)
+        .where(
+          and(
+            eq(organizationInvitations.orgId, orgId),
+            eq(organizationInvitations.id, id),
+            isNull(organizationInvitations.acceptedAt),
+          ),
+        )
+        .limit(1);
+      return row;
+    },
+    /** Deletes the open invitations a person sent for the organization (all, or only those of `role`). */
+    async deleteInvitationsSentBy(orgId: string, userId: string, role?: OrgRole): Promise<void> {
+      await db
+        .delete(organizationInvitations)
+        .where(
+          and(
+            eq(organizationInvitations.orgId, orgId),
+            eq(organizationInvitations.invitedBy, userId),
+            isNull(organizationInvitations.acceptedAt),
+            role ? eq(organizationInvitations.role, role) : undefined,
+          ),
+        );
     },
     async findInvitationByHash(tokenHash: string): Promise<InvitationRow | undefined> {
       const [row] = await db

@@ -6,6 +6,7 @@ import {
   acceptInvitationBody,
   changeRoleBody,
   createOrganizationBody,
+  invitationParams,
   invitationView,
   inviteBody,
   memberParams,
@@ -121,6 +122,22 @@ export const organizationRoutes: RouteModule = (app, deps) => {
     handler: async (request) => {
       await orgs.remove(principalOf(request), request.params.orgId, request.params.memberId);
       return done('Member removed');
+    },
+  });
+
+  app.delete('/api/orgs/:orgId/invitations/:invitationId', {
+    config: { scope: 'orgs:write' },
+    schema: {
+      tags,
+      summary: 'Withdraw a pending invitation (admins and owners; only owners withdraw an owner invitation)',
+      description: 'Its token no longer joins. 404 for an unknown, accepted or another organization’s invitation.',
+      params: invitationParams,
+      response: { 200: successOnly, ...errorResponses(401, 403, 404) },
+    },
+    handler: async (request) => {
+      const { orgId, invitationId } = request.params;
+      await orgs.withdrawInvitation(principalOf(request), orgId, invitationId);
+      return done('Invitation withdrawn');
     },
   });
 };

@@ -14,6 +14,10 @@ export const memberParams = z.object({
   orgId: z.string().min(1),
   memberId: z.string().min(1).describe("The member's user id"),
 });
+export const invitationParams = z.object({
+  orgId: z.string().min(1),
+  invitationId: z.string().min(1).describe('The invitation id, as the organization detail lists it'),
+});
 
 export const organizationView = z
   .object({

@@ -1,11 +1,11 @@
 import type { Db, Tx } from '../../db/client.ts';
 import type { AppDeps } from '../../deps.ts';
 import { actorOf, type Principal } from '../../shared/auth.ts';
-import { assertAuthorized, type OrgRole } from '../../shared/authorization.ts';
+import { assertAuthorized, type OrgRole, roleAtLeast } from '../../shared/authorization.ts';
 import { DAY_MS } from '../../shared/clock.ts';
 import { randomUrlToken, sha256 } from '../../shared/crypto.ts';
 import { AppError, notFound } from '../../shared/errors.ts';
-import { storedId } from '../../shared/ids.ts';
+import { findOwned, storedId } from '../../shared/ids.ts';
 import { insertOrganizationAccount } from '../users/index.ts';
 import { type InvitationRow, type MemberRow, organizationRepository } from './organizations.repository.ts';
 
@@ -95,6 +95,12 @@ export async function joinByInvitation(
   return invitation;
 }
 
+/**
+ * Locks the member rows of the person's organizations until the caller's transaction ends, so the last-owner
+ * checks below cannot race a co-owner's concurrent demotion or departure (account deletion calls it first).
+ */
+export const lockMembershipsOf = (tx: Tx, userId: string) => organizationRepository(tx).lockMembershipsOf(userId);
+
 /** Organizations where the person is the last owner while others are members (account deletion refuses). */
 export const orgsBlockingDeletion = (db: Db | Tx, userId: string) =>
   organizationRepository(db).soleOwnerWithOthers(userId);
@@ -145,16 +151,26 @@ export function createOrganizationService(deps: Deps) {
     memberId: string,
     change: (repo: ReturnType<typeof organizationRepository>, member: Change) => Promise<void>,
   ) {
-    const access = await roleIn(principal, orgId);
+    const { orgId: id } = await roleIn(principal, orgId);
     const target = storedId(memberId);
-    await deps.db.transaction(async (tx) => {
-      const members = await organizationRepository(tx).lockMembers(access.orgId);
+    const role = await deps.db.transaction(async (tx) => {
+      const members = await organizationRepository(tx).lockMembers(id);
+      // The caller's role as the locked rows hold it: one read before the lock could be stale by now.
+      const role = members.find((m) => m.userId === actorOf(principal))?.role;
+      if (!role) throw notFound('Organization');
       const member = members.find((m) => m.userId === target);
       if (!member) throw notFound('Member');
       const owners = members.filter((m) => m.role === 'owner').length;
-      await change(organizationRepository(tx), { ...access, memberId: member.userId, target: member.role, owners });
+      await change(organizationRepository(tx), {
+        orgId: id,
+        role,
+        memberId: member.userId,
+        target: member.role,
+        owners,
+      });
+      return role;
     });
-    return { ...access, memberId: target! };
+    return { orgId: id, role, memberId: target! };
   }
 
   return {
@@ -232,6 +248,9 @@ export function createOrganizationService(deps: Deps) {
         assertAuthorized(principal, 'orgs:write', { orgRole: c.role, ownerOnly: touchesOwner });
         if (c.target === 'owner' && role !== 'owner' && c.owners === 1) throw lastOwner();
         await members.setRole(c.orgId, c.memberId, role);
+        // What they may no longer invite, they no longer have invited (docs/organizations.md "Invitations").
+        if (!roleAtLeast(role, 'admin')) await members.deleteInvitationsSentBy(c.orgId, c.memberId);
+        else if (role !== 'owner') await members.deleteInvitationsSentBy(c.orgId, c.memberId, 'owner');
       });
       // The member's organization keys act with the new role from their next request, in every process.
       await deps.apiKeys.invalidateUser(changed.memberId);
@@ -248,8 +267,17 @@ export function createOrganizationService(deps: Deps) {
         if (!self) assertAuthorized(principal, 'orgs:write', { orgRole: c.role, ownerOnly: c.target === 'owner' });
         if (c.target === 'owner' && c.owners === 1) throw lastOwner();
         await members.removeMember(c.orgId, c.memberId);
+        await members.deleteInvitationsSentBy(c.orgId, c.memberId);
       });
       await deps.apiKeys.revokeOrgKeys(changed.orgId, changed.memberId);
+    },
+
+    /** Withdraws an open invitation (admins and owners; one to the owner role only owners): its token stops. */
+    async withdrawInvitation(principal: Principal, orgId: string, invitationId: string) {
+      const access = await roleIn(principal, orgId);
+      const invitation = await findOwned(invitationId, 'Invitation', (id) => repo.findOpenInvitation(access.orgId, id));
+      assertAuthorized(principal, 'orgs:write', { orgRole: access.role, ownerOnly: invitation.role === 'owner' });
+      await repo.deleteInvitation(invitation.id);
     },
   };
 }
