@@ -70,12 +70,6 @@ export async function benchDestinations(): Promise<Row[]> {
         view = (await call('GET', `/api/destinations/${destination.id}/pushes/${push.id}`)).push;
       }
       const secs = (Date.parse(view.finishedAt) - Date.parse(view.createdAt)) / 1000;
-      console.log(
-        'DBG',
-        mode,
-        Date.parse(view.startedAt) - Date.parse(view.createdAt),
-        Date.parse(view.finishedAt) - Date.parse(view.startedAt),
-      );
       const rows = Number((await dest.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
       if (view.status !== 'COMPLETED' || view.progress.pushed !== LEADS || rows !== LEADS)
         throw new Error(`push ${view.status}: ${view.progress.pushed} pushed, ${rows} rows (${view.error})`);
