@@ -7,7 +7,6 @@
  */
 import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../queue/queues.ts';
-import { AppError } from '../../shared/errors.ts';
 import { encodeCursor } from '../../shared/pagination.ts';
 import { newWorkerId, RECOVERY_MAX_ATTEMPTS, staleBefore, sweepLoop } from '../../shared/recovery-sweep.ts';
 import { createLeadCopyOut, createLeadService, type LeadCopyOut, type listLeadsQuery } from '../leads/index.ts';
@@ -92,14 +91,8 @@ function leadBatches(deps: Pick<AppDeps, 'db' | 'clock' | 'database'>, push: Pus
     const ids = [...selection.leadIds].sort().reverse();
     return async (before: string): Promise<Batch> => {
       const chunk = ids.filter((id) => id < before).slice(0, size);
-      const found: PushLead[] = [];
-      for (const id of chunk) {
-        try {
-          found.push(pick(await leads.get(push.userId, id)));
-        } catch (error) {
-          if (!(error instanceof AppError && error.code === 'NOT_FOUND')) throw error;
-        }
-      }
+      // One statement per batch; a lead deleted since the push was made is counted as missing.
+      const found = (await leads.listByIds(push.userId, chunk)).map(pick);
       const rest = { lastId: chunk.at(-1), missing: chunk.length - found.length, end: chunk.length < size };
       return encoded(target, found, rest);
     };

@@ -234,6 +234,15 @@ export function leadRepository(db: Db) {
         .limit(limit);
     },
 
+    /** The caller's leads among `ids` (uuids), newest first, as the list shows them; others are simply absent. */
+    listByIds(userId: string, ids: string[]): Promise<LeadListRow[]> {
+      return db
+        .select(listColumns)
+        .from(leads)
+        .where(and(eq(leads.userId, userId), idIn(ids)))
+        .orderBy(desc(leads.id));
+    },
+
     /**
      * A push batch's lower end: the smallest id of the next `size` leads of the list below `after` (one indexed
      * scan of ids), with how many there are; undefined when none is left.

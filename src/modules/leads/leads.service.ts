@@ -119,6 +119,12 @@ export function createLeadService(deps: Pick<AppDeps, 'db' | 'clock'>) {
       return { leads: items.map(toLeadListItem), nextCursor };
     },
 
+    /** The caller's leads among `ids` in one statement (ids that are not uuids or not theirs are absent). */
+    async listByIds(userId: string, ids: string[]): Promise<LeadListItem[]> {
+      const keys = ids.filter(isUuid).map((id) => id.toLowerCase());
+      return keys.length ? (await repo.listByIds(userId, keys)).map(toLeadListItem) : [];
+    },
+
     get: view,
 
     async create(userId: string, input: CreateLeadInput): Promise<LeadView> {
