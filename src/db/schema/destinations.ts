@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { index, integer, jsonb, pgTable, text, uuid } from 'drizzle-orm/pg-core';
-import { createdAt, idColumn, tsColumn, updatedAt } from './columns.ts';
+import { createdAt, heartbeatRunColumns, idColumn, updatedAt } from './columns.ts';
 import { users } from './users.ts';
 
 export const destinationTypes = ['webhook', 'postgres', 's3'] as const;
@@ -57,14 +57,7 @@ export const destinationPushes = pgTable(
     failed: integer('failed').notNull().default(0),
     parts: integer('parts').notNull().default(0),
     cursor: uuid('cursor'),
-    error: text('error'),
-    attempts: integer('attempts').notNull().default(0),
-    workerId: text('worker_id'),
-    heartbeatAt: tsColumn('heartbeat_at'),
-    startedAt: tsColumn('started_at'),
-    finishedAt: tsColumn('finished_at'),
-    createdAt: createdAt(),
-    updatedAt: updatedAt(),
+    ...heartbeatRunColumns(),
   },
   (t) => [
     index('destination_pushes_destination_idx').on(t.destinationId, t.id),

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { boolean, index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
-import { createdAt, idColumn, tsColumn, updatedAt } from './columns.ts';
+import { heartbeatRunColumns, idColumn, tsColumn } from './columns.ts';
 import { users } from './users.ts';
 
 export const markdownExportStatuses = ['PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'] as const;
@@ -40,14 +40,7 @@ export const markdownExports = pgTable(
     progress: integer('progress').notNull().default(0),
     pagesDone: integer('pages_done').notNull().default(0),
     pagesFailed: integer('pages_failed').notNull().default(0),
-    error: text('error'),
-    attempts: integer('attempts').notNull().default(0),
-    workerId: text('worker_id'),
-    heartbeatAt: tsColumn('heartbeat_at'),
-    startedAt: tsColumn('started_at'),
-    finishedAt: tsColumn('finished_at'),
-    createdAt: createdAt(),
-    updatedAt: updatedAt(),
+    ...heartbeatRunColumns(),
   },
   (t) => [
     index('markdown_exports_user_idx').on(t.userId, t.id),
