@@ -8,7 +8,10 @@
  * over rounds.
  *   node bench/lead-insert.ts            (LEAD_BENCH_ROUNDS=3 LEAD_BENCH_BATCHES=5 LEAD_BENCH_DB=pglite,postgres
  *                                         LEAD_BENCH_VARIANTS=base,unnest,… to pick some)
- * Also `npm run bench -- lead-insert`: the current statement and the one before migration 0013, µs/row, no target.
+ * `base` is the normal statement (PostgreSQL's; the index/trigger/FK variants change it), `embedded` what the service
+ * runs on PGlite (`embeddedWrite`: parents locked once, replica role, rows through COPY).
+ * Also `npm run bench -- lead-insert`: base, embedded (PGlite) and the statement before migration 0013, µs/row, no
+ * target.
  */
 import fs from 'node:fs';
 import { type SQL, sql } from 'drizzle-orm';
@@ -26,6 +29,8 @@ const COMPANIES = ['Acme Inc', 'Globex LLC', 'Initech', 'Umbrella Corp', 'Hooli'
 /** A variant: DDL run in the transaction before the batches, and optionally its own INSERT. */
 interface Variant {
   name: string;
+  /** Runs on this database only. */
+  only?: 'pglite' | 'postgres';
   ddl?: string[];
   insert?: (tx: Db, owner: Owner, rows: ScrapedLead[]) => Promise<unknown>;
 }
@@ -156,6 +161,11 @@ function variants(): Variant[] {
           r.map((l) => ({ ...l, provenance: { pageUrl: l.provenance?.pageUrl } })),
         ),
     },
+    // What the service runs on PGlite (`embeddedWrite`): parents locked once + replica role, rows through COPY.
+    { name: 'embedded', only: 'pglite', insert: (tx, o, r) => leadRepository(tx).insertScraped(o, r, { copy: true }) },
+    // The same without COPY (the JSON parameter): what PGLITE_WORKER=true ran before its proxy carried the blob;
+    // on PostgreSQL only informative.
+    { name: 'replica-json', insert: (tx, o, r) => leadRepository(tx).insertScraped(o, r, { copy: false }) },
     {
       name: 'status-partial',
       ddl: [
@@ -273,7 +283,7 @@ async function runVariant(database: Database, owner: Owner, variant: Variant, ba
 
 async function measure(database: Database, label: string, rounds: number, batches: number) {
   const owner = await seedOwner(database);
-  const list = variants();
+  const list = variants().filter((v) => !v.only || v.only === database.kind);
   const results = new Map<string, number[]>(list.map((v) => [v.name, []]));
   // One warm-up batch (plans, caches) before the rounds.
   await runVariant(database, owner, { name: 'warm-up' }, 1);
@@ -313,7 +323,7 @@ async function onDatabases(rounds: number, batches: number, kinds: string[]) {
 
 /** `npm run bench -- lead-insert`: the current statement only. */
 export async function benchLeadInsert(): Promise<Row[]> {
-  process.env.LEAD_BENCH_VARIANTS ??= 'base,before-0013';
+  process.env.LEAD_BENCH_VARIANTS ??= 'base,embedded,before-0013';
   const results = await onDatabases(3, 5, ['pglite', 'postgres']);
   return results.map((r) => ({
     name: `scraped-lead INSERT on ${r.label} (${r.name}), µs/row, median of 3 × 10,000 rows`,

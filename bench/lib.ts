@@ -49,17 +49,27 @@ export function printTable(title: string, rows: Row[]): void {
   }
 }
 
+/** A load test's answer; latencies in ms. */
+export interface LoadResult {
+  rps: number;
+  non2xx: number;
+  errors: number;
+  p50: number;
+  p99: number;
+  tool: string;
+}
+
 /**
- * Requests/s of a keep-alive load from another process: wrk when installed (a C client, so more of
- * a 2-core machine is left to the server: `apt-get install wrk`), else autocannon.
+ * Requests/s (and latency percentiles) of a keep-alive load from another process: wrk when installed (a C client, so
+ * more of a 2-core machine is left to the server: `apt-get install wrk`), else autocannon.
  */
 export async function loadTest(
   url: string,
   opts: { connections: number; seconds: number; headers?: Record<string, string> },
-): Promise<{ rps: number; non2xx: number; errors: number; tool: string }> {
+): Promise<LoadResult> {
   const wrk = spawnSync('wrk', ['--version']).error ? undefined : 'wrk';
   if (!wrk) return { ...(await autocannon(url, opts)), tool: 'autocannon' };
-  const args = ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`];
+  const args = ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency'];
   for (const [k, v] of Object.entries(opts.headers ?? {})) args.push('-H', `${k}: ${v}`);
   // Asynchronously: the server under test may live in this very process.
   const { stdout: out } = await execFileAsync('wrk', [...args, url], { encoding: 'utf8' });
@@ -67,13 +77,20 @@ export async function loadTest(
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
   const errors = /Socket errors:/.test(out) ? 1 : 0;
   if (!Number.isFinite(rps)) throw new Error(`wrk output not understood: ${out}`);
-  return { rps, non2xx, errors, tool: 'wrk' };
+  return { rps, non2xx, errors, p50: wrkPercentile(out, 50), p99: wrkPercentile(out, 99), tool: 'wrk' };
+}
+
+/** A percentile of wrk's `--latency` distribution ("  99%  12.34ms"), in ms. */
+function wrkPercentile(out: string, p: number): number {
+  const match = new RegExp(`^\\s+${p}%\\s+([\\d.]+)(us|ms|s)\\b`, 'm').exec(out);
+  if (!match) return NaN;
+  return Number(match[1]) * { us: 0.001, ms: 1, s: 1000 }[match[2] as 'us' | 'ms' | 's'];
 }
 
 function autocannon(
   url: string,
   opts: { connections: number; seconds: number; headers?: Record<string, string> },
-): Promise<{ rps: number; non2xx: number; errors: number }> {
+): Promise<Omit<LoadResult, 'tool'>> {
   const args = [
     path.join(repoRoot, 'node_modules/autocannon/autocannon.js'),
     '-j',
@@ -91,14 +108,18 @@ function autocannon(
     child.on('exit', (code) => {
       if (code !== 0) return reject(new Error(`autocannon exited ${code}`));
       const r = JSON.parse(out);
-      resolve({ rps: r.requests.average, non2xx: r.non2xx, errors: r.errors });
+      resolve({ rps: r.requests.average, non2xx: r.non2xx, errors: r.errors, p50: r.latency.p50, p99: r.latency.p99 });
     });
   });
 }
 
-/** Calls `fn` from `concurrency` loops for `seconds`; returns operations per second. */
+/**
+ * Calls `fn` from `concurrency` loops for about `seconds`; returns operations per second over the time until the last
+ * loop finished (a call still running at the deadline counts, and so does the time it took).
+ */
 export async function closedLoop(fn: () => Promise<unknown>, concurrency: number, seconds: number): Promise<number> {
-  const deadline = performance.now() + seconds * 1000;
+  const started = performance.now();
+  const deadline = started + seconds * 1000;
   let count = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -108,7 +129,7 @@ export async function closedLoop(fn: () => Promise<unknown>, concurrency: number
       }
     }),
   );
-  return count / seconds;
+  return count / ((performance.now() - started) / 1000);
 }
 
 /**

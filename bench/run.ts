@@ -4,11 +4,12 @@
  * PostgreSQL: BENCH_DATABASE_URL, else TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/test
  * (a scratch database is made).
  * Sections: `npm run bench -- foundation`, `scraping`, `lead-insert`, `matching`, `accounts`, `events`, `analytics`,
- * `deliverability`, `outreach`, `browser`, `markdown`, `destinations`, `mcp` (default: all).
+ * `deliverability`, `outreach`, `browser`, `markdown`, `destinations`, `mcp`, `console` (default: all).
  */
 import { benchAccounts } from './accounts.ts';
 import { benchAnalytics } from './analytics.ts';
 import { benchBrowser } from './browser.ts';
+import { benchConsole } from './console.ts';
 import { benchDeliverability } from './deliverability.ts';
 import { benchDestinations } from './destinations.ts';
 import { benchEvents } from './events.ts';
@@ -35,6 +36,7 @@ const sections: Record<string, () => Promise<Row[]>> = {
   markdown: benchMarkdown,
   destinations: benchDestinations,
   mcp: benchMcp,
+  console: benchConsole,
 };
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const unknown = wanted.filter((name) => !(name in sections));

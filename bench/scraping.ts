@@ -9,6 +9,7 @@
  *   memory  max RSS of a process running a 10,000-page runCrawl STATIC (bench/scraping-rss.ts);
  *   jobs    the STATIC crawl as a job through the API, leads stored, against runCrawl (bench/scraping-jobs.ts).
  * `npm run bench -- scraping`. BENCH_SCRAPING_ROUNDS (default 5) repeats the STATIC trio; medians reported.
+ * BENCH_SCRAPING_JOBS_ONLY=1 runs the jobs part alone (bench/scraping-jobs.ts: BENCH_SCRAPING_NORMAL_PGLITE).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -183,6 +184,8 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; secs: number 
 
 export async function benchScraping(): Promise<Row[]> {
   crawleeLog.setLevel(LogLevel.WARNING);
+  // BENCH_SCRAPING_JOBS_ONLY=1: the jobs against runCrawl only (no STATIC trio rounds, no DYNAMIC, no memory run).
+  const jobsOnly = process.env.BENCH_SCRAPING_JOBS_ONLY === '1';
   const rows: Row[] = [];
   const storageBefore = fs.existsSync(path.join(process.cwd(), 'storage'));
   const site = await startSiteProcess({ bigPages: STATIC_PAGES, leadsPerPage: 10 });
@@ -193,7 +196,7 @@ export async function benchScraping(): Promise<Row[]> {
     await bareCheerio(site.origin, 200);
     await quarry(site.origin, 200);
     const rates = { raw: [] as number[], bare: [] as number[], ours: [] as number[] };
-    const rounds = Number(process.env.BENCH_SCRAPING_ROUNDS ?? 5);
+    const rounds = jobsOnly ? 0 : Number(process.env.BENCH_SCRAPING_ROUNDS ?? 5);
     let items = 0;
     for (let round = 0; round < rounds; round++) {
       const raw = await timed(() => rawCrawl(site.origin, STATIC_PAGES));
@@ -209,31 +212,38 @@ export async function benchScraping(): Promise<Row[]> {
       );
     }
     const med = { raw: median(rates.raw), bare: median(rates.bare), ours: median(rates.ours) };
-    rows.push({
-      name: `STATIC raw limit (undici keep-alive + cheerio, c=${CONCURRENCY}) pages/s, median`,
-      value: med.raw.toFixed(0),
-      target: '',
-      pass: null,
-    });
-    rows.push({
-      name: `STATIC bare default CheerioCrawler (concurrency pinned at ${CONCURRENCY}) pages/s, median`,
-      value: med.bare.toFixed(0),
-      target: '',
-      pass: null,
-    });
-    rows.push({
-      name: `STATIC runCrawl pages/s, median (${items} items extracted per run)`,
-      value: med.ours.toFixed(0),
-      target: '',
-      pass: null,
-    });
-    rows.push({
-      name: 'STATIC runCrawl ÷ bare CheerioCrawler',
-      value: (med.ours / med.bare).toFixed(2),
-      target: '>= 1.2',
-      pass: med.ours / med.bare >= 1.2,
-    });
-    rows.push({ name: 'STATIC runCrawl ÷ raw limit', value: (med.ours / med.raw).toFixed(2), target: '', pass: null });
+    if (!jobsOnly) {
+      rows.push({
+        name: `STATIC raw limit (undici keep-alive + cheerio, c=${CONCURRENCY}) pages/s, median`,
+        value: med.raw.toFixed(0),
+        target: '',
+        pass: null,
+      });
+      rows.push({
+        name: `STATIC bare default CheerioCrawler (concurrency pinned at ${CONCURRENCY}) pages/s, median`,
+        value: med.bare.toFixed(0),
+        target: '',
+        pass: null,
+      });
+      rows.push({
+        name: `STATIC runCrawl pages/s, median (${items} items extracted per run)`,
+        value: med.ours.toFixed(0),
+        target: '',
+        pass: null,
+      });
+      rows.push({
+        name: 'STATIC runCrawl ÷ bare CheerioCrawler',
+        value: (med.ours / med.bare).toFixed(2),
+        target: '>= 1.2',
+        pass: med.ours / med.bare >= 1.2,
+      });
+      rows.push({
+        name: 'STATIC runCrawl ÷ raw limit',
+        value: (med.ours / med.raw).toFixed(2),
+        target: '',
+        pass: null,
+      });
+    }
 
     // The same site through the service: API, queue, worker, leads stored (PostgreSQL, then PGlite).
     const measure = async () => {
@@ -248,7 +258,9 @@ export async function benchScraping(): Promise<Row[]> {
       })),
     );
 
-    if (fs.existsSync(CHROMIUM_PATH)) {
+    if (jobsOnly) {
+      // The jobs only.
+    } else if (fs.existsSync(CHROMIUM_PATH)) {
       await bareBrowser(site.origin, 10);
       await quarry(site.origin, 10, {
         scrapeType: 'DYNAMIC',
@@ -290,6 +302,7 @@ export async function benchScraping(): Promise<Row[]> {
     stopSite(site);
   }
 
+  if (jobsOnly) return rows;
   const big = await startSiteProcess({ bigPages: RSS_PAGES, leadsPerPage: 10 });
   try {
     const out = execFileSync(

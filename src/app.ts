@@ -6,7 +6,7 @@ import { accountRoutes } from './modules/accounts/index.ts';
 import { adminRoutes } from './modules/admin/index.ts';
 import { analyticsRoutes } from './modules/analytics/index.ts';
 import { apiKeyRoutes } from './modules/api-keys/index.ts';
-import { authRoutes } from './modules/auth/index.ts';
+import { authRoutes, consoleSessionRoutes } from './modules/auth/index.ts';
 import {
   browserCdpRoutes,
   browserExtensionRoutes,
@@ -18,6 +18,7 @@ import {
 } from './modules/browser/index.ts';
 import { chatRoutes } from './modules/chat/index.ts';
 import { consentRoutes } from './modules/consent/index.ts';
+import { consoleRoutes } from './modules/console/index.ts';
 import { creditRoutes } from './modules/credits/index.ts';
 import { dataExportRoutes } from './modules/data-export/index.ts';
 import { dealCampaignRoutes } from './modules/deal-campaigns/index.ts';
@@ -52,7 +53,6 @@ import type { RouteModule, TypedApp } from './route-module.ts';
 import { registerAuth } from './shared/auth.ts';
 import { answerClientError } from './shared/client-error.ts';
 import { registerErrorHandling } from './shared/error-handler.ts';
-import { ok } from './shared/http.ts';
 import { registerIdempotency } from './shared/idempotency.ts';
 import { registerJsonBodyParser } from './shared/json-body.ts';
 import { registerOpenApi } from './shared/openapi.ts';
@@ -66,6 +66,7 @@ const routeModules: RouteModule[] = [
   mcpRoutes,
   healthRoutes,
   authRoutes,
+  consoleSessionRoutes,
   apiKeyRoutes,
   organizationRoutes,
   userRoutes,
@@ -116,6 +117,8 @@ const routeModules: RouteModule[] = [
   markdownExportRoutes,
   proxyProfileRoutes,
   destinationRoutes,
+  // ---- the web console (pages over the routes above) ----
+  consoleRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -158,15 +161,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerJsonBodyParser(app);
 
   await registerOpenApi(app, deps.config);
-  // The front door: a browser lands on the API reference; curl sees where things are.
-  app.get('/', { config: { public: true }, schema: { hide: true } }, async (_request, reply) =>
-    reply
-      .code(302)
-      .header('location', '/docs')
-      .send(ok({ docs: '/docs', openapi: '/api/openapi.json', health: '/api/health' })),
-  );
-
-  registerAuth(app, deps.apiKeys);
+  registerAuth(app, deps.apiKeys, { publicUrl: deps.config.PUBLIC_URL });
   registerIdempotency(app, deps);
   for (const register of routeModules) register(typed(app), deps);
   return app;

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -68,10 +69,14 @@ const envSchema = z.object({
     .optional(),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   /**
-   * Embedded database only, experimental: PGlite runs in a worker thread, off the event loop that serves
-   * HTTP and crawls (bench/NOTES-pglite-worker.md: it frees the event loop but paid nothing on a saturated host).
+   * Embedded database only: PGlite runs in a worker thread, off the event loop that serves HTTP and crawls. `auto`
+   * (`pgliteInWorker`): when the machine has a second core for it; `true`/`false` force it. Off by default: jobs store
+   * leads faster with it, but API requests during a crawl wait far longer (bench/NOTES-pglite-worker.md).
    */
-  PGLITE_WORKER: bool.default(false),
+  PGLITE_WORKER: z
+    .enum(['auto', 'true', 'false', '1', '0', 'yes', 'no'])
+    .default('false')
+    .transform((v) => (v === 'auto' ? v : v === 'true' || v === '1' || v === 'yes')),
   SMTP_URL: z
     .string()
     .regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL')
@@ -286,6 +291,15 @@ export class ConfigError extends Error {}
 
 /** A start-up problem the operator must fix (a data directory or host id in use): printed as one line, exit 1. */
 export class StartupError extends Error {}
+
+/**
+ * Whether the embedded database runs in its worker thread: as PGLITE_WORKER says, and with `auto` when the machine
+ * offers at least two cores (on one, the thread would only take turns with the event loop, and every statement would
+ * pay two thread wake-ups).
+ */
+export function pgliteInWorker(config: Pick<Config, 'PGLITE_WORKER'>, cores = os.availableParallelism()): boolean {
+  return config.PGLITE_WORKER === 'auto' ? cores >= 2 : config.PGLITE_WORKER;
+}
 
 /** Parses the environment; throws a ConfigError whose message is one readable line. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

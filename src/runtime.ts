@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import { assembleDeps } from './assemble-deps.ts';
-import { type Config, ConfigError, loadConfig, StartupError } from './config.ts';
+import { type Config, ConfigError, loadConfig, pgliteInWorker, StartupError } from './config.ts';
 import { type Database, openDatabase } from './db/client.ts';
 import { migrate } from './db/migrate.ts';
 import type { AppDeps } from './deps.ts';
@@ -81,7 +81,7 @@ export async function startRuntime(
         databaseUrl: config.DATABASE_URL,
         dataDir: config.dataDir,
         poolSize: config.DATABASE_POOL_SIZE,
-        worker: config.PGLITE_WORKER,
+        worker: pgliteInWorker(config),
       }),
   );
   await step(logger, { start: 'applying database migrations…', done: 'database migrated' }, () => migrate(database));

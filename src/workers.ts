@@ -60,6 +60,7 @@ export async function registerWorkers(
     await pruneIdempotencyKeys(deps.db, deps.clock);
     await pruneWebhookHistory(deps);
     await sweepSnapshots(deps);
+    await deps.apiKeys.purgeEndedConsoleSessions();
   });
   const accounts = createAccountService(deps);
   await boss.work(QUEUES.accountRollups, async () => {

@@ -7,10 +7,13 @@ import { after, before, it } from 'node:test';
 import { chromium } from 'playwright-core';
 import puppeteer from 'puppeteer-core';
 import WebSocket from 'ws';
+import { buildApp } from '../src/app.ts';
+import { assembleDeps } from '../src/assemble-deps.ts';
 import { cdpTokenKey, signCdpToken } from '../src/modules/browser/cdp/token.ts';
 import { browserSessionsOf } from '../src/modules/browser/index.ts';
 import { secretKeyMaterial } from '../src/shared/crypto.ts';
-import { eventually, type TestUser } from './helpers/app.ts';
+import { createNotifier } from '../src/shared/notify.ts';
+import { asAnotherInstance, eventually, type TestUser } from './helpers/app.ts';
 import { type BrowserTestContext, createBrowserContext, upgradeStatus } from './helpers/browser.ts';
 import { listenersOf } from './helpers/listeners.ts';
 
@@ -122,7 +125,7 @@ it("the service's own Playwright connects once per session, through a loopback l
   await assert.rejects(sessions.playwright(session.id));
 });
 
-it('a cdpUrl is refused once the API key that asked for it is revoked; one from another key still opens', async () => {
+it('a cdpUrl is refused once the API key that asked for it is revoked, and its open socket is closed; one from another key still opens', async () => {
   const extra = await ctx.api(alice, 'POST', '/api/api-keys', {
     name: 'short-lived',
     scopes: ['browser:read', 'browser:write'],
@@ -133,10 +136,45 @@ it('a cdpUrl is refused once the API key that asked for it is revoked; one from 
   const session = await create(alice);
   const fromExtra = (await ctx.api(viaExtra, 'GET', `/api/browser/sessions/${session.id}`)).json().data.session.cdpUrl;
   assert.equal(await upgradeStatus(fromExtra), 101);
+  const openSocket = async (url: string) => {
+    const ws = new WebSocket(url);
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    const closed = new Promise<[number, string]>((resolve) =>
+      ws.once('close', (code, reason) => resolve([code, String(reason)])),
+    );
+    return { ws, closed };
+  };
+  const [extraSocket, ownSocket] = [await openSocket(fromExtra), await openSocket(session.cdpUrl)];
   assert.equal((await ctx.api(alice, 'DELETE', `/api/api-keys/${keyId}`)).statusCode, 200);
+  assert.deepEqual(await extraSocket.closed, [1008, 'the API key that made this cdpUrl was revoked or expired']);
   assert.equal(await upgradeStatus(fromExtra), 401, 'its key is revoked');
   assert.equal(await upgradeStatus(session.cdpUrl), 101, "alice's own key still stands");
+  assert.equal(ownSocket.ws.readyState, WebSocket.OPEN, "the socket of alice's own key stays open");
+  ownSocket.ws.close();
   await ctx.api(alice, 'DELETE', `/api/browser/sessions/${session.id}`);
+});
+
+it('a key revoked through another API process closes the socket here (the revocation notice, not this process)', async () => {
+  const notifier = createNotifier(ctx.deps.database, ctx.deps.config.DATABASE_URL);
+  const app2 = await buildApp(assembleDeps(asAnotherInstance({ ...ctx.deps, notifier })));
+  await app2.ready();
+  try {
+    const extra = await ctx.api(alice, 'POST', '/api/api-keys', { name: 'other-process', scopes: ['browser:read'] });
+    const { id: keyId, key } = extra.json().data.apiKey;
+    const session = await create(alice);
+    const viaExtra = { ...alice, apiKey: key, headers: { authorization: `Bearer ${key}` } };
+    const cdpUrl = (await ctx.api(viaExtra, 'GET', `/api/browser/sessions/${session.id}`)).json().data.session.cdpUrl;
+    const ws = new WebSocket(cdpUrl);
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    const res = await app2.inject({ method: 'DELETE', url: `/api/api-keys/${keyId}`, headers: alice.headers });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.equal(await closed, 1008);
+    await ctx.api(alice, 'DELETE', `/api/browser/sessions/${session.id}`);
+  } finally {
+    await app2.close();
+    await notifier.close();
+  }
 });
 
 it('refuses a bad, expired or foreign token before the upgrade', async () => {

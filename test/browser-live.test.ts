@@ -300,7 +300,7 @@ describe('live views', () => {
     ws.close();
   });
 
-  it('a live view is refused once the API key that made it is revoked; one of another key still opens', async () => {
+  it('a live view is refused once the API key that made it is revoked, and its open viewer closed; one of another key still opens', async () => {
     const extra = await ctx.api(alice, 'POST', '/api/api-keys', { name: 'live', scopes: ['browser:write'] });
     assert.equal(extra.statusCode, 201, JSON.stringify(extra.json()));
     const { id: keyId, key } = extra.json().data.apiKey;
@@ -309,7 +309,13 @@ describe('live views', () => {
     const mine = await view('view');
     assert.equal((await ctx.app.inject({ method: 'GET', url: new URL(fromExtra.url).pathname })).statusCode, 200);
     assert.equal(await upgradeStatus(wsUrl(fromExtra.url)), 101);
+    const viewer = new WebSocket(wsUrl(fromExtra.url));
+    await new Promise((resolve) => viewer.once('open', resolve));
+    const closed = new Promise<[number, string]>((resolve) =>
+      viewer.once('close', (code, reason) => resolve([code, String(reason)])),
+    );
     assert.equal((await ctx.api(alice, 'DELETE', `/api/api-keys/${keyId}`)).statusCode, 200);
+    assert.deepEqual(await closed, [1008, 'the API key that made this live view was revoked or expired']);
     assert.equal((await ctx.app.inject({ method: 'GET', url: new URL(fromExtra.url).pathname })).statusCode, 401);
     assert.equal(await upgradeStatus(wsUrl(fromExtra.url)), 401, 'its key is revoked');
     assert.equal(await upgradeStatus(wsUrl(mine.url)), 101, "alice's own key still stands");

@@ -28,6 +28,7 @@ import { openApiPath, openApiTags, operationIds } from '../src/shared/openapi.ts
 import { responseSerializerCompiler } from '../src/shared/serializer.ts';
 import { startBrowserPages } from './fixtures/browser-pages.ts';
 import { type CdpChromium, launchCdpChromium, processesNaming } from './helpers/cdp-chromium.ts';
+import { pollUntil } from './helpers/process.ts';
 
 let chromium: CdpChromium;
 let site: Awaited<ReturnType<typeof startBrowserPages>>;
@@ -346,11 +347,15 @@ describe('tabs', () => {
     const other = await playwright.connectOverCDP(chromium.wsEndpoint);
     const foreign = await other.contexts()[0].newPage();
     await foreign.goto(`${site.url}/drag`);
-    const seen = (await call('GET', '/tabs')).body.data.tabs;
-    assert.ok(
-      seen.some((t: { url: string }) => t.url === `${site.url}/drag`),
-      'a page another CDP client opened',
-    );
+    // The service learns of another client's page (and its URL) from Chromium's target events, moments later: under
+    // load the list asked at once could still miss it.
+    const isDrag = (t: { url: string }) => t.url === `${site.url}/drag`;
+    const seen = await pollUntil(
+      async () => (await call('GET', '/tabs')).body.data.tabs as Array<{ url: string }>,
+      (tabs) => tabs.some(isDrag),
+      5_000,
+    ).catch(() => []);
+    assert.ok(seen.some(isDrag), 'a page another CDP client opened');
     await foreign.close();
     await other.close();
     const now = (await call('GET', '/tabs')).body.data.tabs;

@@ -5,8 +5,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
+  abortThatHangs,
   assertAbortStopsCrawl,
   CHROMIUM_SKIP,
+  childPids,
   chromiumMissing,
   collectCrawl,
   crawlSettings,
@@ -22,6 +24,7 @@ import {
   startFixtureSite,
   startForwardProxy,
 } from './fixtures/sites.ts';
+import { pollUntil } from './helpers/process.ts';
 
 if (chromiumMissing) console.log(CHROMIUM_SKIP);
 const JS_SELECTORS = { ...DIRECTORY_SELECTORS, waitFor: '.person' };
@@ -149,5 +152,24 @@ describe('DYNAMIC', { skip: chromiumMissing ? CHROMIUM_SKIP : false }, () => {
       (origin) => dynamic({ url: `${origin}/slow?ms=800&n=1`, selectors: DIRECTORY_SELECTORS, maxPages: 100 }),
       2,
     );
+  });
+
+  it('settles when the abort comes at any moment of its start, the pool not yet running included', async () => {
+    const settings = dynamic({
+      url: `${site.origin}/directory`,
+      selectors: DIRECTORY_SELECTORS,
+      respectRobotsTxt: false,
+    });
+    for (let turns = 0; turns < 24; turns++) {
+      assert.equal(await abortThatHangs(settings, { microtasks: 0, turns }), undefined);
+      // A browser still launching when its crawl stopped was left running by the pool's teardown; it goes now (one
+      // moment at a time: the 2-core CI machine runs another test file beside this one).
+      await pollUntil(
+        async () => childPids(),
+        (pids) => pids.length === 0,
+        30_000,
+      ).catch(() => {});
+      assert.deepEqual(childPids(), [], `Chromium left by the crawl aborted after ${turns} turns`);
+    }
   });
 });

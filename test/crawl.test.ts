@@ -12,7 +12,14 @@ import { runCrawl } from '../src/modules/scraping/crawl.ts';
 import { PageFetcher } from '../src/modules/scraping/http-client.ts';
 import { HostLimiter } from '../src/modules/scraping/politeness.ts';
 import { createGuardedDispatcher, SsrfBlockedError } from '../src/shared/ssrf.ts';
-import { assertAbortStopsCrawl, collectCrawl, crawlSettings, emailsOf, TEST_USER_AGENT } from './fixtures/crawl-run.ts';
+import {
+  abortThatHangs,
+  assertAbortStopsCrawl,
+  collectCrawl,
+  crawlSettings,
+  emailsOf,
+  TEST_USER_AGENT,
+} from './fixtures/crawl-run.ts';
 import { startMarkdownSite } from './fixtures/markdown-site.ts';
 import {
   API_SELECTORS,
@@ -480,6 +487,24 @@ describe('abort and proxy', () => {
       3,
     );
     assert.ok(run.result!.pagesVisited >= 3 && run.result!.pagesVisited < 20);
+  });
+
+  it('settles when the abort comes at any moment of its start, the pool not yet running included', async () => {
+    // Crawlee's pool, aborted after it is made and before it runs, never settled: the job's run hung forever and its
+    // timers kept the process alive. Abort after 0, 5, 10 … microtasks and after a few turns of the event loop.
+    const moments = [
+      ...Array.from({ length: 40 }, (_, k) => ({ microtasks: k * 5, turns: 0 })),
+      ...Array.from({ length: 12 }, (_, k) => ({ microtasks: 0, turns: k })),
+    ];
+    const directory = crawlSettings({ url: `${site.origin}/directory`, selectors: DIRECTORY_SELECTORS });
+    const api = crawlSettings({ url: `${site.origin}/api/people?page=1`, scrapeType: 'API', selectors: API_SELECTORS });
+    for (const settings of [directory, api])
+      for (const moment of moments)
+        assert.equal(
+          await abortThatHangs({ ...settings, respectRobotsTxt: false }, moment),
+          undefined,
+          settings.scrapeType,
+        );
   });
 
   it('sends every request through proxyUrl, with its credentials', async () => {

@@ -4,8 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { eq, sql } from 'drizzle-orm';
+import { loadConfig, pgliteInWorker } from '../src/config.ts';
 import { type Database, openDatabase, queryRows } from '../src/db/client.ts';
 import { migrate } from '../src/db/migrate.ts';
+import type { EmbeddedDatabase } from '../src/db/pglite-worker.ts';
 import { users } from '../src/db/schema/index.ts';
 import { isUniqueViolation, pgConstraint } from '../src/shared/db-errors.ts';
 
@@ -84,6 +86,61 @@ describe('PGLITE_WORKER: the embedded database in a worker thread', { skip }, ()
     assert.equal(outsideSaw, 'committed');
   });
 
+  /** COPY text: `from` … `to` - 1, with escapes, non-ASCII and lines of varying length. */
+  const copyText = (from: number, to: number) =>
+    Array.from({ length: to - from }, (_, k) => `${from + k}\tname ✓ 日本 \\t ${'x'.repeat(k % 97)}\n`).join('');
+  const copied = (database: Database) =>
+    database.query<{ n: number; hash: string }>(
+      `SELECT count(*)::int AS n, md5(string_agg(n || ':' || t, ',' ORDER BY n)) AS hash FROM copied`,
+    );
+
+  test('COPY FROM a blob runs in the worker, outside and inside a transaction, as in the process', async () => {
+    const seen: unknown[] = [];
+    for (const database of [worker, inProcess]) {
+      const pglite = database.pglite!;
+      await pglite.exec('CREATE TABLE copied (n int PRIMARY KEY, t text)');
+      await pglite.exec(`COPY copied FROM '/dev/blob'`, { blob: new Blob([copyText(0, 3000)]) });
+      // In a transaction: rolled back (its rows gone), then committed (through drizzle's handle, as the lead writer does).
+      await pglite.transaction(async (tx) => {
+        await tx.exec(`COPY copied FROM '/dev/blob'`, { blob: new Blob([copyText(3000, 4000)]) });
+        assert.equal((await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM copied')).rows[0]!.n, 4000);
+        await tx.rollback();
+      });
+      await database.db.transaction(async (tx) => {
+        const client = (tx as unknown as { session: { client: Pick<EmbeddedDatabase, 'exec'> } }).session.client;
+        await client.exec(`COPY copied FROM '/dev/blob'`, { blob: new Blob([copyText(4000, 4500)]) });
+      });
+      seen.push(await copied(database));
+    }
+    assert.equal((seen[0] as { n: number }[])[0]!.n, 3500);
+    assert.deepEqual(seen[0], seen[1]);
+  });
+
+  test('an error inside a COPY keeps its SQLSTATE, and a transaction it broke rolls back', async () => {
+    const bad = `${copyText(10_000, 10_100)}not a number\tx\n`;
+    const errors: Array<{ code?: string; message?: string }> = [];
+    for (const database of [worker, inProcess]) {
+      const pglite = database.pglite!;
+      const was = await copied(database);
+      errors.push(
+        await pglite.exec(`COPY copied FROM '/dev/blob'`, { blob: new Blob([bad]) }).then(
+          () => assert.fail('a bad COPY was accepted'),
+          (e: { code?: string; message?: string }) => ({ code: e.code, message: e.message }),
+        ),
+      );
+      await assert.rejects(
+        pglite.transaction(async (tx) => {
+          await tx.exec(`COPY copied FROM '/dev/blob'`, { blob: new Blob([copyText(20_000, 20_010)]) });
+          await tx.exec(`COPY copied FROM '/dev/blob'`, { blob: new Blob([bad]) });
+        }),
+        (e: { code?: string }) => e.code === '22P02',
+      );
+      assert.deepEqual(await copied(database), was, 'neither COPY left a row');
+    }
+    assert.equal(errors[0]!.code, '22P02');
+    assert.deepEqual(errors[0], errors[1]);
+  });
+
   test('LISTEN/NOTIFY reaches listeners on the service thread until they unlisten', async () => {
     const got: string[] = [];
     const unlisten = await worker.pglite!.listen('pgw_test', (payload) => got.push(payload));
@@ -103,4 +160,14 @@ describe('PGLITE_WORKER: the embedded database in a worker thread', { skip }, ()
     await database.close();
     await assert.rejects(database.query('SELECT 1'), (err: { code?: string }) => err.code === '08006');
   });
+});
+
+test('PGLITE_WORKER: off by default, `auto` on with two cores or more, true/false force it', () => {
+  const mode = (value: string | undefined, cores: number) =>
+    pgliteInWorker(loadConfig(value === undefined ? {} : { PGLITE_WORKER: value }), cores);
+  assert.equal(mode(undefined, 8), false, 'the default keeps PGlite in the service thread');
+  assert.equal(mode('auto', 2), true);
+  assert.equal(mode('auto', 1), false);
+  assert.equal(mode('true', 1), true);
+  assert.equal(mode('false', 8), false);
 });

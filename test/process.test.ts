@@ -18,6 +18,7 @@ describe('the service process', () => {
       [{ PORT: 'eighty' }, 'PORT'],
       [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
       [{ ALLOW_PRIVATE_NETWORK: 'maybe' }, 'ALLOW_PRIVATE_NETWORK'],
+      [{ PGLITE_WORKER: 'sometimes' }, 'PGLITE_WORKER'],
       [{ ADMIN_EMAILS: 'root@example.com,not-an-email' }, 'ADMIN_EMAILS'],
       [{ SECRET_KEY: 'short' }, 'SECRET_KEY'],
     ] as const) {

@@ -45,6 +45,8 @@ const chromiumBefore = new Set(wholeSuite ? ourChromiumPids() : []);
 const result = spawnSync(
   process.execPath,
   [
+    // Fails a file whose process outlives its tests (helpers/exit-watchdog.ts) instead of hanging the suite.
+    `--import=${path.join(import.meta.dirname, 'helpers', 'exit-watchdog.ts')}`,
     '--test',
     `--test-concurrency=${concurrency}`,
     '--test-timeout=180000',

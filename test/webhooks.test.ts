@@ -151,6 +151,8 @@ describe('endpoints: create, list, update, delete', () => {
     const { deliveryId } = await sendTest(alice, hook.id);
     await r.waitFor(1);
     for (const [method, url, body] of [
+      ['GET', `/api/webhooks/${hook.id}`, undefined],
+      ['GET', `/api/webhooks/${unknownId}`, undefined],
       ['PATCH', `/api/webhooks/${hook.id}`, { enabled: false }],
       ['DELETE', `/api/webhooks/${hook.id}`, undefined],
       ['POST', `/api/webhooks/${hook.id}/test`, undefined],
@@ -164,6 +166,13 @@ describe('endpoints: create, list, update, delete', () => {
     assert.equal(await listed(bob, hook.id), undefined);
     const attemptsOf = () => ctx.deps.db.select().from(webhookAttempts).where(eq(webhookAttempts.endpointId, hook.id));
     await eventually(async () => (await attemptsOf()).length === 1);
+    // The owner reads the endpoint alone as the list shows it.
+    const one = await ctx.call(alice, 'GET', `/api/webhooks/${hook.id}`);
+    assert.equal(one.statusCode, 200);
+    assert.deepEqual(one.json().data.webhook, await listed(alice, hook.id));
+    const types = await ctx.call(alice, 'GET', '/api/webhooks/event-types');
+    assert.ok(types.json().data.eventTypes.includes('lead.created'));
+    assert.ok(types.json().data.eventTypes.includes('webhook.test'));
     assert.equal((await ctx.call(alice, 'DELETE', `/api/webhooks/${hook.id}`)).statusCode, 200);
     assert.deepEqual(await attemptsOf(), [], 'its deliveries and their attempts go with it');
     assertError(await ctx.call(alice, 'GET', `/api/webhooks/${hook.id}/deliveries`), 404, 'NOT_FOUND');

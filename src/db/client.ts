@@ -43,7 +43,7 @@ export interface OpenOptions {
   /** In-memory PGlite restored from a dump (tests). */
   loadDataDir?: Blob | File;
   poolSize?: number;
-  /** Embedded with a dataDir: run PGlite in a worker thread (PGLITE_WORKER), off the service's event loop. */
+  /** Embedded with a dataDir or a dump: run PGlite in a worker thread (PGLITE_WORKER), off the service's event loop. */
   worker?: boolean;
 }
 
@@ -76,7 +76,8 @@ async function openPglite(options: OpenOptions): Promise<Database> {
   let release = () => {};
   let pglite: EmbeddedDatabase;
   if (options.loadDataDir) {
-    pglite = await PGlite.create({ loadDataDir: options.loadDataDir });
+    const open = { loadDataDir: options.loadDataDir };
+    pglite = options.worker ? await openPgliteWorker(open) : await PGlite.create(open);
   } else if (options.dataDir) {
     const dir = path.join(options.dataDir, 'pgdata');
     fs.mkdirSync(options.dataDir, { recursive: true });

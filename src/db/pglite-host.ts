@@ -30,14 +30,16 @@ function pgliteOptions(opts: QueryOptions | undefined) {
   const parsers = opts.rawTypes?.length
     ? Object.fromEntries(opts.rawTypes.map((t) => [t, (v: string) => v]))
     : undefined;
-  return { rowMode: opts.rowMode, paramTypes: opts.paramTypes, ...(parsers ? { parsers } : {}) };
+  return { rowMode: opts.rowMode, paramTypes: opts.paramTypes, blob: opts.blob, ...(parsers ? { parsers } : {}) };
 }
 
-/** A result as the main thread can receive it (a written blob is not carried: nothing here writes one). */
+/** A result as the main thread can receive it (a blob a COPY TO wrote is not carried: nothing here writes one). */
 const strip = <T extends { blob?: unknown }>({ blob: _blob, ...result }: T) => result;
 
 const db = await PGlite.create(
-  options.dataDir ? { dataDir: options.dataDir, postgresqlconf: options.postgresqlconf } : {},
+  options.dataDir
+    ? { dataDir: options.dataDir, postgresqlconf: options.postgresqlconf }
+    : { loadDataDir: options.loadDataDir },
 ).catch((err) => {
   reply({ id: 0, ok: false, error: errorOf(err) });
   throw err;
@@ -61,7 +63,7 @@ async function handle(req: HostRequest): Promise<unknown> {
     case 'query':
       return strip(await target(req.tx).query(req.sql, req.params, pgliteOptions(req.options)));
     case 'exec':
-      return (await target(req.tx).exec(req.sql)).map(strip);
+      return (await target(req.tx).exec(req.sql, req.blob ? { blob: req.blob } : undefined)).map(strip);
     case 'begin': {
       const txId = nextTx++;
       let settle: (commit: boolean) => void = () => {};

@@ -3,6 +3,8 @@
 export interface WorkerOpenOptions {
   /** The data directory (pgdata); absent: in memory. */
   dataDir?: string;
+  /** In memory, restored from this dump (tests: the migrated template). */
+  loadDataDir?: Blob;
   postgresqlconf?: string[];
 }
 
@@ -11,11 +13,17 @@ export interface QueryOptions {
   paramTypes?: number[];
   /** Types the caller parses itself (its `parsers`): the host answers them as text. */
   rawTypes?: number[];
+  /** What a `COPY … FROM '/dev/blob'` reads (see `exec`). */
+  blob?: Blob;
 }
 
 export type HostRequest = { id: number } & (
   | { op: 'query'; sql: string; params?: unknown[]; options?: QueryOptions; tx?: number }
-  | { op: 'exec'; sql: string; tx?: number }
+  /**
+   * `blob`: what a `COPY … FROM '/dev/blob'` reads. A Blob crosses to the worker without a copy of its bytes (Node
+   * shares its backing store between threads); the worker reads it once, as PGlite in the process would.
+   */
+  | { op: 'exec'; sql: string; tx?: number; blob?: Blob }
   | { op: 'begin' }
   | { op: 'end'; tx: number; commit: boolean }
   | { op: 'listen'; channel: string }

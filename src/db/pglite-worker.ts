@@ -1,9 +1,9 @@
 /**
- * The embedded database in a worker thread (PGLITE_WORKER, experimental, off by default): PGlite runs PostgreSQL as
+ * The embedded database in a worker thread (PGLITE_WORKER, off by default; `auto`: with 2+ cores): PGlite runs PostgreSQL as
  * synchronous WASM, so in the service's own thread every statement stalls HTTP and crawls alike. Here
  * a worker thread owns the instance (src/db/pglite-host.ts) and this proxy offers what drizzle-orm's
- * PGlite driver, pg-boss's `fromPglite` and the notifier use: `query`, `exec`, `transaction`,
- * `listen`, `dumpDataDir`, `close`. One message per statement (PGliteWorker, made for browsers,
+ * PGlite driver, pg-boss's `fromPglite` and the notifier use: `query`, `exec` (with a COPY's `blob`),
+ * `transaction`, `listen`, `dumpDataDir`, `close`. One message per statement (PGliteWorker, made for browsers,
  * sends one per protocol message and elects a leader over BroadcastChannel: several per statement).
  */
 import { Worker } from 'node:worker_threads';
@@ -57,6 +57,7 @@ function hostOptions(options: QueryOptions | undefined): HostQueryOptions | unde
     rowMode: options.rowMode,
     paramTypes: options.paramTypes,
     rawTypes: options.parsers ? Object.keys(options.parsers).map(Number) : undefined,
+    blob: options.blob,
   };
 }
 
@@ -106,7 +107,9 @@ export async function openPgliteWorker(options: WorkerOpenOptions): Promise<Embe
 
   const query = async <T>(sql: string, params?: unknown[], opts?: QueryOptions, tx?: number) =>
     parsed(await call<Results<T>>({ op: 'query', sql, params, options: hostOptions(opts), tx }), opts?.parsers);
-  const exec = (sql: string, tx?: number) => call<Results[]>({ op: 'exec', sql, tx });
+  // A COPY's blob goes as it is: structured clone hands the worker a reference to a Blob's bytes, not a copy.
+  const exec = (sql: string, opts?: QueryOptions, tx?: number) =>
+    call<Results[]>({ op: 'exec', sql, tx, blob: opts?.blob });
 
   const listen = async (channel: string, callback: (payload: string) => void) => {
     const set = listeners.get(channel) ?? new Set();
@@ -133,9 +136,9 @@ export async function openPgliteWorker(options: WorkerOpenOptions): Promise<Embe
         open();
         return query<R>(sql, params, opts, txId);
       },
-      exec: async (sql: string) => {
+      exec: async (sql: string, opts?: QueryOptions) => {
         open();
-        return exec(sql, txId);
+        return exec(sql, opts, txId);
       },
       sql: async () => {
         throw new Error('tx.sql is not offered by the embedded database worker; use tx.query');
@@ -176,7 +179,7 @@ export async function openPgliteWorker(options: WorkerOpenOptions): Promise<Embe
   settle();
   return {
     query: query as PGlite['query'],
-    exec: ((sql: string) => exec(sql)) as PGlite['exec'],
+    exec: ((sql: string, opts?: QueryOptions) => exec(sql, opts)) as PGlite['exec'],
     transaction: transaction as PGlite['transaction'],
     listen: listen as PGlite['listen'],
     dumpDataDir: ((compression) => call({ op: 'dump', compression })) as PGlite['dumpDataDir'],

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { authorize, type OrgRole, refusal } from './authorization.ts';
 import { AppError } from './errors.ts';
+import { assertConsoleRequest, sessionKeyOf } from './session-cookie.ts';
 
 /**
  * The caller of a request, as resolved from its API key. For an organization's key (docs/organizations.md)
@@ -53,8 +54,11 @@ const malformedAuthorization = () =>
     },
   );
 
-/** Bearer API-key authentication for every route not marked `config.public`. */
-export function registerAuth(app: FastifyInstance, apiKeys: Authenticator): void {
+/**
+ * Bearer API-key authentication for every route not marked `config.public`; without an Authorization header, the web
+ * console's session cookie, checked against cross-site use (src/shared/session-cookie.ts).
+ */
+export function registerAuth(app: FastifyInstance, apiKeys: Authenticator, options: { publicUrl?: string } = {}): void {
   app.decorateRequest('principal', undefined);
   app.addHook('onRequest', async (request) => {
     const config = request.routeOptions.config;
@@ -62,10 +66,18 @@ export function registerAuth(app: FastifyInstance, apiKeys: Authenticator): void
     // Unknown routes fall through to 404; pages outside /api (docs) are public.
     if (config?.public || !url || !url.startsWith('/api/')) return;
     const header = request.headers.authorization;
-    if (!header) throw unauthorized();
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match) throw malformedAuthorization();
-    const principal = await apiKeys.authenticate(match[1]!);
+    let token: string;
+    if (header) {
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+      if (!match) throw malformedAuthorization();
+      token = match[1]!;
+    } else {
+      const sessionKey = sessionKeyOf(request);
+      if (!sessionKey) throw unauthorized();
+      assertConsoleRequest(request, sessionKey, options.publicUrl);
+      token = sessionKey;
+    }
+    const principal = await apiKeys.authenticate(token);
     if (!principal) throw new AppError('UNAUTHORIZED', 'Invalid, expired or revoked API key');
     if (config?.scope) {
       const decision = authorize(principal, config.scope);

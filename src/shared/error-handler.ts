@@ -128,15 +128,28 @@ function retrySafeReadsOnce(app: FastifyInstance): void {
   });
 }
 
-/** Path of the first string (or key) holding U+0000, or undefined. */
+/**
+ * Path of the first string (or key) holding U+0000, or undefined. The path is built only on the way back from a find:
+ * every JSON body goes through this, and nearly none holds one.
+ */
 function findNul(value: unknown, path: string, depth = 0): string | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+  const keys = nulKeys(value, depth);
+  if (keys === undefined) return undefined;
+  return [path, ...keys.reverse()].filter(Boolean).join('.');
+}
+
+/** The keys down to the first U+0000, innermost first, or undefined. */
+function nulKeys(value: unknown, depth: number): string[] | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? [] : undefined;
   if (!value || typeof value !== 'object' || depth > 32) return undefined;
-  for (const [key, v] of Object.entries(value)) {
-    const sub = path ? `${path}.${key}` : key;
-    if (key.includes('\u0000')) return sub;
-    const found = findNul(v, sub, depth + 1);
-    if (found !== undefined) return found;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    if (key.includes('\u0000')) return [key];
+    const found = nulKeys((value as Record<string, unknown>)[key], depth + 1);
+    if (found !== undefined) {
+      found.push(key);
+      return found;
+    }
   }
   return undefined;
 }

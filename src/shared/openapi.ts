@@ -18,6 +18,12 @@ import { serveReferencePage } from './reference-page.ts';
 export const openApiTags = [
   { name: 'Infrastructure', description: 'Liveness and readiness of the service and what it depends on.' },
   { name: 'Authentication', description: 'Sign up and log in; both answer an API key (`Authorization: Bearer …`).' },
+  {
+    name: 'Web console',
+    description:
+      'Signing in to the web console at `/`: a session in an HttpOnly cookie; cookie-authenticated requests need the ' +
+      'CSRF token on unsafe methods and are refused from other origins (docs/console.md).',
+  },
   { name: 'API keys', description: 'Scoped, optionally expiring keys: mint, list, rotate (24-hour overlap), revoke.' },
   {
     name: 'Organizations',

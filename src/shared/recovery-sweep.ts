@@ -1,8 +1,9 @@
 /**
- * The recovery sweep of work rows run under heartbeats (scrape jobs, markdown exports, network enrichment jobs): a
- * worker killed mid-run leaves its row RUNNING with a heartbeat that stops; every worker process sweeps now and then
- * and puts such rows back to PENDING (and to the queue) or, after RECOVERY_MAX_ATTEMPTS claims, fails them. The
- * sweeps' UPDATEs are conditional, so concurrent sweeps in several processes act once.
+ * The recovery sweep of work rows run under heartbeats (scrape jobs, markdown exports, destination pushes, network
+ * enrichment jobs): a worker killed mid-run leaves its row RUNNING with a heartbeat that stops; every worker process
+ * sweeps now and then and puts such rows back to PENDING (and to the queue) or, after RECOVERY_MAX_ATTEMPTS claims,
+ * fails them (the statements: src/db/heartbeat-runs.ts). The sweeps' UPDATEs are conditional, so concurrent sweeps in
+ * several processes act once.
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -26,7 +27,7 @@ export interface SweepLoop {
 
 /**
  * Runs `sweep` every `everyMs` (plus up to 2 s of jitter; the first within 1–3 s), one at a time; a failed sweep is
- * logged and the next one runs as usual.
+ * logged ("`what` failed") and the next one runs as usual. Recovery sweeps use it, and other periodic checks too.
  */
 export function sweepLoop(logger: Logger, what: string, sweep: () => Promise<unknown>, everyMs = SWEEP_EVERY_MS) {
   let timer: NodeJS.Timeout | undefined;
@@ -35,7 +36,7 @@ export function sweepLoop(logger: Logger, what: string, sweep: () => Promise<unk
     start(): void {
       const tick = () => {
         sweep()
-          .catch((err) => logger.error({ err }, `${what} recovery sweep failed`))
+          .catch((err) => logger.error({ err }, `${what} failed`))
           .finally(() => {
             if (timer) timer = setTimeout(tick, everyMs + jitter()).unref();
           });

@@ -14,12 +14,18 @@ export interface TestDatabase {
 
 export const testDatabaseKind = (): 'postgres' | 'pglite' => (process.env.TEST_DATABASE_URL ? 'postgres' : 'pglite');
 
-/** A throwaway, migrated database: PGlite by default, PostgreSQL when TEST_DATABASE_URL is set. */
-export async function createTestDatabase(): Promise<TestDatabase> {
+/**
+ * A throwaway, migrated database: PGlite by default, PostgreSQL when TEST_DATABASE_URL is set. PGlite runs in its
+ * worker thread (PGLITE_WORKER) with `pgliteWorker`, or for every test file with QUARRY_TEST_PGLITE_WORKER=1.
+ */
+export async function createTestDatabase(options: { pgliteWorker?: boolean } = {}): Promise<TestDatabase> {
   const adminUrl = process.env.TEST_DATABASE_URL;
   if (!adminUrl) {
     const dump = process.env.QUARRY_TEST_PGLITE_DUMP ?? (await ensurePgliteTemplate());
-    const database = await openDatabase({ loadDataDir: new Blob([fs.readFileSync(dump)]) });
+    const database = await openDatabase({
+      loadDataDir: new Blob([fs.readFileSync(dump)]),
+      worker: options.pgliteWorker ?? process.env.QUARRY_TEST_PGLITE_WORKER === '1',
+    });
     return { database, drop: async () => {} };
   }
   const template = process.env.QUARRY_TEST_PG_TEMPLATE ?? (await ensurePostgresTemplate(adminUrl));

@@ -97,3 +97,35 @@ test('a job of another user is neither readable nor subscribable', async () => {
     return ['COMPLETED', 'FAILED', 'CANCELLED'].includes(status) || undefined;
   }, 60_000);
 });
+
+test('wait_for_job stops with UNAUTHORIZED when its key is revoked during the wait', async () => {
+  const made = await ctx.call(alice, 'POST', '/api/api-keys', { name: 'agent', scopes: ['*'] });
+  const { key, id: keyId } = made.json().data.apiKey;
+  const { client: agent } = await connectMcp(base, key);
+  try {
+    const { source } = (
+      await ctx.call(alice, 'POST', '/api/sources', {
+        name: 'Revoked wait',
+        url: `${site.url}directory`,
+        scrapeType: 'STATIC',
+        selectors: DIRECTORY_SELECTORS,
+      })
+    ).json().data;
+    await ctx.call(alice, 'POST', `/api/sources/${source.id}/activate`);
+    const job = (await ctx.call(alice, 'POST', '/api/jobs', { name: 'Revoked wait', sourceId: source.id })).json().data
+      .job;
+    const waiting = agent.callTool({ name: 'wait_for_job', arguments: { id: job.id, timeoutSeconds: 60 } });
+    // The crawl takes seconds (robots.txt's delay); the key goes while the tool waits.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal((await ctx.call(alice, 'DELETE', `/api/api-keys/${keyId}`)).statusCode, 200);
+    const waited = await waiting;
+    assert.equal(waited.isError, true);
+    assert.match(textOf(waited), /^UNAUTHORIZED/);
+    await eventually(async () => {
+      const status = (await ctx.call(alice, 'GET', `/api/jobs/${job.id}`)).json().data.job.status;
+      return ['COMPLETED', 'FAILED', 'CANCELLED'].includes(status) || undefined;
+    }, 60_000);
+  } finally {
+    await agent.close().catch(() => {});
+  }
+});

@@ -63,6 +63,13 @@ export const apiKeys = pgTable(
       .notNull()
       .references(() => users.id, { onDelete: 'cascade' }),
     name: text('name').notNull(),
+    /**
+     * `api`: a key for programs (listed and managed under /api/keys); `console`: the web console's sign-in, carried
+     * in an HttpOnly cookie, never listed, revoked by signing out (docs/console.md).
+     */
+    kind: text('kind', { enum: ['api', 'console'] })
+      .notNull()
+      .default('api'),
     /** First 12 characters of the key, shown in listings. */
     prefix: text('prefix').notNull(),
     /** SHA-256 of the whole key, hex. The key itself is never stored. */

@@ -1,7 +1,13 @@
-import { and, desc, eq, gt, isNull, lt, or, type SQL, sql } from 'drizzle-orm';
+import { and, desc, eq, gt, inArray, isNull, lt, ne, or, type SQL, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
 import type { Db } from '../../db/client.ts';
 import { apiKeys, type OrgRole, organizationMembers, users } from '../../db/schema/index.ts';
+
+/** A key just revoked: its id (for credentials it minted) and hash (for the caches). */
+export interface RevokedKey {
+  id: string;
+  keyHash: string;
+}
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
@@ -32,6 +38,10 @@ const ownedBy = (owner: KeyOwner): SQL[] => {
   if (owner.userId) where.push(eq(apiKeys.userId, owner.userId));
   return where;
 };
+
+/** A key neither revoked nor expired at `now`. */
+const liveAt = (now: Date): SQL =>
+  and(isNull(apiKeys.revokedAt), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now)))!;
 
 /** The organization's own account row, next to the key holder's. */
 const orgAccounts = alias(users, 'org_accounts');
@@ -75,12 +85,7 @@ export function apiKeyRepository(db: Db) {
         .select()
         .from(apiKeys)
         .where(
-          and(
-            ...ownedBy(owner),
-            isNull(apiKeys.revokedAt),
-            or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now)),
-            beforeId ? lt(apiKeys.id, beforeId) : undefined,
-          ),
+          and(...ownedBy(owner), eq(apiKeys.kind, 'api'), liveAt(now), beforeId ? lt(apiKeys.id, beforeId) : undefined),
         )
         .orderBy(desc(apiKeys.id))
         .limit(limit + 1);
@@ -89,7 +94,7 @@ export function apiKeyRepository(db: Db) {
       const [row] = await db
         .select()
         .from(apiKeys)
-        .where(and(...ownedBy(owner), eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
+        .where(and(...ownedBy(owner), eq(apiKeys.id, id), eq(apiKeys.kind, 'api'), isNull(apiKeys.revokedAt)))
         .limit(1);
       return row;
     },
@@ -102,25 +107,62 @@ export function apiKeyRepository(db: Db) {
         .limit(1);
       return row?.role;
     },
-    /** Revokes the person's live keys of one organization; returns their hashes. */
-    async revokeOrgKeys(orgId: string, userId: string, at: Date): Promise<string[]> {
-      const rows = await db
+    /** Revokes the person's live keys of one organization; returns their ids and hashes. */
+    async revokeOrgKeys(orgId: string, userId: string, at: Date): Promise<RevokedKey[]> {
+      return db
         .update(apiKeys)
         .set({ revokedAt: at })
         .where(and(eq(apiKeys.orgId, orgId), eq(apiKeys.userId, userId), isNull(apiKeys.revokedAt)))
-        .returning({ keyHash: apiKeys.keyHash });
-      return rows.map((r) => r.keyHash);
+        .returning({ id: apiKeys.id, keyHash: apiKeys.keyHash });
     },
     /** Whether the key is neither revoked nor expired at `now`. */
     async isLive(id: string, now: Date): Promise<boolean> {
       const [row] = await db
         .select({ id: apiKeys.id })
         .from(apiKeys)
-        .where(
-          and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt), or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now))),
-        )
+        .where(and(eq(apiKeys.id, id), liveAt(now)))
         .limit(1);
       return row !== undefined;
+    },
+    /** Which of `ids` are neither revoked nor expired at `now`. */
+    async liveIds(ids: string[], now: Date): Promise<Set<string>> {
+      const rows = await db
+        .select({ id: apiKeys.id })
+        .from(apiKeys)
+        .where(and(inArray(apiKeys.id, ids), liveAt(now)));
+      return new Set(rows.map((r) => r.id));
+    },
+    /** Revokes a live console key by its hash; the key revoked, if there was one. */
+    async revokeConsoleByHash(keyHash: string, at: Date): Promise<RevokedKey | undefined> {
+      const [row] = await db
+        .update(apiKeys)
+        .set({ revokedAt: at })
+        .where(and(eq(apiKeys.keyHash, keyHash), eq(apiKeys.kind, 'console'), isNull(apiKeys.revokedAt)))
+        .returning({ id: apiKeys.id, keyHash: apiKeys.keyHash });
+      return row;
+    },
+    /** Deletes console keys that were revoked or expired before `before`; how many. API keys stay (an audit trail). */
+    async deleteEndedConsoleKeys(before: Date): Promise<number> {
+      const rows = await db
+        .delete(apiKeys)
+        .where(and(eq(apiKeys.kind, 'console'), or(lt(apiKeys.revokedAt, before), lt(apiKeys.expiresAt, before))))
+        .returning({ id: apiKeys.id });
+      return rows.length;
+    },
+    /** Revokes a person's live console keys but one; answers their ids and hashes. */
+    async revokeConsoleOfUser(userId: string, exceptKeyId: string | undefined, at: Date): Promise<RevokedKey[]> {
+      return db
+        .update(apiKeys)
+        .set({ revokedAt: at })
+        .where(
+          and(
+            eq(apiKeys.userId, userId),
+            eq(apiKeys.kind, 'console'),
+            isNull(apiKeys.revokedAt),
+            exceptKeyId ? ne(apiKeys.id, exceptKeyId) : undefined,
+          ),
+        )
+        .returning({ id: apiKeys.id, keyHash: apiKeys.keyHash });
     },
     async update(id: string, values: Partial<typeof apiKeys.$inferInsert>): Promise<void> {
       await db.update(apiKeys).set(values).where(eq(apiKeys.id, id));

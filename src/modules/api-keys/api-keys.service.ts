@@ -8,13 +8,21 @@ import { findOwned } from '../../shared/ids.ts';
 import type { Notifier } from '../../shared/notify.ts';
 import { decodeCursor, pageOf } from '../../shared/pagination.ts';
 import { coversScopes } from '../../shared/scopes.ts';
-import { type ApiKeyRow, apiKeyRepository, type KeyIdentity, type KeyOwner } from './api-keys.repository.ts';
+import {
+  type ApiKeyRow,
+  apiKeyRepository,
+  type KeyIdentity,
+  type KeyOwner,
+  type RevokedKey,
+} from './api-keys.repository.ts';
 
 export const KEY_PREFIX = 'qk_live_';
 const CACHE_TTL_MS = 30_000;
 const CACHE_MAX = 10_000;
 const ROTATION_GRACE_MS = 24 * 60 * 60_000;
 const INVALIDATE_CHANNEL = 'quarry_api_key_invalidate';
+/** How long an ended console session's row is kept (it shows when a sign-in was used, for a while). */
+export const CONSOLE_SESSION_RETENTION_MS = 30 * 24 * 60 * 60_000;
 
 interface CacheEntry {
   identity: KeyIdentity;
@@ -51,7 +59,18 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
   const cache = new Map<string, CacheEntry>();
 
   const userWatchers = new Set<(userId: string) => void>();
+  const keyWatchers = new Set<(keyId: string) => void>();
   const evict = (payload: string) => {
+    if (payload.startsWith('key:')) {
+      for (const watcher of keyWatchers) {
+        try {
+          watcher(payload.slice(4));
+        } catch {
+          // A watcher's failure is its own (it logs it): the revocation stands and the other watchers still run.
+        }
+      }
+      return;
+    }
     if (!payload.startsWith('user:')) return void cache.delete(payload);
     const userId = payload.slice(5);
     // A person's keys, and an organization's keys when the account is an organization's.
@@ -67,11 +86,17 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
     evict(keyHash);
     await deps.notifier.publish(INVALIDATE_CHANNEL, keyHash);
   };
+  /** A revoked key: no process honours it from its cache, and what it opened (a cdpUrl's socket) is closed. */
+  const revoked = async (key: RevokedKey) => {
+    await invalidate(key.keyHash);
+    evict(`key:${key.id}`);
+    await deps.notifier.publish(INVALIDATE_CHANNEL, `key:${key.id}`);
+  };
 
   /** Stores a new key (inside the caller's transaction when `db` is one) and returns it once. */
   async function mint(
     userId: string,
-    input: { name: string; scopes: string[]; expiresAt?: Date | null; orgId?: string | null },
+    input: { name: string; scopes: string[]; expiresAt?: Date | null; orgId?: string | null; kind?: 'api' | 'console' },
     db: Db = deps.db,
   ) {
     const key = generateToken(KEY_PREFIX);
@@ -83,6 +108,7 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
       scopes: input.scopes,
       expiresAt: input.expiresAt ?? null,
       orgId: input.orgId ?? null,
+      kind: input.kind ?? 'api',
       createdAt: deps.clock.now(),
     });
     return { key, row };
@@ -220,11 +246,34 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
      * browser session's cdpUrl) are honoured only while it is.
      */
     isLive: (keyId: string): Promise<boolean> => repo.isLive(keyId, deps.clock.now()),
+    /** `isLive` of many keys in one query: the ids of those that still stand. */
+    liveKeyIds: (keyIds: string[]): Promise<Set<string>> =>
+      keyIds.length ? repo.liveIds(keyIds, deps.clock.now()) : Promise.resolve(new Set()),
+
+    /** Ends a web console sign-in (docs/console.md): its key stops working in every process at once. */
+    async revokeConsoleKey(token: string): Promise<void> {
+      if (!tokenLooksValid(KEY_PREFIX, token)) return;
+      const keyHash = sha256(token);
+      const key = await repo.revokeConsoleByHash(keyHash, deps.clock.now());
+      if (key) await revoked(key);
+    },
+
+    /**
+     * Deletes console sessions that ended (signed out, replaced or expired) more than CONSOLE_SESSION_RETENTION_MS
+     * ago: each sign-in mints a key, so without this the table grows with every visit. Run by the daily maintenance.
+     */
+    purgeEndedConsoleSessions: (): Promise<number> =>
+      repo.deleteEndedConsoleKeys(new Date(deps.clock.now().getTime() - CONSOLE_SESSION_RETENTION_MS)),
+
+    /** Ends a person's console sessions but `exceptKeyId` (a password change), in every process. */
+    async revokeConsoleSessionsOf(userId: string, exceptKeyId?: string): Promise<void> {
+      for (const key of await repo.revokeConsoleOfUser(userId, exceptKeyId, deps.clock.now())) await revoked(key);
+    },
 
     async revoke(principal: Principal, id: string) {
       const row = await findManageable(principal, id);
       await repo.update(row.id, { revokedAt: deps.clock.now() });
-      await invalidate(row.keyHash);
+      await revoked(row);
     },
 
     /**
@@ -237,11 +286,21 @@ export function createApiKeyService(deps: { db: Db; clock: Clock; notifier: Noti
     },
 
     /**
+     * Runs `watcher` in this process whenever a key is revoked in any process, so credentials it minted that hold a
+     * connection open (a cdpUrl's socket, a live view's viewer) are closed at once. Expiry is no event: holders of
+     * such connections also check `isLive` from time to time. Returns its removal.
+     */
+    watchKeys(watcher: (keyId: string) => void): () => void {
+      keyWatchers.add(watcher);
+      return () => void keyWatchers.delete(watcher);
+    },
+
+    /**
      * Revokes a person's keys of one organization (removed from it) and drops their cached identities in every
      * process, so a changed role or a removal applies to the next request anywhere.
      */
     async revokeOrgKeys(orgId: string, userId: string) {
-      await repo.revokeOrgKeys(orgId, userId, deps.clock.now());
+      for (const key of await repo.revokeOrgKeys(orgId, userId, deps.clock.now())) await revoked(key);
       evict(`user:${userId}`);
       await deps.notifier.publish(INVALIDATE_CHANNEL, `user:${userId}`);
     },

@@ -6,6 +6,25 @@ import { AppError, accountSuspended } from '../../shared/errors.ts';
 import { joinByInvitation } from '../organizations/index.ts';
 import { findUserByEmail, toUserView } from '../users/index.ts';
 
+/** A web console sign-in lasts this long (docs/console.md); signing out ends it sooner. */
+export const CONSOLE_SESSION_MS = 14 * 24 * 60 * 60_000;
+
+/**
+ * What a signup or login hands out: an API key for programs (the API's routes), or a console session's key, which
+ * the console carries in an HttpOnly cookie and which never appears among the user's API keys.
+ */
+export type Credential = 'api-key' | 'console-session';
+
+const mintOptions = (credential: Credential, name: string, now: Date) =>
+  credential === 'console-session'
+    ? {
+        name: 'console session',
+        scopes: ['*'],
+        kind: 'console' as const,
+        expiresAt: new Date(now.getTime() + CONSOLE_SESSION_MS),
+      }
+    : { name, scopes: ['*'] };
+
 // Verified against when the email is unknown, so both failures take the same time.
 const DUMMY_HASH = hashPassword('quarry-timing-equaliser');
 
@@ -22,7 +41,7 @@ export interface SignupInput {
 export function createAuthService(deps: Pick<AppDeps, 'db' | 'clock' | 'apiKeys' | 'credits'>) {
   return {
     /** The user, first consent records, credit account (signup grant) and an all-scopes key, in one transaction. */
-    async signup(input: SignupInput, ipAddress: string | undefined) {
+    async signup(input: SignupInput, ipAddress: string | undefined, credential: Credential = 'api-key') {
       const passwordHash = await hashPassword(input.password);
       const now = deps.clock.now();
       try {
@@ -61,7 +80,7 @@ export function createAuthService(deps: Pick<AppDeps, 'db' | 'clock' | 'apiKeys'
               'invitationToken',
             );
           }
-          const { key } = await deps.apiKeys.mint(user!.id, { name: 'signup', scopes: ['*'] }, tx);
+          const { key } = await deps.apiKeys.mint(user!.id, mintOptions(credential, 'signup', now), tx);
           return { user: toUserView(user!), apiKey: key };
         });
       } catch (err) {
@@ -75,15 +94,13 @@ export function createAuthService(deps: Pick<AppDeps, 'db' | 'clock' | 'apiKeys'
     },
 
     /** Checks the password and mints a new all-scopes key. */
-    async login(email: string, password: string) {
+    async login(email: string, password: string, credential: Credential = 'api-key') {
       const user = await findUserByEmail(deps.db, email);
       const valid = await verifyPassword(user?.passwordHash ?? (await DUMMY_HASH), password);
       if (!user || !valid) throw new AppError('INVALID_CREDENTIALS', 'Email or password is incorrect');
       if (user.status !== 'active') throw accountSuspended();
-      const { key } = await deps.apiKeys.mint(user.id, {
-        name: `login ${deps.clock.now().toISOString()}`,
-        scopes: ['*'],
-      });
+      const now = deps.clock.now();
+      const { key } = await deps.apiKeys.mint(user.id, mintOptions(credential, `login ${now.toISOString()}`, now));
       return { user: toUserView(user), apiKey: key };
     },
   };

@@ -3,3 +3,4 @@
  * workers may use of it.
  */
 export { authRoutes } from './auth.routes.ts';
+export { consoleSessionRoutes } from './console-session.routes.ts';

@@ -1,5 +1,12 @@
-import { and, eq, gte, lt, sql } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import type { Db, Tx } from '../../db/client.ts';
+import {
+  failExhaustedRuns,
+  requeueAllRunning,
+  requeueStaleRuns,
+  staleRunning,
+  touchStalePending,
+} from '../../db/heartbeat-runs.ts';
 import { newestFirstPage } from '../../db/keyset.ts';
 import { destinationPushes, destinations } from '../../db/schema/index.ts';
 
@@ -121,46 +128,16 @@ export function destinationRepository(db: Db | Tx) {
     },
     /** Crash recovery: RUNNING pushes whose heartbeat stopped go back to PENDING, or fail after `maxAttempts`. */
     async recoverStale(staleBefore: Date, now: Date, maxAttempts: number) {
-      const stale = and(eq(destinationPushes.status, 'RUNNING'), lt(destinationPushes.heartbeatAt, staleBefore));
-      const failed = await db
-        .update(destinationPushes)
-        .set({
-          status: 'FAILED',
-          error: `The worker running this push stopped responding ${maxAttempts} times; it was not started again.`,
-          finishedAt: now,
-          workerId: null,
-          updatedAt: now,
-        })
-        .where(and(stale, gte(destinationPushes.attempts, maxAttempts)))
-        .returning();
-      const requeued = await db
-        .update(destinationPushes)
-        .set({ status: 'PENDING', workerId: null, heartbeatAt: null, updatedAt: now })
-        .where(and(stale, lt(destinationPushes.attempts, maxAttempts)))
-        .returning();
+      const stale = staleRunning(destinationPushes, staleBefore);
+      const error = `The worker running this push stopped responding ${maxAttempts} times; it was not started again.`;
+      const failed = await failExhaustedRuns(db, destinationPushes, stale, { now, maxAttempts, failure: { error } });
+      const requeued = await requeueStaleRuns(db, destinationPushes, stale, { now, maxAttempts });
       return { failed, requeued };
     },
-    /**
-     * PENDING pushes untouched since `before`: their queue message may never have been sent (the process stopped
-     * between the INSERT and the send). Marked touched, so each is sent again at most once per period; a push whose
-     * first message is still queued runs once anyway (`claim` takes PENDING rows only).
-     */
-    async touchStalePending(before: Date, now: Date): Promise<string[]> {
-      const rows = await db
-        .update(destinationPushes)
-        .set({ updatedAt: now })
-        .where(and(eq(destinationPushes.status, 'PENDING'), lt(destinationPushes.updatedAt, before)))
-        .returning({ id: destinationPushes.id });
-      return rows.map((r) => r.id);
-    },
+    /** PENDING pushes whose queue message may never have been sent (src/db/heartbeat-runs.ts). */
+    touchStalePending: (before: Date, now: Date): Promise<string[]> =>
+      touchStalePending(db, destinationPushes, before, now),
     /** Embedded database only: every RUNNING push is an orphan of the previous process. */
-    async requeueAllRunning(now: Date): Promise<string[]> {
-      const rows = await db
-        .update(destinationPushes)
-        .set({ status: 'PENDING', workerId: null, heartbeatAt: null, updatedAt: now })
-        .where(eq(destinationPushes.status, 'RUNNING'))
-        .returning({ id: destinationPushes.id });
-      return rows.map((r) => r.id);
-    },
+    requeueAllRunning: (now: Date): Promise<string[]> => requeueAllRunning(db, destinationPushes, now),
   };
 }

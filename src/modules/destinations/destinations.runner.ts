@@ -240,6 +240,6 @@ export function createDestinationPushRecovery(deps: AppDeps, service: Pick<Desti
     async recoverOrphans(): Promise<void> {
       for (const id of await repo.requeueAllRunning(deps.clock.now())) await service.enqueue(id);
     },
-    ...sweepLoop(deps.logger, 'destination push', sweep),
+    ...sweepLoop(deps.logger, 'destination push recovery sweep', sweep),
   };
 }

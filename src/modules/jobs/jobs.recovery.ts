@@ -1,4 +1,10 @@
-import { and, eq, gte, inArray, lt } from 'drizzle-orm';
+import {
+  failExhaustedRuns,
+  requeueAllRunning,
+  requeueStaleRuns,
+  staleRunning,
+  touchStalePending,
+} from '../../db/heartbeat-runs.ts';
 import { jobs } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
 import { RECOVERY_MAX_ATTEMPTS, staleBefore, sweepLoop } from '../../shared/recovery-sweep.ts';
@@ -21,40 +27,24 @@ export function createJobRecovery(
 ) {
   async function sweep(): Promise<{ requeued: string[]; failed: string[]; resent: string[] }> {
     const now = deps.clock.now();
-    const stale = and(eq(jobs.status, 'RUNNING'), lt(jobs.heartbeatAt, staleBefore(now, STALE_AFTER_MS)));
+    const stale = staleRunning(jobs, staleBefore(now, STALE_AFTER_MS));
+    const opts = { now, maxAttempts: MAX_ATTEMPTS };
+    const error = `The worker running this job stopped responding ${MAX_ATTEMPTS} times; it was not started again.`;
     const failed = await deps.db.transaction(async (tx) => {
-      const rows = await tx
-        .update(jobs)
-        .set({
-          status: 'FAILED',
-          error: `The worker running this job stopped responding ${MAX_ATTEMPTS} times; it was not started again.`,
-          finishedAt: now,
-          workerId: null,
-          updatedAt: now,
-        })
-        .where(and(stale, gte(jobs.attempts, MAX_ATTEMPTS)))
-        .returning();
+      const rows = await failExhaustedRuns(tx, jobs, stale, { ...opts, failure: { error } });
       for (const row of rows) await emitJobEvent(tx, row);
       return rows;
     });
-    const requeued = await deps.db
-      .update(jobs)
-      .set({ status: 'PENDING', workerId: null, heartbeatAt: null, updatedAt: now })
-      .where(and(stale, lt(jobs.attempts, MAX_ATTEMPTS)))
-      .returning();
-    const resent = await deps.db
-      .update(jobs)
-      .set({ updatedAt: now })
-      .where(and(eq(jobs.status, 'PENDING'), lt(jobs.updatedAt, new Date(now.getTime() - PENDING_RESEND_MS))))
-      .returning({ id: jobs.id });
+    const requeued = await requeueStaleRuns(deps.db, jobs, stale, opts);
+    const resent = await touchStalePending(deps.db, jobs, new Date(now.getTime() - PENDING_RESEND_MS), now);
     for (const row of [...failed, ...requeued]) await publishJobUpdate(deps.notifier, row);
-    for (const row of [...requeued, ...resent]) await jobsService.enqueue(row.id);
+    for (const id of [...requeued.map((r) => r.id), ...resent]) await jobsService.enqueue(id);
     if (failed.length || requeued.length)
       deps.logger.warn(
         { requeued: requeued.map((r) => r.id), failed: failed.map((r) => r.id) },
         'recovered jobs of a dead worker',
       );
-    return { requeued: requeued.map((r) => r.id), failed: failed.map((r) => r.id), resent: resent.map((r) => r.id) };
+    return { requeued: requeued.map((r) => r.id), failed: failed.map((r) => r.id), resent };
   }
 
   return {
@@ -64,15 +54,10 @@ export function createJobRecovery(
      * RUNNING job was orphaned by the previous run and goes back to the queue at once.
      */
     async recoverOrphans(): Promise<string[]> {
-      const now = deps.clock.now();
-      const rows = await deps.db
-        .update(jobs)
-        .set({ status: 'PENDING', workerId: null, heartbeatAt: null, updatedAt: now })
-        .where(inArray(jobs.status, ['RUNNING']))
-        .returning({ id: jobs.id });
-      for (const row of rows) await jobsService.enqueue(row.id);
-      return rows.map((r) => r.id);
+      const ids = await requeueAllRunning(deps.db, jobs, deps.clock.now());
+      for (const id of ids) await jobsService.enqueue(id);
+      return ids;
     },
-    ...sweepLoop(deps.logger, 'job', sweep),
+    ...sweepLoop(deps.logger, 'job recovery sweep', sweep),
   };
 }

@@ -1,5 +1,6 @@
 import type { AppDeps } from '../../deps.ts';
 import { QUEUES } from '../../queue/queues.ts';
+import { coalesced } from '../../shared/coalesced.ts';
 import { AppError } from '../../shared/errors.ts';
 import { newWorkerId } from '../../shared/recovery-sweep.ts';
 import { createLeadWriter, type LeadWriter } from '../leads/index.ts';
@@ -105,11 +106,9 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
     let percent = 0;
     let leadsFound = await repo.countLeads(jobId);
     let lastWrite = 0;
-    let writing: Promise<unknown> = Promise.resolve();
-
-    /** Heartbeat + progress; losing the row (cancel, delete, takeover) stops the crawl. */
-    const beat = () =>
-      (writing = writing.then(async () => {
+    /** Heartbeat + progress, coalesced while the database is busy; losing the row (cancel, takeover) stops the crawl. */
+    const heartbeat = coalesced(
+      async () => {
         lastWrite = Date.now();
         const row = await repo
           .heartbeat(jobId, workerId, deps.clock.now(), {
@@ -122,7 +121,11 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
         if (row === undefined && !controller.signal.aborted)
           controller.abort(new Error('job is no longer running here'));
         if (row) await publish(row);
-      }));
+      },
+      // A job whose heartbeat stops is taken over by another worker: a failed beat is logged, the next one runs.
+      (err) => void log.warn({ err }, 'heartbeat failed'),
+    );
+    const beat = heartbeat.run;
     const timer = setInterval(beat, HEARTBEAT_MS);
     timer.unref();
     let writer: LeadWriter | undefined;
@@ -170,12 +173,12 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
           // The plan grows as links are found; a progress bar must not go back.
           percent = Math.max(percent, progressPercent(p));
           progress = p;
-          if (Date.now() - lastWrite >= PROGRESS_EVERY_MS) void beat();
+          if (Date.now() - lastWrite >= PROGRESS_EVERY_MS) beat();
         },
       });
       // What is still buffered is stored before the job's final state and count are written.
       await store.close();
-      await writing;
+      await heartbeat.settled();
       if (outOfCredits) {
         progress = { ...progress, pagesVisited: result.pagesVisited, pagesFailed: result.pagesFailed };
         await fail(outOfCreditsError(result.pagesVisited));
@@ -200,7 +203,7 @@ export function createJobRunner(deps: AppDeps, options: { runCrawl?: RunCrawl } 
       log.info({ pages: result.pagesVisited, failed: result.pagesFailed, leadsFound }, 'scrape job completed');
     } catch (error) {
       await writer?.close().catch((err) => void log.error({ err }, 'could not store the last leads'));
-      await writing;
+      await heartbeat.settled();
       if (outOfCredits || (error instanceof AppError && error.code === 'INSUFFICIENT_CREDITS')) {
         await fail(outOfCreditsError(progress.pagesVisited));
         return;

@@ -11,13 +11,14 @@ import {
   bulkUpdateView,
   createLeadBody,
   emailValidationView,
+  exportLeadsBody,
   leadListItem,
   leadView,
-  listLeadsQuery,
+  listLeadsRouteQuery,
   updateLeadBody,
   validateBulkView,
 } from './leads.schemas.ts';
-import { createLeadService } from './leads.service.ts';
+import { createLeadService, exportLeadsCsv } from './leads.service.ts';
 
 const tags = ['Leads'];
 const read = { scope: 'leads:read' };
@@ -32,11 +33,12 @@ export const leadRoutes: RouteModule = (app, deps) => {
     config: read,
     schema: {
       tags,
-      summary: 'List leads, newest first (cursor pagination)',
+      summary: 'List leads, newest (or oldest) first (cursor pagination)',
       description:
         'Filters combine with AND. `company` matches the whole name, ignoring case. `limit` 1–1000 (default 50); ' +
-        'pass `nextCursor` back as `cursor`.',
-      querystring: listLeadsQuery,
+        'pass `nextCursor` back as `cursor` (with the same filters and `sort`). `q` finds text in the name, email, ' +
+        'company or job title; `tag` leads carrying that tag.',
+      querystring: listLeadsRouteQuery,
       response: {
         200: envelope(z.object({ leads: z.array(leadListItem), nextCursor })),
         ...errorResponses(400, 401, 403),
@@ -89,6 +91,34 @@ export const leadRoutes: RouteModule = (app, deps) => {
     },
     handler: async (request) =>
       ok(await leads.bulkUpdate(principalOf(request).userId, request.body.leadIds, request.body.updates)),
+  });
+
+  app.post('/api/leads/export', {
+    config: read,
+    schema: {
+      tags,
+      summary: 'Download leads as CSV (streamed): the selected ones, or all that the list filters find',
+      description:
+        'RFC 4180 CSV with a header line: id, firstName, lastName, email, phone, company, jobTitle, status, tags ' +
+        '(joined with "; "), sourceUrl, createdAt. `leadIds`: those of your leads, newest first (others are left ' +
+        'out); `filter`: the filters of GET /api/leads, every lead they find, newest first; neither: all your leads. ' +
+        "Cells a spreadsheet would run as a formula (starting with =, +, -, @) are prefixed with '.",
+      body: exportLeadsBody,
+      response: {
+        200: {
+          description: 'CSV file (Content-Disposition: attachment)',
+          content: { 'text/csv': { schema: z.string() } },
+        },
+        ...errorResponses(400, 401, 403),
+      },
+    },
+    handler: async (request, reply) => {
+      const stream = exportLeadsCsv(deps, principalOf(request).userId, request.body);
+      const day = deps.clock.now().toISOString().slice(0, 10);
+      reply.header('content-type', 'text/csv; charset=utf-8');
+      reply.header('content-disposition', `attachment; filename="leads-${day}.csv"`);
+      return reply.send(stream as never); // streamed as is; the schema only documents the body
+    },
   });
 
   app.post('/api/leads/validate-bulk', {

@@ -102,6 +102,37 @@ export const listLeadsQuery = paginationQuery.extend({
     .describe('Text found in the name, email, company or job title (any case, a substring)'),
 });
 
+/** The order of `GET /api/leads`: by id (UUIDv7), so by creation; each order walks the same indexes. */
+export const LEAD_SORTS = ['newest', 'oldest'] as const;
+export type LeadSort = (typeof LEAD_SORTS)[number];
+
+/** GET /api/leads: the list's filters (shared with pushes and the chat's searchLeads) and its order. */
+export const listLeadsRouteQuery = listLeadsQuery.extend({
+  sort: z
+    .enum(LEAD_SORTS)
+    .default('newest')
+    .describe('newest (default) or oldest first; a `nextCursor` continues in the order it was given for'),
+});
+
+/** POST /api/leads/export: the selected leads, or every lead the list's filters find (all of them without either). */
+export const exportLeadsBody = z
+  .object({
+    leadIds: z
+      .array(z.string().max(100))
+      .min(1)
+      .max(MAX_BULK_IDS)
+      .optional()
+      .describe(`Up to ${MAX_BULK_IDS} of your leads (ids that name none are left out)`),
+    filter: listLeadsQuery
+      .omit({ limit: true, cursor: true })
+      .strict()
+      .optional()
+      .describe('The filters of GET /api/leads: every lead they find, newest first'),
+  })
+  .strict()
+  .refine((b) => !(b.leadIds && b.filter), { path: ['filter'], message: 'give leadIds or filter, not both' });
+export type ExportLeadsInput = z.infer<typeof exportLeadsBody>;
+
 /**
  * Bulk id lists: 1–1000 entries. An entry that names nothing of the caller's, whatever its shape
  * (documented in OpenAPI), is reported in `errors`, not refused: non-strings are reported as their JSON text.
@@ -184,6 +215,18 @@ export const leadView = leadListItem
     sourceId: z.string().nullable(),
     jobId: z.string().nullable(),
     emailValidation: emailValidationView.nullable(),
+    provenance: z
+      .object({
+        pageUrl: z.string().optional().describe('The page the lead was found on'),
+        selector: z.string().optional().describe('The CSS selector of the field that identified the lead'),
+        selectors: z
+          .record(z.string(), z.string())
+          .optional()
+          .describe('Per field, the CSS selector its value was read with'),
+        visible: z.boolean().optional().describe('Whether the item was visible on the page'),
+      })
+      .nullable()
+      .describe('Where a scraped lead came from (null for leads added by hand)'),
     validatedAt: z.string().nullable(),
     updatedAt: z.string(),
     job: z.object({ id: z.string(), name: z.string(), status: z.string() }).nullable(),
@@ -213,5 +256,5 @@ export type LeadListItem = z.infer<typeof leadListItem>;
 export type LeadView = z.infer<typeof leadView>;
 export type CreateLeadInput = z.infer<typeof createLeadBody>;
 export type UpdateLeadInput = z.infer<typeof updateLeadBody>;
-export type ListLeadsQuery = z.infer<typeof listLeadsQuery>;
+export type ListLeadsQuery = z.infer<typeof listLeadsQuery> & { sort?: LeadSort };
 export type BulkUpdateInput = z.infer<typeof bulkUpdateBody>['updates'];

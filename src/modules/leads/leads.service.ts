@@ -1,8 +1,9 @@
-import { finished, type Readable } from 'node:stream';
+import { finished, Readable } from 'node:stream';
 import { to as copyTo } from 'pg-copy-streams';
 import type { Db, Tx } from '../../db/client.ts';
 import type { LeadStatus } from '../../db/schema/index.ts';
 import type { AppDeps } from '../../deps.ts';
+import { csvRow } from '../../shared/csv.ts';
 import { isUniqueViolation, pgConstraint } from '../../shared/db-errors.ts';
 import { AppError, notFound } from '../../shared/errors.ts';
 import { emitEvent } from '../../shared/events.ts';
@@ -21,6 +22,7 @@ import {
 import {
   type BulkUpdateInput,
   type CreateLeadInput,
+  type ExportLeadsInput,
   type LeadListItem,
   type LeadView,
   type ListLeadsQuery,
@@ -56,6 +58,22 @@ export const toLeadListItem = (r: LeadListRow): LeadListItem => ({
   createdAt: r.createdAt.toISOString(),
 });
 
+/** The documented parts of a lead's provenance (what the scraper stored; other keys are left out). */
+function provenanceView(p: LeadRow['provenance']): LeadView['provenance'] {
+  if (!p) return null;
+  const view: NonNullable<LeadView['provenance']> = {};
+  if (typeof p.pageUrl === 'string') view.pageUrl = p.pageUrl;
+  if (typeof p.selector === 'string') view.selector = p.selector;
+  if (typeof p.visible === 'boolean') view.visible = p.visible;
+  const selectors = p.selectors;
+  if (selectors && typeof selectors === 'object' && !Array.isArray(selectors)) {
+    view.selectors = Object.fromEntries(
+      Object.entries(selectors).filter((e): e is [string, string] => typeof e[1] === 'string'),
+    );
+  }
+  return view;
+}
+
 export function toLeadView({
   lead,
   job,
@@ -82,6 +100,7 @@ export function toLeadView({
           checkedAt: v.checkedAt,
         }
       : null,
+    provenance: provenanceView(lead.provenance),
     validatedAt: lead.validatedAt?.toISOString() ?? null,
     updatedAt: lead.updatedAt.toISOString(),
     job,
@@ -113,8 +132,8 @@ export function createLeadService(deps: Pick<AppDeps, 'db' | 'clock'>) {
   return {
     async list(userId: string, query: ListLeadsQuery) {
       const cursor = decodeCursor(query.cursor);
-      const { cursor: _c, limit, ...filters } = query;
-      const rows = await repo.list(userId, filters, cursor, limit + 1);
+      const { cursor: _c, limit, sort, ...filters } = query;
+      const rows = await repo.list(userId, filters, cursor, limit + 1, sort);
       const { items, nextCursor } = pageOf(rows, limit);
       return { leads: items.map(toLeadListItem), nextCursor };
     },
@@ -199,6 +218,62 @@ export function createLeadService(deps: Pick<AppDeps, 'db' | 'clock'>) {
 }
 
 export type LeadService = ReturnType<typeof createLeadService>;
+
+/** The columns of a leads CSV (those of the list), in order. */
+export const LEAD_CSV_COLUMNS = [
+  'id',
+  'firstName',
+  'lastName',
+  'email',
+  'phone',
+  'company',
+  'jobTitle',
+  'status',
+  'tags',
+  'sourceUrl',
+  'createdAt',
+] as const;
+export const LEAD_EXPORT_PAGE_SIZE = 1000;
+
+const csvLine = (r: LeadListRow) =>
+  csvRow([
+    r.id,
+    r.firstName,
+    r.lastName,
+    r.email,
+    r.phone,
+    r.company,
+    r.jobTitle,
+    r.status,
+    r.tags.join('; '),
+    r.sourceUrl,
+    r.createdAt.toISOString(),
+  ]);
+
+/**
+ * A CSV of leads (RFC 4180, header first, tags joined with "; ", formulas neutralised by csvRow), streamed: the
+ * selected ones in one read, or every lead the list's filters find, page by page newest first (keyset, so memory
+ * stays flat whatever their number).
+ */
+export function exportLeadsCsv(deps: Pick<AppDeps, 'db'>, userId: string, input: ExportLeadsInput): Readable {
+  const repo = leadRepository(deps.db);
+  async function* lines(): AsyncGenerator<string> {
+    yield csvRow([...LEAD_CSV_COLUMNS]);
+    if (input.leadIds) {
+      const ids = distinctIds(input.leadIds).lookup;
+      if (ids.length) yield (await repo.listByIds(userId, ids)).map(csvLine).join('');
+      return;
+    }
+    let before: string | undefined;
+    for (;;) {
+      const rows = await repo.list(userId, input.filter ?? {}, before, LEAD_EXPORT_PAGE_SIZE);
+      if (rows.length) yield rows.map(csvLine).join('');
+      if (rows.length < LEAD_EXPORT_PAGE_SIZE) return;
+      before = rows[rows.length - 1]!.id;
+    }
+  }
+  return Readable.from(lines(), { objectMode: false });
+}
 
 /**
  * The leads of a list as COPY's CSV straight from PostgreSQL, batch by batch, never turned into objects here (a push

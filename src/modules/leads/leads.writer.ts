@@ -7,7 +7,7 @@ import { coerceData } from '../profile-types/index.ts';
 import { createProfileService } from '../profiles/index.ts';
 import type { CrawledPage, ExtractedItem } from '../scraping/index.ts';
 import { LEAD_FIELD_KEYS, type LeadFieldKey } from '../scraping/index.ts';
-import { leadRepository, type ScrapedLead } from './leads.repository.ts';
+import { embeddedWrite, leadRepository, type ScrapedLead } from './leads.repository.ts';
 import { LEAD_LIMITS } from './leads.schemas.ts';
 import { emitLeadsCreated, INITIAL_LEAD_STATUS } from './leads.service.ts';
 
@@ -119,13 +119,15 @@ export type LeadWriter = ReturnType<typeof createLeadWriter>;
  * refuses pages and `close()` reports the failure (the runner fails the job: it can be retried).
  */
 export function createLeadWriter(
-  deps: Pick<AppDeps, 'db' | 'clock' | 'ai' | 'logger' | 'credits'>,
+  deps: Pick<AppDeps, 'db' | 'database' | 'clock' | 'ai' | 'logger' | 'credits'>,
   ctx: LeadWriterContext,
   options: LeadWriterOptions = {},
 ) {
   const profileFields = ctx.profileType?.fields ?? [];
   const schema = ctx.profileType && deps.ai.configured ? profileSchema(profileFields) : undefined;
   const owner = { userId: ctx.userId, sourceId: ctx.sourceId, jobId: ctx.jobId };
+  // PGlite: parents checked once per batch, rows through COPY (leadRepository.insertScraped); PostgreSQL: undefined.
+  const embedded = embeddedWrite(deps.database);
   let buffer: Pending[] = [];
   // The write in progress (or the last one), and the one queued after it that takes the buffer when it starts.
   let current: Promise<void> = Promise.resolve();
@@ -186,6 +188,7 @@ export function createLeadWriter(
     const ids = await leadRepository(tx).insertScraped(
       owner,
       batch.map((p) => p.lead),
+      embedded,
     );
     if (ctx.profileType) {
       const profileOf = new Map(batch.map((p) => [p.lead.id, p]));

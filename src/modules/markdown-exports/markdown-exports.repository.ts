@@ -1,5 +1,6 @@
-import { and, asc, count, eq, gte, inArray, lt, sql } from 'drizzle-orm';
+import { and, asc, count, eq, inArray, sql } from 'drizzle-orm';
 import type { Db, Tx } from '../../db/client.ts';
+import { failExhaustedRuns, requeueAllRunning, requeueStaleRuns, staleRunning } from '../../db/heartbeat-runs.ts';
 import { newestFirstPage } from '../../db/keyset.ts';
 import { markdownExportPages, markdownExports } from '../../db/schema/index.ts';
 
@@ -198,33 +199,13 @@ export function markdownExportRepository(db: Db | Tx) {
 
     /** Crash recovery: RUNNING exports whose heartbeat stopped go back to PENDING, or fail after `maxAttempts`. */
     async recoverStale(staleBefore: Date, now: Date, maxAttempts: number) {
-      const stale = and(eq(markdownExports.status, 'RUNNING'), lt(markdownExports.heartbeatAt, staleBefore));
-      const failed = await db
-        .update(markdownExports)
-        .set({
-          status: 'FAILED',
-          error: `The worker running this export stopped responding ${maxAttempts} times; it was not started again.`,
-          finishedAt: now,
-          workerId: null,
-          updatedAt: now,
-        })
-        .where(and(stale, gte(markdownExports.attempts, maxAttempts)))
-        .returning();
-      const requeued = await db
-        .update(markdownExports)
-        .set({ status: 'PENDING', workerId: null, heartbeatAt: null, updatedAt: now })
-        .where(and(stale, lt(markdownExports.attempts, maxAttempts)))
-        .returning();
+      const stale = staleRunning(markdownExports, staleBefore);
+      const error = `The worker running this export stopped responding ${maxAttempts} times; it was not started again.`;
+      const failed = await failExhaustedRuns(db, markdownExports, stale, { now, maxAttempts, failure: { error } });
+      const requeued = await requeueStaleRuns(db, markdownExports, stale, { now, maxAttempts });
       return { failed, requeued };
     },
     /** Embedded database only: every RUNNING export is an orphan of the previous process. */
-    async requeueAllRunning(now: Date): Promise<string[]> {
-      const rows = await db
-        .update(markdownExports)
-        .set({ status: 'PENDING', workerId: null, heartbeatAt: null, updatedAt: now })
-        .where(eq(markdownExports.status, 'RUNNING'))
-        .returning({ id: markdownExports.id });
-      return rows.map((r) => r.id);
-    },
+    requeueAllRunning: (now: Date): Promise<string[]> => requeueAllRunning(db, markdownExports, now),
   };
 }

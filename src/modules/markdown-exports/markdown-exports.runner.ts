@@ -265,6 +265,6 @@ export function createMarkdownExportRecovery(deps: AppDeps, service: Pick<Markdo
     async recoverOrphans(): Promise<void> {
       for (const id of await repo.requeueAllRunning(deps.clock.now())) await service.enqueue(id);
     },
-    ...sweepLoop(deps.logger, 'markdown export', sweep),
+    ...sweepLoop(deps.logger, 'markdown export recovery sweep', sweep),
   };
 }

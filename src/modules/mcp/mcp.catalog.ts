@@ -22,6 +22,15 @@ export interface CatalogRoute {
   body?: z.ZodType;
   /** The success answer's schema (200, 201 or 202), `{ success, data }`. */
   success?: z.ZodType;
+  /** The answer schemas by status, as the route declares them (its serializers are compiled from these). */
+  response: Record<string, z.ZodType>;
+  /**
+   * The route's options object itself: the handler and route-level hooks are read from it when a tool is first
+   * called, after every later `onRoute` hook (idempotency, forwarding) has added its own.
+   */
+  options: RouteOptions;
+  /** Registered in a child scope of the app (`register`), whose own hooks the options do not show. */
+  scoped: boolean;
 }
 
 export interface RouteCatalog {
@@ -34,13 +43,18 @@ type RouteSchema = {
   params?: z.ZodType;
   querystring?: z.ZodType;
   body?: z.ZodType;
+  headers?: z.ZodType;
   response?: Record<string, z.ZodType>;
 };
 
 /** Records every route registered after this call (HEAD routes Fastify adds for GETs are skipped). */
-export function captureRoutes(app: { addHook(name: 'onRoute', hook: (route: RouteOptions) => void): unknown }) {
+export function captureRoutes(app: {
+  addHook(name: 'onRoute', hook: (this: unknown, route: RouteOptions) => void): unknown;
+}) {
   const byOperationId = new Map<string, CatalogRoute>();
-  app.addHook('onRoute', (route) => {
+  // A function, not an arrow: Fastify calls it with the instance the route is registered on.
+  app.addHook('onRoute', function (this: unknown, route) {
+    const scoped = this !== app;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     const schema = (route.schema ?? {}) as RouteSchema;
     const config = (route.config ?? {}) as { scope?: string };
@@ -59,6 +73,9 @@ export function captureRoutes(app: { addHook(name: 'onRoute', hook: (route: Rout
         querystring: schema.querystring,
         body: schema.body,
         success: response[200] ?? response[201] ?? response[202],
+        response,
+        options: route,
+        scoped,
       });
     }
   });

@@ -72,7 +72,10 @@ export async function waitForJob(args: Record<string, unknown>, ctx: WaitContext
       details: [{ field: 'timeoutSeconds', message: `from 1 to ${MAX_WAIT_SECONDS}` }],
     });
   }
-  const read = () => callRouteTool(ctx.app, ctx.getJob, { id: args.id }, ctx.caller);
+  // Each read authenticates the key again (the route's own pass, not the principal the call began with): a key
+  // revoked or an account suspended during a wait of minutes stops it at the next read.
+  const { principal: _once, ...caller } = ctx.caller;
+  const read = () => callRouteTool(ctx.app, ctx.getJob, { id: args.id }, caller);
   const jobOf = (result: ToolResult) => (result.structuredContent as { job: JobSnapshot }).job;
   let latest = await read();
   if (latest.isError) return latest;

@@ -5,10 +5,12 @@
  * Sessions follow the protocol (`Mcp-Session-Id` answered to `initialize`, required after it, `DELETE` ends it) but
  * live in the database, not in the process: every request builds its MCP server and transport afresh for the
  * caller, so on PostgreSQL a client may land on any API process. A request asking for progress is answered as an
- * SSE stream (progress notifications, then the result); any other as plain JSON. `GET` opens the session's stream
- * of resource change notifications (the jobs it subscribed to).
+ * SSE stream (progress notifications, then the result) and `initialize` as JSON, both by the SDK's transport; any
+ * other POST as JSON by ours (mcp.json-transport.ts: the same checks and answers, straight on the reply). `GET`
+ * opens the session's stream of resource change notifications (the jobs it subscribed to).
  */
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { newId } from '../../db/ids.ts';
 import type { RouteModule, TypedApp } from '../../route-module.ts';
@@ -16,8 +18,17 @@ import type { Principal } from '../../shared/auth.ts';
 import { AppError } from '../../shared/errors.ts';
 import { JOB_UPDATE_CHANNEL } from '../jobs/index.ts';
 import { captureRoutes, type RouteCatalog } from './mcp.catalog.ts';
-import { createMcpServer, type ToolSet } from './mcp.server.ts';
+import {
+  checkJsonPost,
+  checkProtocolVersion,
+  isRequest,
+  JsonAnswerTransport,
+  parseMessages,
+  sendJsonError,
+} from './mcp.json-transport.ts';
+import { createMcpServer, type McpCallerContext, type SubscriptionStore, type ToolSet } from './mcp.server.ts';
 import { createMcpSessions } from './mcp.sessions.ts';
+import { answerToolCall, plainToolCall } from './mcp.tool-call.ts';
 import { planTool, type ToolPlan } from './mcp.tool-schemas.ts';
 import { routeTools } from './mcp.tools.ts';
 
@@ -40,6 +51,7 @@ export function buildToolSet(catalog: RouteCatalog): ToolSet {
   const helpers = new Map<string, ToolPlan>();
   return {
     plans,
+    byName: new Map([...plans.values()].map((plan) => [plan.tool.name, plan])),
     get(operationId) {
       const plan = plans.get(operationId) ?? helpers.get(operationId) ?? extra(operationId);
       helpers.set(operationId, plan);
@@ -64,6 +76,14 @@ export const mcpRoutes: RouteModule = (app, deps) => {
   const catalog = captureRoutes(app);
   let tools: ToolSet | undefined;
   const sessions = createMcpSessions(deps);
+  const subscriptions: SubscriptionStore = {
+    subscribe: async (id, uri) => {
+      if (!(await sessions.repo.subscribe(id, uri))) {
+        throw new AppError('VALIDATION_ERROR', 'This session follows too many resources: unsubscribe some first');
+      }
+    },
+    unsubscribe: (id, uri) => sessions.repo.unsubscribe(id, uri),
+  };
 
   const authenticate = async (request: FastifyRequest, reply: FastifyReply): Promise<Principal | undefined> => {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
@@ -90,7 +110,7 @@ export const mcpRoutes: RouteModule = (app, deps) => {
   const handle = async (request: FastifyRequest, reply: FastifyReply) => {
     const principal = await authenticate(request, reply);
     if (!principal) return reply;
-    tools ??= buildToolSet(catalog);
+    const toolSet = (tools ??= buildToolSet(catalog));
     const messages = request.method === 'POST' ? messagesOf(request.body) : [];
     const initializing = messages.some((m) => m.method === 'initialize');
     const header = request.headers['mcp-session-id'];
@@ -107,6 +127,56 @@ export const mcpRoutes: RouteModule = (app, deps) => {
     }
 
     const wantsStream = messages.some((m) => m.params?._meta?.progressToken !== undefined);
+    const clientRef = request.headers['x-client-ref'];
+    const caller = {
+      authorization: request.headers.authorization!,
+      principal,
+      clientRef: typeof clientRef === 'string' ? clientRef : undefined,
+      host: request.headers.host,
+    };
+
+    // Built only when the SDK's server serves the request.
+    const context = (): McpCallerContext => ({
+      app: app as unknown as McpCallerContext['app'],
+      tools: toolSet,
+      principal,
+      caller,
+      notifier: deps.notifier,
+      sessionId: sessionId?.toLowerCase(),
+      subscriptions,
+    });
+
+    if (request.method === 'POST' && !initializing && !wantsStream) {
+      // The common case, a JSON answer: written by our own transport, straight to the reply.
+      const refused = checkJsonPost(request);
+      if (refused) return sendJsonError(reply, refused);
+      // One plain call of a route tool needs neither zod to tell its shape nor the SDK to dispatch it.
+      const call = plainToolCall(request.body, toolSet.byName);
+      const parsed = call ? ([] as JSONRPCMessage[]) : parseMessages(request.body);
+      if (!Array.isArray(parsed)) return sendJsonError(reply, parsed);
+      const versionRefused = checkProtocolVersion(request);
+      if (versionRefused) return sendJsonError(reply, versionRefused);
+      if (call) {
+        const body = await answerToolCall(app as unknown as McpCallerContext['app'], call, caller);
+        // As the SDK's path: a client gone before its answer gets none.
+        if (request.raw.socket?.destroyed) return reply;
+        return reply.code(200).header('content-type', 'application/json').send(body);
+      }
+      const transport = new JsonAnswerTransport();
+      const methods = new Set(parsed.filter(isRequest).map((message) => message.method));
+      const server = createMcpServer({ ...context(), serialized: transport.serialized, methods });
+      await server.connect(transport);
+      // A client gone before its answer stops the work (a wait, a progress loop); after it, nothing is left to stop.
+      reply.raw.on('close', () => {
+        if (transport.answered) return;
+        void transport.close();
+        void server.close();
+      });
+      const body = await transport.handle(parsed, request);
+      if (body === undefined) return reply.code(202).send();
+      return reply.code(200).header('content-type', 'application/json').send(body);
+    }
+
     const transport = new StreamableHTTPServerTransport(
       initializing
         ? {
@@ -124,27 +194,7 @@ export const mcpRoutes: RouteModule = (app, deps) => {
           }
         : { sessionIdGenerator: undefined, enableJsonResponse: !wantsStream },
     );
-    const clientRef = request.headers['x-client-ref'];
-    const server = createMcpServer({
-      app: app as unknown as Parameters<typeof createMcpServer>[0]['app'],
-      tools,
-      principal,
-      caller: {
-        authorization: request.headers.authorization!,
-        clientRef: typeof clientRef === 'string' ? clientRef : undefined,
-        host: request.headers.host,
-      },
-      notifier: deps.notifier,
-      sessionId: sessionId?.toLowerCase(),
-      subscriptions: {
-        subscribe: async (id, uri) => {
-          if (!(await sessions.repo.subscribe(id, uri))) {
-            throw new AppError('VALIDATION_ERROR', 'This session follows too many resources: unsubscribe some first');
-          }
-        },
-        unsubscribe: (id, uri) => sessions.repo.unsubscribe(id, uri),
-      },
-    });
+    const server = createMcpServer(context());
     await server.connect(transport);
     reply.hijack();
     let unsubscribe: (() => void) | undefined;

@@ -23,8 +23,9 @@ import type { FastifyInstance } from 'fastify';
 import type { Principal } from '../../shared/auth.ts';
 import { authorize } from '../../shared/authorization.ts';
 import type { Notifier } from '../../shared/notify.ts';
-import { callRouteTool, errorResult, type ToolCaller } from './mcp.invoke.ts';
+import { callRouteTool, callRouteToolAsText, errorResult, type ToolCaller } from './mcp.invoke.ts';
 import { waitForJob, waitForJobTool } from './mcp.jobs.ts';
+import type { SerializedResults } from './mcp.json-transport.ts';
 import { qualifyLeadsPrompt, qualifyLeadsPromptMessages } from './mcp.prompts.ts';
 import type { ToolPlan } from './mcp.tool-schemas.ts';
 
@@ -33,6 +34,8 @@ export const SERVER_INFO = { name: 'quarry', title: 'Quarry', version: '0.1.0' }
 /** What the tools stand on, built once per process from the routes. */
 export interface ToolSet {
   plans: Map<string, ToolPlan>;
+  /** The route tools by tool name. */
+  byName: ReadonlyMap<string, ToolPlan>;
   get(operationId: string): ToolPlan;
 }
 
@@ -50,6 +53,13 @@ export interface McpCallerContext {
   notifier: Notifier;
   sessionId?: string;
   subscriptions: SubscriptionStore;
+  /**
+   * Set by our JSON transport: a tool result whose text is its structured content's JSON is registered here (by
+   * request id) and the transport writes that text as the structured content.
+   */
+  serialized?: SerializedResults;
+  /** The request methods this server will be asked (undefined: any); a handler for no other is registered. */
+  methods?: ReadonlySet<string>;
 }
 
 const RESOURCE_PATTERN = /^quarry:\/\/(leads|jobs)\/([^/?#]+)$/;
@@ -73,80 +83,90 @@ export function createMcpServer(ctx: McpCallerContext): Server {
       'Every tool acts as the API key you connected with, within its scopes; failures come back as tool errors ' +
       'with the API error code (NOT_FOUND, VALIDATION_ERROR, INSUFFICIENT_CREDITS…).',
   });
+  // Only the handlers this request can reach (our JSON transport knows its methods before the server exists).
+  const wanted = (method: string) => !ctx.methods || ctx.methods.has(method);
   const getJob = ctx.tools.get('getJob');
   const visible = () => [...ctx.tools.plans.values()].filter((plan) => allowed(ctx.principal, plan));
   const canReadJobs = () => allowed(ctx.principal, getJob);
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [...visible().map((plan) => plan.definition), ...(canReadJobs() ? [waitForJobTool(getJob)] : [])],
-  }));
+  if (wanted('tools/list'))
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({
+      tools: [...visible().map((plan) => plan.definition), ...(canReadJobs() ? [waitForJobTool(getJob)] : [])],
+    }));
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const { name } = request.params;
-    const args = (request.params.arguments ?? {}) as Record<string, unknown>;
-    if (name === 'wait_for_job' && canReadJobs()) {
-      const token = request.params._meta?.progressToken;
-      return waitForJob(args, {
-        app: ctx.app,
-        getJob,
-        caller: ctx.caller,
-        notifier: ctx.notifier,
-        signal: extra.signal,
-        progress:
-          token === undefined
-            ? undefined
-            : (job) =>
-                extra.sendNotification({
-                  method: 'notifications/progress',
-                  params: {
-                    progressToken: token,
-                    // Pages visited only grow, as the protocol wants of `progress`; the percentage is in the message.
-                    progress: job.pagesVisited,
-                    message: `${job.status} ${job.progress}%: ${job.pagesVisited} pages visited, ${job.leadsFound} leads found`,
-                  },
-                }),
-      });
-    }
-    const plan = [...ctx.tools.plans.values()].find((candidate) => candidate.tool.name === name);
-    if (!plan) return errorResult({ code: 'NOT_FOUND', message: `No tool named ${name}` });
-    // A tool the key may not use is still called: its route refuses it with the same code and message as over HTTP.
-    return callRouteTool(ctx.app, plan, args, ctx.caller);
-  });
+  if (wanted('tools/call'))
+    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      const { name } = request.params;
+      const args = (request.params.arguments ?? {}) as Record<string, unknown>;
+      if (name === 'wait_for_job' && canReadJobs()) {
+        const token = request.params._meta?.progressToken;
+        return waitForJob(args, {
+          app: ctx.app,
+          getJob,
+          caller: ctx.caller,
+          notifier: ctx.notifier,
+          signal: extra.signal,
+          progress:
+            token === undefined
+              ? undefined
+              : (job) =>
+                  extra.sendNotification({
+                    method: 'notifications/progress',
+                    params: {
+                      progressToken: token,
+                      // Pages visited only grow, as the protocol wants of `progress`; the percentage is in the message.
+                      progress: job.pagesVisited,
+                      message: `${job.status} ${job.progress}%: ${job.pagesVisited} pages visited, ${job.leadsFound} leads found`,
+                    },
+                  }),
+        });
+      }
+      const plan = ctx.tools.byName.get(name);
+      if (!plan) return errorResult({ code: 'NOT_FOUND', message: `No tool named ${name}` });
+      // A tool the key may not use is still called: its route refuses it with the same code and message as over HTTP.
+      if (!ctx.serialized) return callRouteTool(ctx.app, plan, args, ctx.caller);
+      // Our JSON transport writes the route's JSON as the structured content: the data is never parsed back.
+      const { result, json } = await callRouteToolAsText(ctx.app, plan, args, ctx.caller);
+      if (json !== undefined) ctx.serialized.set(extra.requestId, json);
+      return result;
+    });
 
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
-    resourceTemplates: [
-      {
-        uriTemplate: 'quarry://leads/{id}',
-        name: 'lead',
-        title: 'A lead',
-        description: 'A lead with the provenance of its fields (as get_lead)',
-        mimeType: 'application/json',
-      },
-      {
-        uriTemplate: 'quarry://jobs/{id}',
-        name: 'job',
-        title: 'A scraping job',
-        description: 'A job and its progress (as get_job); subscribe to be told when it changes',
-        mimeType: 'application/json',
-      },
-    ],
-  }));
+  if (wanted('resources/templates/list'))
+    server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
+      resourceTemplates: [
+        {
+          uriTemplate: 'quarry://leads/{id}',
+          name: 'lead',
+          title: 'A lead',
+          description: 'A lead with the provenance of its fields (as get_lead)',
+          mimeType: 'application/json',
+        },
+        {
+          uriTemplate: 'quarry://jobs/{id}',
+          name: 'job',
+          title: 'A scraping job',
+          description: 'A job and its progress (as get_job); subscribe to be told when it changes',
+          mimeType: 'application/json',
+        },
+      ],
+    }));
 
-  server.setRequestHandler(ListResourcesRequestSchema, async () => {
-    const listJobs = ctx.tools.get('listJobs');
-    if (!allowed(ctx.principal, listJobs)) return { resources: [] };
-    const result = await callRouteTool(ctx.app, listJobs, { limit: 20 }, ctx.caller);
-    const jobs = ((result.structuredContent as { jobs?: Array<{ id: string; name: string; status: string }> })?.jobs ??
-      []) as Array<{ id: string; name: string; status: string }>;
-    return {
-      resources: jobs.map((job) => ({
-        uri: `quarry://jobs/${job.id}`,
-        name: job.name,
-        description: `Job ${job.status}`,
-        mimeType: 'application/json',
-      })),
-    };
-  });
+  if (wanted('resources/list'))
+    server.setRequestHandler(ListResourcesRequestSchema, async () => {
+      const listJobs = ctx.tools.get('listJobs');
+      if (!allowed(ctx.principal, listJobs)) return { resources: [] };
+      const result = await callRouteTool(ctx.app, listJobs, { limit: 20 }, ctx.caller);
+      const jobs = ((result.structuredContent as { jobs?: Array<{ id: string; name: string; status: string }> })
+        ?.jobs ?? []) as Array<{ id: string; name: string; status: string }>;
+      return {
+        resources: jobs.map((job) => ({
+          uri: `quarry://jobs/${job.id}`,
+          name: job.name,
+          description: `Job ${job.status}`,
+          mimeType: 'application/json',
+        })),
+      };
+    });
 
   const resolve = (uri: string) => {
     const match = RESOURCE_PATTERN.exec(uri);
@@ -161,43 +181,48 @@ export function createMcpServer(ctx: McpCallerContext): Server {
     };
   };
 
-  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
-    const { plan, id } = resolve(request.params.uri);
-    const result = await callRouteTool(ctx.app, plan, { id }, ctx.caller);
-    if (result.isError) {
-      // -32002: the protocol's "resource not found".
-      throw new McpError(-32002, (result.content[0] as { text: string }).text, { uri: request.params.uri });
-    }
-    return {
-      contents: [
-        { uri: request.params.uri, mimeType: 'application/json', text: JSON.stringify(result.structuredContent) },
-      ],
-    };
-  });
+  if (wanted('resources/read'))
+    server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+      const { plan, id } = resolve(request.params.uri);
+      const result = await callRouteTool(ctx.app, plan, { id }, ctx.caller);
+      if (result.isError) {
+        // -32002: the protocol's "resource not found".
+        throw new McpError(-32002, (result.content[0] as { text: string }).text, { uri: request.params.uri });
+      }
+      return {
+        contents: [
+          { uri: request.params.uri, mimeType: 'application/json', text: JSON.stringify(result.structuredContent) },
+        ],
+      };
+    });
 
   const sessionOf = () => {
     if (!ctx.sessionId) throw new McpError(ErrorCode.InvalidRequest, 'Subscriptions need a session (Mcp-Session-Id)');
     return ctx.sessionId;
   };
-  server.setRequestHandler(SubscribeRequestSchema, async (request) => {
-    const { plan, id } = resolve(request.params.uri);
-    // Only what the caller may read: the route answers 404 for another user's id.
-    const result = await callRouteTool(ctx.app, plan, { id }, ctx.caller);
-    if (result.isError) throw new McpError(-32002, (result.content[0] as { text: string }).text);
-    await ctx.subscriptions.subscribe(sessionOf(), request.params.uri);
-    return {};
-  });
-  server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
-    await ctx.subscriptions.unsubscribe(sessionOf(), request.params.uri);
-    return {};
-  });
+  if (wanted('resources/subscribe'))
+    server.setRequestHandler(SubscribeRequestSchema, async (request) => {
+      const { plan, id } = resolve(request.params.uri);
+      // Only what the caller may read: the route answers 404 for another user's id.
+      const result = await callRouteTool(ctx.app, plan, { id }, ctx.caller);
+      if (result.isError) throw new McpError(-32002, (result.content[0] as { text: string }).text);
+      await ctx.subscriptions.subscribe(sessionOf(), request.params.uri);
+      return {};
+    });
+  if (wanted('resources/unsubscribe'))
+    server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
+      await ctx.subscriptions.unsubscribe(sessionOf(), request.params.uri);
+      return {};
+    });
 
-  server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [qualifyLeadsPrompt] }));
-  server.setRequestHandler(GetPromptRequestSchema, async (request) => {
-    if (request.params.name !== qualifyLeadsPrompt.name) {
-      throw new McpError(ErrorCode.InvalidParams, `No prompt named ${request.params.name}`);
-    }
-    return qualifyLeadsPromptMessages(request.params.arguments ?? {});
-  });
+  if (wanted('prompts/list'))
+    server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [qualifyLeadsPrompt] }));
+  if (wanted('prompts/get'))
+    server.setRequestHandler(GetPromptRequestSchema, async (request) => {
+      if (request.params.name !== qualifyLeadsPrompt.name) {
+        throw new McpError(ErrorCode.InvalidParams, `No prompt named ${request.params.name}`);
+      }
+      return qualifyLeadsPromptMessages(request.params.arguments ?? {});
+    });
   return server;
 }

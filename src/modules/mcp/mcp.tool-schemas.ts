@@ -120,7 +120,16 @@ export function planTool(tool: RouteTool, route: CatalogRoute): ToolPlan {
   };
 }
 
-export type RouteRequest = { method: string; url: string; body?: unknown } | { invalid: string };
+export type RouteRequest =
+  | {
+      method: string;
+      url: string;
+      body?: unknown;
+      /** The path parameters and the query as the route reads them (Fastify's parse of `url`). */
+      params: Record<string, string>;
+      query: Record<string, string | string[]>;
+    }
+  | { invalid: string };
 
 /**
  * The route request a tool call makes. Path parameters are encoded into the path; unknown arguments go to the body
@@ -128,7 +137,10 @@ export type RouteRequest = { method: string; url: string; body?: unknown } | { i
  */
 export function argumentsToRequest(plan: ToolPlan, args: Record<string, unknown>): RouteRequest {
   const all = { ...args, ...plan.tool.fixed };
-  const query = new URLSearchParams();
+  const search = new URLSearchParams();
+  const params: Record<string, string> = {};
+  // As Fastify's querystring parser answers: a name given once is a string, given more often an array.
+  const query: Record<string, string | string[]> = Object.create(null);
   let body: Record<string, unknown> | undefined = plan.route.body && !plan.wholeBody ? {} : undefined;
   let url = plan.route.url;
   for (const [name, value] of Object.entries(all)) {
@@ -143,10 +155,13 @@ export function argumentsToRequest(plan: ToolPlan, args: Record<string, unknown>
       // `.` and `..` survive encodeURIComponent and would move the call to another route: no id is spelled so.
       if (segment === '' || segment === '.' || segment === '..') return { invalid: name };
       url = url.replace(`:${name}`, encodeURIComponent(segment));
+      params[name] = segment;
     } else if (part === 'querystring') {
-      for (const item of Array.isArray(value) ? value : [value]) query.append(name, String(item));
+      const items = (Array.isArray(value) ? value : [value]).map(String);
+      for (const item of items) search.append(name, item);
+      if (items.length) query[name] = items.length === 1 ? items[0]! : items;
     } else if (body) body[name] = value;
   }
-  const search = query.toString();
-  return { method: plan.route.method, url: search ? `${url}?${search}` : url, body };
+  const qs = search.toString();
+  return { method: plan.route.method, url: qs ? `${url}?${qs}` : url, body, params, query };
 }

@@ -40,6 +40,11 @@ export function createEnrichRecovery(deps: Pick<AppDeps, 'db' | 'clock' | 'boss'
       return ids;
     },
     // A short stale time (tests) is swept more often, so a job is taken over within about twice that time.
-    ...sweepLoop(deps.logger, 'enrichment job', sweep, Math.min(SWEEP_EVERY_MS, Math.ceil(staleAfterMs / 3))),
+    ...sweepLoop(
+      deps.logger,
+      'enrichment job recovery sweep',
+      sweep,
+      Math.min(SWEEP_EVERY_MS, Math.ceil(staleAfterMs / 3)),
+    ),
   };
 }

@@ -1,5 +1,6 @@
-import { and, desc, eq, gte, isNull, lt, or, sql } from 'drizzle-orm';
+import { and, desc, eq, isNull, lt, or, type SQL, sql } from 'drizzle-orm';
 import type { Db } from '../../db/client.ts';
+import { failExhaustedRuns, requeueAllRunning, requeueStaleRuns, touchStalePending } from '../../db/heartbeat-runs.ts';
 import { newestFirstPage } from '../../db/keyset.ts';
 import {
   type NetworkJobResult,
@@ -22,11 +23,11 @@ export function networkRepository(db: Db) {
       eq(networkEnrichJobs.workerId, workerId),
     );
   /** RUNNING with no heartbeat since `before` (a row of before the heartbeats counts by its last update). */
-  const stale = (before: Date) =>
+  const stale = (before: Date): SQL =>
     and(
       eq(networkEnrichJobs.status, 'RUNNING'),
       sql`coalesce(${networkEnrichJobs.heartbeatAt}, ${networkEnrichJobs.updatedAt}) < ${before.toISOString()}::timestamptz`,
-    );
+    )!;
 
   return {
     async insertCredential(values: typeof networkCredentials.$inferInsert): Promise<CredentialRow> {
@@ -187,40 +188,19 @@ export function networkRepository(db: Db) {
      * been lost between the insert and the send) are touched. Answers the ids to send to the queue again.
      */
     async recoverStale(staleBefore: Date, resendBefore: Date, now: Date, maxAttempts: number) {
-      const failed = await db
-        .update(networkEnrichJobs)
-        .set({
-          status: 'FAILED',
-          stopReason: `the worker running this job stopped responding ${maxAttempts} times; it was not started again`,
-          finishedAt: now,
-          workerId: null,
-          heartbeatAt: null,
-          updatedAt: now,
-        })
-        .where(and(stale(staleBefore), gte(networkEnrichJobs.attempts, maxAttempts)))
-        .returning({ id: networkEnrichJobs.id });
-      const requeued = await db
-        .update(networkEnrichJobs)
-        .set({ status: 'PENDING', workerId: null, heartbeatAt: null, updatedAt: now })
-        .where(and(stale(staleBefore), lt(networkEnrichJobs.attempts, maxAttempts)))
-        .returning({ id: networkEnrichJobs.id });
-      const resent = await db
-        .update(networkEnrichJobs)
-        .set({ updatedAt: now })
-        .where(and(eq(networkEnrichJobs.status, 'PENDING'), lt(networkEnrichJobs.updatedAt, resendBefore)))
-        .returning({ id: networkEnrichJobs.id });
-      return { failed: failed.map((r) => r.id), requeued: requeued.map((r) => r.id), resent: resent.map((r) => r.id) };
+      const stopReason = `the worker running this job stopped responding ${maxAttempts} times; it was not started again`;
+      const opts = { now, maxAttempts };
+      const failed = await failExhaustedRuns(db, networkEnrichJobs, stale(staleBefore), {
+        ...opts,
+        failure: { stopReason },
+      });
+      const requeued = await requeueStaleRuns(db, networkEnrichJobs, stale(staleBefore), opts);
+      const resent = await touchStalePending(db, networkEnrichJobs, resendBefore, now);
+      return { failed: failed.map((r) => r.id), requeued: requeued.map((r) => r.id), resent };
     },
 
     /** Embedded database only: every RUNNING job is an orphan of the previous process; back to PENDING. */
-    async requeueAllRunning(now: Date): Promise<string[]> {
-      const rows = await db
-        .update(networkEnrichJobs)
-        .set({ status: 'PENDING', workerId: null, heartbeatAt: null, updatedAt: now })
-        .where(eq(networkEnrichJobs.status, 'RUNNING'))
-        .returning({ id: networkEnrichJobs.id });
-      return rows.map((r) => r.id);
-    },
+    requeueAllRunning: (now: Date): Promise<string[]> => requeueAllRunning(db, networkEnrichJobs, now),
 
     /** RUNNING → PENDING when this worker gives the job up (shutdown); false when it was not its own. */
     async releaseJob(id: string, workerId: string, now: Date): Promise<boolean> {

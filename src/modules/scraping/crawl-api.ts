@@ -42,6 +42,6 @@ export async function runApiCrawl(session: CrawlSession): Promise<void> {
     },
     session.config,
   );
-  session.onStop(() => crawler.autoscaledPool?.abort());
+  session.stopsPoolOf(crawler);
   await crawler.run();
 }

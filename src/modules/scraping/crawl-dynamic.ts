@@ -158,7 +158,12 @@ export async function runDynamicCrawl(session: CrawlSession): Promise<void> {
         },
       },
       // No fingerprint injection; relaunching Chromium every 100 pages (the default) costs more than it saves.
-      browserPoolOptions: { useFingerprints: false, retireBrowserAfterPageCount: 500 },
+      browserPoolOptions: {
+        useFingerprints: false,
+        retireBrowserAfterPageCount: 500,
+        // The pool's teardown closes active browsers only: one still launching when the crawl stopped would live on.
+        postLaunchHooks: [(_pageId, controller) => session.onStop(() => controller.close())],
+      },
       preNavigationHooks: [
         async (ctx) => {
           if (session.stopped) throw new CrawlAbortedError();
@@ -209,7 +214,7 @@ export async function runDynamicCrawl(session: CrawlSession): Promise<void> {
     states.get(id)?.release?.();
     states.delete(id);
   };
-  session.onStop(() => crawler.autoscaledPool?.abort());
+  session.stopsPoolOf(crawler);
   try {
     await crawler.run();
   } finally {

@@ -193,6 +193,23 @@ export class CrawlSession {
     return this.controller.signal.aborted;
   }
 
+  /**
+   * Stops `crawler` with the crawl. Crawlee's `abort()` settles a pool only once its `run()` has begun: a pool aborted
+   * between its creation and its run is marked stopped, never checks its queue again, and `crawler.run()` waits
+   * forever with its timers alive. So a pool is aborted only once it has asked for a task (it is running then); a
+   * stop before that ends the run through the pool's own checks, which find no task and the crawl finished.
+   */
+  stopsPoolOf(crawler: { autoscaledPool?: { abort(): Promise<void> } }): void {
+    this.onStop(() => (this.#poolRunning ? crawler.autoscaledPool?.abort() : undefined));
+  }
+
+  #poolRunning = false;
+  readonly #isTaskReady = async (): Promise<boolean> => {
+    this.#poolRunning = true;
+    return !this.stopped && !(await this.queue.isEmpty());
+  };
+  readonly #isFinished = async (): Promise<boolean> => this.stopped || (await this.queue.isFinished());
+
   /** Registers what stops the engine (the crawler's pool, the browser). */
   onStop(stop: () => unknown): void {
     if (this.stopped) void Promise.resolve().then(stop);
@@ -205,7 +222,7 @@ export class CrawlSession {
     this.#runStoppers();
   }
 
-  /** Idempotent: called again when a stopped crawl still hands out requests (stopped before its pool existed). */
+  /** Stoppers may run more than once: the error handlers run them again for a request in flight at the stop. */
   #runStoppers(): void {
     for (const stop of this.#stoppers) {
       try {
@@ -358,7 +375,13 @@ export class CrawlSession {
       // No sessions, cookies or fingerprints: a source is one site crawled politely, not an anti-bot contest.
       useSessionPool: false,
       persistCookiesPerSession: false,
-      ...pinnedConcurrency(concurrency, { maybeRunIntervalSecs: 0.05, loggingIntervalSecs: null }),
+      ...pinnedConcurrency(concurrency, {
+        maybeRunIntervalSecs: 0.05,
+        loggingIntervalSecs: null,
+        // Crawlee's defaults with only a request queue, and true to a stop (stopsPoolOf).
+        isTaskReadyFunction: this.#isTaskReady,
+        isFinishedFunction: this.#isFinished,
+      }),
       statusMessageLoggingInterval: 3600,
       statisticsOptions: { logIntervalSecs: 3600, saveErrorSnapshots: false, persistenceOptions: { enable: false } },
       log: quietLog,
@@ -373,8 +396,9 @@ export class CrawlSession {
     if (this.#active.size) {
       await Promise.race([Promise.allSettled([...this.#active]), new Promise((r) => setTimeout(r, DRAIN_MS).unref())]);
     }
-    // Nothing leaves after this: the keep-alive pool is destroyed and every later request refused.
-    this.controller.abort(new CrawlAbortedError());
+    // Nothing leaves after this: the keep-alive pool is destroyed and every later request refused. The stoppers run
+    // too: a browser whose launch ends only now (the run failed meanwhile) is closed as it registers.
+    this.#stop();
     await this.fetcher.close();
     if (this.#fatal) throw this.#fatal;
     const result = { pagesVisited: this.visited, pagesFailed: this.failed, aborted: this.#userAborted };

@@ -112,6 +112,6 @@ export async function runStaticCrawl(session: CrawlSession): Promise<void> {
     session.config,
   );
   crawler.skipParse = site;
-  session.onStop(() => crawler.autoscaledPool?.abort());
+  session.stopsPoolOf(crawler);
   await crawler.run();
 }

@@ -1,8 +1,15 @@
 import { z } from 'zod';
 import type { RouteModule } from '../../route-module.ts';
 import { principalOf } from '../../shared/auth.ts';
-import { done, envelope, errorResponses, idParams, ok, successOnly } from '../../shared/http.ts';
+import { disconnectSignal, done, envelope, errorResponses, idParams, ok, successOnly } from '../../shared/http.ts';
 import { nextCursor } from '../../shared/pagination.ts';
+import { hitWindowLimit, type WindowLimit } from '../../shared/rate-limit.ts';
+import {
+  createSelectorPreview,
+  PREVIEW_MAX_BYTES,
+  previewSelectorsBody,
+  previewSelectorsView,
+} from './sources.preview.ts';
 import {
   batchResultView,
   batchSourcesBody,
@@ -14,8 +21,12 @@ import {
 } from './sources.schemas.ts';
 import { createSourceService } from './sources.service.ts';
 
+/** Selector previews per account and minute (each fetches and parses a page). */
+export const PREVIEW_LIMIT: WindowLimit = { bucket: 'sources:preview', limit: 20, windowMs: 60_000 };
+
 export const sourceRoutes: RouteModule = (app, deps) => {
   const sources = createSourceService(deps);
+  const previewSelectors = createSelectorPreview(deps);
   const tags = ['Sources'];
   const source = envelope(z.object({ source: sourceView }));
   const read = { scope: 'sources:read' };
@@ -74,6 +85,27 @@ export const sourceRoutes: RouteModule = (app, deps) => {
       reply.code(201);
       return ok({ sources: created.map(({ id, name, status }) => ({ id, name, status })), count: created.length });
     },
+  });
+
+  app.post('/api/sources/preview-selectors', {
+    config: write,
+    // Each preview fetches and parses a page on the API process: a person gets a few a minute, not a free scraper.
+    onRequest: async (request) => hitWindowLimit(deps.db, deps.clock, PREVIEW_LIMIT, principalOf(request).userId),
+    schema: {
+      tags,
+      summary: 'Test selectors on a page (nothing is saved)',
+      description:
+        'Fetches `url` as a crawl does (through SCRAPER_PROXY_URL when set, the SSRF guard and the configured ' +
+        'User-Agent; scripts are not run) and runs the STATIC extraction with `selectors` over it: answers, per ' +
+        'selector, how many items it found a value in with a few samples, and the first items as a job would ' +
+        'save them. A selector that does not parse is a 400 naming `selectors.<key>`; an empty map a 400 naming ' +
+        '`selectors`; a URL that is refused (private network), unreachable, answers an error, is not HTML or is ' +
+        `larger than ${PREVIEW_MAX_BYTES / 1024 / 1024} MB: 400 naming \`url\`. Rate limit: ` +
+        `${PREVIEW_LIMIT.limit} previews per minute per account (429 RATE_LIMIT_EXCEEDED).`,
+      body: previewSelectorsBody,
+      response: { 200: envelope(previewSelectorsView), ...errorResponses(400, 401, 403, 429) },
+    },
+    handler: async (request, reply) => ok(await previewSelectors(request.body, disconnectSignal(reply))),
   });
 
   app.get('/api/sources/:id', {

@@ -28,7 +28,10 @@ export const userRoutes: RouteModule = (app, deps) => {
       response: { 200: successOnly, ...errorResponses(400, 401) },
     },
     handler: async (request) => {
-      await users.changePassword(principalOf(request).userId, request.body.currentPassword, request.body.newPassword);
+      const principal = principalOf(request);
+      await users.changePassword(principal.userId, request.body.currentPassword, request.body.newPassword);
+      // Someone signed in to the console with the old password is signed out; this request's credential stays.
+      await deps.apiKeys.revokeConsoleSessionsOf(principal.userId, principal.keyId);
       return done('Password changed');
     },
   });

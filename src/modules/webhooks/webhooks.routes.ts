@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { RouteModule } from '../../route-module.ts';
 import { principalOf } from '../../shared/auth.ts';
+import { EVENT_TYPES } from '../../shared/events.ts';
 import { done, envelope, errorResponses, idParams, ok, successOnly } from '../../shared/http.ts';
 import { nextCursor, paginationQuery } from '../../shared/pagination.ts';
 import {
@@ -58,6 +59,28 @@ export const webhookRoutes: RouteModule = (app, deps) => {
       },
     },
     handler: async (request) => ok(await webhooks.list(principalOf(request).userId, request.query)),
+  });
+
+  app.get('/api/webhooks/event-types', {
+    config: read,
+    schema: {
+      tags,
+      summary: 'The event types an endpoint may subscribe to',
+      description: "Their payloads are in this document's `webhooks` section.",
+      response: { 200: envelope(z.object({ eventTypes: z.array(z.enum(EVENT_TYPES)) })), ...errorResponses(401) },
+    },
+    handler: async () => ok({ eventTypes: [...EVENT_TYPES] }),
+  });
+
+  app.get('/api/webhooks/:id', {
+    config: read,
+    schema: {
+      tags,
+      summary: 'One endpoint with its health',
+      params: idParams,
+      response: { 200: envelope(z.object({ webhook: webhookView })), ...errorResponses(401, 404) },
+    },
+    handler: async (request) => ok({ webhook: await webhooks.get(principalOf(request).userId, request.params.id) }),
   });
 
   app.patch('/api/webhooks/:id', {

@@ -116,6 +116,10 @@ export function createWebhookService(deps: Pick<AppDeps, 'db' | 'clock' | 'confi
       return { webhooks: items.map((r) => toView(r, health.get(r.id), now)), nextCursor };
     },
 
+    async get(userId: string, id: string) {
+      return viewOf(await owned(userId, id));
+    },
+
     /** Changes what was given; `rotateSecret` answers the new secret, once. */
     async update(userId: string, id: string, input: UpdateWebhookInput) {
       const current = await owned(userId, id);

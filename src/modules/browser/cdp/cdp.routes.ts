@@ -19,7 +19,7 @@ export const browserCdpRoutes: RouteModule = (app, deps) => {
   const sessions = browserSessionsOf(deps);
   app.register(async (scoped) => {
     await scoped.register(fastifyWebsocket, { options: { maxPayload: CDP_MAX_PAYLOAD, perMessageDeflate: false } });
-    const live = new WeakMap<object, LiveSession>();
+    const live = new WeakMap<object, { session: LiveSession; keyId: string | null }>();
     /** Scale-out: the same endpoint on the host that holds the session, opened before this upgrade is accepted. */
     const relayed = new WeakMap<object, Upstream>();
     scoped.get(
@@ -36,14 +36,20 @@ export const browserCdpRoutes: RouteModule = (app, deps) => {
           const { id } = params.parse(request.params);
           const target = await sessions.scaleOut.targetForGrant(request, grant, id);
           if (target) relayed.set(request, await openUpstream(target, request.url, forwardedHeaders(request)));
-          else live.set(request, await sessions.liveForGrant(grant, id));
+          else live.set(request, { session: await sessions.liveForGrant(grant, id), keyId: grant.keyId });
         },
       },
       (socket, request) => {
         const upstream = relayed.get(request);
         if (upstream) return relayWebSocket(socket, upstream);
-        const session = live.get(request);
-        if (!session) return socket.close(1011, 'no session');
+        const held = live.get(request);
+        if (!held) return socket.close(1011, 'no session');
+        const { session } = held;
+        // The cdpUrl stands only while the key that asked for it does: its revocation closes the socket.
+        const unbind = sessions.keyBound.add(held.keyId, () =>
+          socket.close(1008, 'the API key that made this cdpUrl was revoked or expired'),
+        );
+        socket.once('close', unbind);
         attachWebSocket(session.mux, socket, {
           counts: true,
           onOpen: () => {

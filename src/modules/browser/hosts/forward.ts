@@ -10,6 +10,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { request as undiciRequest } from 'undici';
 import { type RawData, WebSocket } from 'ws';
 import { AppError, type ErrorCode, errorStatus } from '../../../shared/errors.ts';
+import { sessionKeyOf } from '../../../shared/session-cookie.ts';
 
 /**
  * Marks a forwarded request: its receiver answers it itself (503 when it does not hold the session after all),
@@ -43,6 +44,12 @@ export function forwardedHeaders(request: FastifyRequest): Record<string, string
   for (const name of REQUEST_HEADERS) {
     const value = request.headers[name];
     if (typeof value === 'string') headers[name] = value;
+  }
+  // A web console request is authenticated by its session cookie, checked here (origin, CSRF token); cookies do
+  // not cross, so the host gets the same credential as a bearer key.
+  if (!headers.authorization) {
+    const sessionKey = sessionKeyOf(request);
+    if (sessionKey) headers.authorization = `Bearer ${sessionKey}`;
   }
   return headers;
 }

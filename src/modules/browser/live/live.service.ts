@@ -172,6 +172,18 @@ export function createLiveViews(deps: AppDeps) {
 
     /** A viewer's socket on this host: frames out, input in (interact views only), closed at expiry. */
     async attach(ws: WebSocket, view: LiveViewRow, live: LiveSession): Promise<void> {
+      // Like a cdpUrl, a view stands only while the API key that made it does: held from the first moment, so a
+      // revocation while the hub connects closes it too.
+      const close = (code: number, reason: string) => {
+        // A viewer that does not read cannot read a close frame either.
+        if (code === 1013) return ws.terminate();
+        ws.close(code, reason);
+        setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
+      };
+      const unbind = sessions.keyBound.add(view.keyId, () =>
+        close(1008, 'the API key that made this live view was revoked or expired'),
+      );
+      ws.once('close', unbind);
       let held: { hub: LiveHub; ops: SessionOperations };
       try {
         held = await hubOf(live);
@@ -187,12 +199,7 @@ export function createLiveViews(deps: AppDeps) {
         get bufferedAmount() {
           return ws.bufferedAmount;
         },
-        close: (code, reason) => {
-          // A viewer that does not read cannot read a close frame either.
-          if (code === 1013) return ws.terminate();
-          ws.close(code, reason);
-          setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
-        },
+        close,
       };
       const expiry = setTimeout(() => viewer.close(1008, 'the live view expired'), view.expiresAt.getTime() - now());
       expiry.unref();

@@ -45,6 +45,25 @@ function safe(part: string, shape: RegExp): string {
 
 const userDir = (root: string, userId: string) => path.join(root, safe(userId, UUID));
 
+/** Whether `dir` was removed: false when it still holds something (or is gone already). */
+const removeIfEmpty = (dir: string): Promise<boolean> =>
+  fs.promises.rmdir(dir).then(
+    () => true,
+    () => false,
+  );
+
+/** Creates `file` (exclusive, 0600) in `dir`, made first; made again when an emptied directory went meanwhile. */
+async function openCreating(dir: string, file: string): Promise<fs.promises.FileHandle> {
+  for (let attempt = 0; ; attempt++) {
+    await fs.promises.mkdir(dir, { recursive: true });
+    try {
+      return await fs.promises.open(file, 'wx', 0o600);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= 2) throw err;
+    }
+  }
+}
+
 export function createProfileStore(root: string, box: SecretBox) {
   const dirOf = (userId: string, profileId: string) => path.join(userDir(root, userId), safe(profileId, UUID));
 
@@ -56,10 +75,9 @@ export function createProfileStore(root: string, box: SecretBox) {
     async write(userId: string, profileId: string, token: number, json: Buffer): Promise<string> {
       const bytes = box.sealBytes(await gzip(json));
       const dir = dirOf(userId, profileId);
-      await fs.promises.mkdir(dir, { recursive: true });
       const name = `state-${token}-${newId()}.sealed`;
       const draft = path.join(dir, `.${name}.tmp`);
-      const handle = await fs.promises.open(draft, 'wx', 0o600);
+      const handle = await openCreating(dir, draft);
       try {
         await handle.writeFile(bytes);
         await handle.sync();
@@ -76,9 +94,13 @@ export function createProfileStore(root: string, box: SecretBox) {
       return JSON.parse(json.toString('utf8')) as ProfileState;
     },
 
+    /** Removes a state file, and the profile's directory when that was its last file (a save racing a delete). */
     async removeFile(userId: string, profileId: string, file: string | null): Promise<void> {
       if (!file) return;
-      await fs.promises.rm(path.join(dirOf(userId, profileId), safe(file, STATE_FILE)), { force: true });
+      const dir = dirOf(userId, profileId);
+      await fs.promises.rm(path.join(dir, safe(file, STATE_FILE)), { force: true });
+      // Only an empty directory goes (ENOTEMPTY otherwise): the user's too, when that was its last profile.
+      for (const emptied of [dir, path.dirname(dir)]) if (!(await removeIfEmpty(emptied))) break;
     },
 
     /** A profile's directory with every state file in it. */

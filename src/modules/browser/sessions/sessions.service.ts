@@ -22,6 +22,7 @@ import { startRecording } from '../recording/recorder.ts';
 import { createSnapshots } from '../snapshots/snapshots.service.ts';
 import { releaseIfAccountEnded, watchAccounts } from './account-watch.ts';
 import { BrowserHost, type LiveSession } from './host.ts';
+import { createKeyBoundClients } from './key-bound.ts';
 import { admissionLimits, admit, minutesOf } from './lifecycle.ts';
 import { createLiveLookup } from './live-lookup.ts';
 import { createReaper } from './reaper.ts';
@@ -136,6 +137,7 @@ export function createBrowserSessions(deps: AppDeps) {
   }
 
   let unwatchUsers: (() => void) | undefined;
+  const keyBound = createKeyBoundClients(deps);
 
   const view = (row: SessionRow, base: string, request: FastifyRequest): SessionView =>
     sessionView(row, base, { hostId, host, tokenKey, now, keyId: request.principal?.keyId ?? null });
@@ -152,6 +154,8 @@ export function createBrowserSessions(deps: AppDeps) {
     host,
     scaleOut,
     snapshots,
+    /** This host's sockets opened with a cdpUrl or a live view: closed when the API key that made it stops standing. */
+    keyBound,
 
     async start(): Promise<void> {
       await scaleOut.start();
@@ -164,6 +168,7 @@ export function createBrowserSessions(deps: AppDeps) {
       for (const row of stale) await end(row.id, 'FAILED', 'the host restarted', false);
       if (!host) return;
       unwatchUsers = watchAccounts(deps, host, end);
+      keyBound.start();
       const reap = createReaper({ db, hostId, host, now, end, lostHere, ending, sleep: snapshots.autoSleep });
       reaper = setInterval(() => void reap(), REAP_INTERVAL_MS);
       reaper.unref();
@@ -173,6 +178,7 @@ export function createBrowserSessions(deps: AppDeps) {
     async stop(): Promise<void> {
       clearInterval(reaper);
       unwatchUsers?.();
+      keyBound.stop();
       if (host) {
         await Promise.all(host.sessions().map((s) => end(s.id, 'RELEASED', 'the service stopped').catch(() => {})));
         await Promise.all([...ending.values()].map((p) => p.catch(() => {})));

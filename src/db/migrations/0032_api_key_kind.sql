@@ -1,0 +1,1 @@
+ALTER TABLE "api_keys" ADD COLUMN "kind" text DEFAULT 'api' NOT NULL;
