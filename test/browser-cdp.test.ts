@@ -55,7 +55,7 @@ it('Playwright and Puppeteer drive one session at once; a disconnect keeps the p
   );
   const p2 = await pp.newPage();
   await p2.setContent('<p id="pp">from puppeteer</p>');
-  await eventually(async () => context.pages().length >= 3, 5000);
+  await eventually(async () => context.pages().length >= 3, 15_000);
 
   // Random pixels do not compress: a PNG of 1600×1200 of them is several MB, in one CDP message.
   await p2.evaluate(`(() => {
@@ -79,7 +79,7 @@ it('Playwright and Puppeteer drive one session at once; a disconnect keeps the p
   await eventually(async () => {
     const s = (await ctx.api(alice, 'GET', `/api/browser/sessions/${session.id}`)).json().data.session;
     return s.status === 'LIVE' && s.connectedClients === 0;
-  }, 5000);
+  }, 15_000);
 
   const fresh = (await ctx.api(alice, 'GET', `/api/browser/sessions/${session.id}`)).json().data.session;
   const again = await chromium.connectOverCDP(fresh.cdpUrl);
