@@ -56,7 +56,12 @@ interface Service {
  * on PostgreSQL and on PGlite in turn (the order alternating each round), so a burst of other work on the
  * machine weighs on both databases and on the baseline measured just before each job.
  */
-export async function benchScrapingJobs(origin: string, pages: number, engine: EngineBaseline): Promise<Row[]> {
+export async function benchScrapingJobs(
+  origin: string,
+  pages: number,
+  engine: EngineBaseline,
+  latencySite: { origin: string; pages: number } = { origin, pages },
+): Promise<Row[]> {
   const postgres = await freshBenchDatabase('quarry_bench_jobs');
   const services: Service[] = [];
   try {
@@ -114,7 +119,8 @@ export async function benchScrapingJobs(origin: string, pages: number, engine: E
     }
     const rows: Row[] = [];
     for (const service of services) rows.push(...(await figures(service, rounds, engine, origin)));
-    rows.push(...(await leadsWhileCrawling([pglite, other], origin, pages)));
+    // PostgreSQL too: its reads wait for no writer (MVCC), so what is left there is the crawl's share of the thread.
+    rows.push(...(await leadsWhileCrawling([services[0]!, pglite, other], latencySite.origin, latencySite.pages)));
     return rows;
   } finally {
     for (const service of services) {
@@ -248,7 +254,7 @@ const LEADS_LOAD = { path: '/api/leads?limit=50', connections: 4, seconds: 2 };
 
 /**
  * `GET /api/leads?limit=50` from another process (4 connections, 2 s), idle and while a STATIC job crawls, on each
- * PGlite service in turn (the order alternating each round): what a user of the console feels during a crawl, with
+ * service in turn (the order alternating each round): what a user of the console feels during a crawl, with
  * the database in the service's thread or in its worker thread.
  */
 async function leadsWhileCrawling(services: Service[], origin: string, pages: number): Promise<Row[]> {
@@ -286,7 +292,7 @@ async function leadsWhileCrawling(services: Service[], origin: string, pages: nu
     `p99 ${median(results.map((r) => r.p99)).toFixed(0)} ms`;
   return services.flatMap((service) => {
     const { idle, busy, short } = runs.get(service)!;
-    const name = `GET ${LEADS_LOAD.path} (${LEADS_LOAD.connections} connections, ${idle[0]?.tool}) on PGlite, ${service.mode}`;
+    const name = `GET ${LEADS_LOAD.path} (${LEADS_LOAD.connections} connections, ${idle[0]?.tool}) on ${nameOf(service)}`;
     return [
       { name: `${name}, idle: medians of ${rounds}`, value: summary(idle), target: '(informative)', pass: null },
       {

@@ -70,12 +70,12 @@ const envSchema = z.object({
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   /**
    * Embedded database only: PGlite runs in a worker thread, off the event loop that serves HTTP and crawls. `auto`
-   * (`pgliteInWorker`): when the machine has a second core for it; `true`/`false` force it. Off by default: jobs store
-   * leads faster with it, but API requests during a crawl wait far longer (bench/NOTES-pglite-worker.md).
+   * (`pgliteInWorker`, the default): when the machine has a second core for it; `true`/`false` force it. With it a job
+   * stores leads beside its crawl instead of stalling it (bench/NOTES-pglite-worker.md, "On by default").
    */
   PGLITE_WORKER: z
     .enum(['auto', 'true', 'false', '1', '0', 'yes', 'no'])
-    .default('false')
+    .default('auto')
     .transform((v) => (v === 'auto' ? v : v === 'true' || v === '1' || v === 'yes')),
   SMTP_URL: z
     .string()
@@ -295,7 +295,8 @@ export class StartupError extends Error {}
 /**
  * Whether the embedded database runs in its worker thread: as PGLITE_WORKER says, and with `auto` when the machine
  * offers at least two cores (on one, the thread would only take turns with the event loop, and every statement would
- * pay two thread wake-ups).
+ * pay two thread wake-ups). Node's count follows the CPU affinity and a cgroup's CPU quota (libuv 1.51+), so a
+ * container limited to one CPU keeps PGlite in the service thread.
  */
 export function pgliteInWorker(config: Pick<Config, 'PGLITE_WORKER'>, cores = os.availableParallelism()): boolean {
   return config.PGLITE_WORKER === 'auto' ? cores >= 2 : config.PGLITE_WORKER;

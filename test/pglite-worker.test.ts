@@ -5,10 +5,12 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { eq, sql } from 'drizzle-orm';
 import { loadConfig, pgliteInWorker } from '../src/config.ts';
-import { type Database, openDatabase, queryRows } from '../src/db/client.ts';
+import { type Database, openDatabase, pipelineStep, queryRows } from '../src/db/client.ts';
 import { migrate } from '../src/db/migrate.ts';
 import type { EmbeddedDatabase } from '../src/db/pglite-worker.ts';
 import { users } from '../src/db/schema/index.ts';
+import { createCredits } from '../src/modules/credits/index.ts';
+import { systemClock } from '../src/shared/clock.ts';
 import { isUniqueViolation, pgConstraint } from '../src/shared/db-errors.ts';
 
 // The worker thread serves the embedded database only; PostgreSQL runs have nothing to check here.
@@ -33,6 +35,7 @@ describe('PGLITE_WORKER: the embedded database in a worker thread', { skip }, ()
     for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  const newUserId = '0192f1a0-0000-7000-8000-000000000002';
   const user = (email: string) => ({
     id: '0192f1a0-0000-7000-8000-000000000001',
     email,
@@ -141,6 +144,58 @@ describe('PGLITE_WORKER: the embedded database in a worker thread', { skip }, ()
     assert.deepEqual(errors[0], errors[1]);
   });
 
+  test('a pipeline is one transaction: results in order; a failing statement rolls back all, the credits spend too', async () => {
+    const credits = createCredits(
+      loadConfig({ CREDITS_ENABLED: 'true', CREDITS_SIGNUP_GRANT: '1000', CREDITS_LOW_THRESHOLD: '100' }),
+      systemClock,
+    );
+    const userId = user('').id;
+    const state = (database: Database) =>
+      database.query<{ balance: number; ledger: string }>(
+        `SELECT b.balance, (SELECT string_agg(amount || '=' || balance_after, ',' ORDER BY id) FROM credit_transactions
+          WHERE user_id = b.user_id) AS ledger FROM credit_balances b WHERE b.user_id = $1`,
+        [userId],
+      );
+    const seen: unknown[] = [];
+    for (const database of [worker, inProcess]) {
+      await credits.openAccount(database.db, userId);
+      const spend = (pages: number) => credits.spendStatement(database.db, userId, 'pages', pages, { reason: 'test' })!;
+      const ok = await database.pipeline!([
+        spend(10),
+        pipelineStep(sql`SELECT 1 AS a`),
+        pipelineStep(sql`SELECT ${'two'}::text AS b`),
+        { sql: `SELECT 3 AS c; SELECT 4 AS d`, exec: true },
+      ]);
+      assert.ok('results' in ok);
+      assert.deepEqual(
+        ok.results.map((r) => r.rows[0]),
+        [{ balance: 990 }, { a: 1 }, { b: 'two' }, { d: 4 }],
+      );
+      assert.deepEqual(await state(database), [{ balance: 990, ledger: '1000=1000,-10=990' }]);
+
+      // The spend ran, then a statement failed: nothing stays, and the error keeps its SQLSTATE and constraint.
+      const duplicate = database.db.insert(users).values(user('types@example.com')).toSQL();
+      const err = await database.pipeline!([spend(10), duplicate]).catch((e: unknown) => e);
+      assert.ok(isUniqueViolation(err), String(err));
+      assert.match(pgConstraint(err) ?? '', /users/);
+      assert.deepEqual(await state(database), [{ balance: 990, ledger: '1000=1000,-10=990' }]);
+
+      // A step whose `expect` fails stops it: rolled back (the row inserted before it too), the step's index answered.
+      const other = database.db
+        .insert(users)
+        .values({ ...user('pipeline@example.com'), id: newUserId })
+        .toSQL();
+      const crossing = 990 - 95; // below CREDITS_LOW_THRESHOLD: `spend` must decide on the alert
+      assert.deepEqual(await database.pipeline!([other, spend(crossing)]), { stoppedAt: 1 });
+      assert.deepEqual(await database.pipeline!([other, spend(5_000)]), { stoppedAt: 1 }, 'a short balance');
+      assert.deepEqual(await database.pipeline!([other, pipelineStep(sql`SELECT 1`, 'none')]), { stoppedAt: 1 });
+      assert.equal((await database.query('SELECT 1 FROM users WHERE id = $1', [newUserId])).length, 0);
+      assert.deepEqual(await state(database), [{ balance: 990, ledger: '1000=1000,-10=990' }]);
+      seen.push(await state(database));
+    }
+    assert.deepEqual(seen[0], seen[1]);
+  });
+
   test('LISTEN/NOTIFY reaches listeners on the service thread until they unlisten', async () => {
     const got: string[] = [];
     const unlisten = await worker.pglite!.listen('pgw_test', (payload) => got.push(payload));
@@ -162,10 +217,11 @@ describe('PGLITE_WORKER: the embedded database in a worker thread', { skip }, ()
   });
 });
 
-test('PGLITE_WORKER: off by default, `auto` on with two cores or more, true/false force it', () => {
+test('PGLITE_WORKER: `auto` by default (on with two cores or more), true/false force it', () => {
   const mode = (value: string | undefined, cores: number) =>
     pgliteInWorker(loadConfig(value === undefined ? {} : { PGLITE_WORKER: value }), cores);
-  assert.equal(mode(undefined, 8), false, 'the default keeps PGlite in the service thread');
+  assert.equal(mode(undefined, 2), true, 'by default PGlite runs in its worker thread when there is a second core');
+  assert.equal(mode(undefined, 1), false, 'on one core it stays in the service thread');
   assert.equal(mode('auto', 2), true);
   assert.equal(mode('auto', 1), false);
   assert.equal(mode('true', 1), true);

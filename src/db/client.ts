@@ -3,11 +3,12 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { type SQL, sql } from 'drizzle-orm';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
-import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { type PgDatabase, PgDialect, type PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import pg from 'pg';
 import { acquireDataDirLock } from './lock.ts';
 import { type EmbeddedDatabase, openPgliteWorker } from './pglite-worker.ts';
+import { type PipelineOutcome, type PipelineStep, runPipeline } from './pipeline.ts';
 import * as schema from './schema/index.ts';
 
 export type Schema = typeof schema;
@@ -20,6 +21,11 @@ export interface Database {
   db: Db;
   /** Set in embedded mode: the single PGlite instance, or its worker-thread proxy (pg-boss shares it). */
   pglite?: EmbeddedDatabase;
+  /**
+   * Set in embedded mode: a write transaction as one list of statements (src/db/pipeline.ts), one message to the
+   * worker thread. PostgreSQL has none: its lock waits are per row, not the whole database's.
+   */
+  pipeline?(steps: PipelineStep[]): Promise<PipelineOutcome>;
   /** Set on PostgreSQL: the shared pool. */
   pool?: pg.Pool;
   /** Raw parameterised query, used where an ORM would only add cost (benchmarks, health). */
@@ -97,6 +103,7 @@ async function openPglite(options: OpenOptions): Promise<Database> {
     kind: 'pglite',
     db,
     pglite,
+    pipeline: (steps) => (pglite.pipeline ? pglite.pipeline(steps) : runPipeline(pglite, steps)),
     async query(text, params) {
       return (await pglite.query(text, params as unknown[])).rows as never[];
     },
@@ -112,6 +119,14 @@ async function openPglite(options: OpenOptions): Promise<Database> {
 
 export async function ping(database: Database): Promise<void> {
   await database.db.execute(sql`SELECT 1`);
+}
+
+const dialect = new PgDialect();
+
+/** A drizzle `sql` query as a pipeline step (src/db/pipeline.ts), its params bound. */
+export function pipelineStep(query: SQL, expect?: PipelineStep['expect']): PipelineStep {
+  const { sql, params } = dialect.sqlToQuery(query);
+  return { sql, params, ...(expect ? { expect } : {}) };
 }
 
 /** Runs a raw `sql` query through drizzle on either driver and returns its rows. */

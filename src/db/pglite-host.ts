@@ -2,11 +2,13 @@
  * The worker-thread side of the embedded database (src/db/pglite-worker.ts is the other side): this
  * thread owns the PGlite instance, so PostgreSQL's work (WASM, synchronous) never stalls the
  * service's event loop. One message per statement; a transaction holds PGlite's own transaction lock
- * until the main thread ends it, so every other statement queues behind it, as it would in-process.
+ * until the main thread ends it, so every other statement queues behind it, as it would in-process. A `pipeline`
+ * (src/db/pipeline.ts) is a whole transaction in one message: the lock is held for its SQL only.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import type { HostReply, HostRequest, QueryOptions, WorkerOpenOptions } from './pglite-protocol.ts';
+import { runPipeline } from './pipeline.ts';
 
 const port = parentPort!;
 const options = workerData as WorkerOpenOptions;
@@ -64,6 +66,8 @@ async function handle(req: HostRequest): Promise<unknown> {
       return strip(await target(req.tx).query(req.sql, req.params, pgliteOptions(req.options)));
     case 'exec':
       return (await target(req.tx).exec(req.sql, req.blob ? { blob: req.blob } : undefined)).map(strip);
+    case 'pipeline':
+      return await runPipeline(db, req.steps);
     case 'begin': {
       const txId = nextTx++;
       let settle: (commit: boolean) => void = () => {};

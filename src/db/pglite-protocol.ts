@@ -1,3 +1,5 @@
+import type { PipelineStep } from './pipeline.ts';
+
 /** Messages between the service's thread and the thread that owns the embedded database (pglite-host.ts). */
 
 export interface WorkerOpenOptions {
@@ -24,6 +26,8 @@ export type HostRequest = { id: number } & (
    * shares its backing store between threads); the worker reads it once, as PGlite in the process would.
    */
   | { op: 'exec'; sql: string; tx?: number; blob?: Blob }
+  /** A whole write transaction, run without a round trip between its statements (src/db/pipeline.ts). */
+  | { op: 'pipeline'; steps: PipelineStep[] }
   | { op: 'begin' }
   | { op: 'end'; tx: number; commit: boolean }
   | { op: 'listen'; channel: string }

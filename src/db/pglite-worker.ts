@@ -1,10 +1,11 @@
 /**
- * The embedded database in a worker thread (PGLITE_WORKER, off by default; `auto`: with 2+ cores): PGlite runs PostgreSQL as
+ * The embedded database in a worker thread (PGLITE_WORKER: by default `auto`, on with 2+ cores): PGlite runs PostgreSQL as
  * synchronous WASM, so in the service's own thread every statement stalls HTTP and crawls alike. Here
  * a worker thread owns the instance (src/db/pglite-host.ts) and this proxy offers what drizzle-orm's
  * PGlite driver, pg-boss's `fromPglite` and the notifier use: `query`, `exec` (with a COPY's `blob`),
- * `transaction`, `listen`, `dumpDataDir`, `close`. One message per statement (PGliteWorker, made for browsers,
- * sends one per protocol message and elects a leader over BroadcastChannel: several per statement).
+ * `transaction`, `listen`, `dumpDataDir`, `close`, and `pipeline` (a whole write transaction). One message per
+ * statement (PGliteWorker, made for browsers, sends one per protocol message and elects a leader over
+ * BroadcastChannel: several per statement).
  */
 import { Worker } from 'node:worker_threads';
 import type { PGlite, QueryOptions, Results, Transaction } from '@electric-sql/pglite';
@@ -15,11 +16,17 @@ import type {
   HostRequest,
   WorkerOpenOptions,
 } from './pglite-protocol.ts';
+import type { PipelineOutcome, PipelineStep } from './pipeline.ts';
 
 type Request = HostRequest extends infer R ? (R extends HostRequest ? Omit<R, 'id'> : never) : never;
 
-/** The part of PGlite the service uses; the in-process instance and the worker proxy both offer it. */
-export type EmbeddedDatabase = Pick<PGlite, 'query' | 'exec' | 'transaction' | 'listen' | 'dumpDataDir' | 'close'>;
+/**
+ * The part of PGlite the service uses; the in-process instance and the worker proxy both offer it. The proxy adds
+ * `pipeline` (a write transaction in one message); in the process `runPipeline` does the same.
+ */
+export type EmbeddedDatabase = Pick<PGlite, 'query' | 'exec' | 'transaction' | 'listen' | 'dumpDataDir' | 'close'> & {
+  pipeline?(steps: PipelineStep[]): Promise<PipelineOutcome>;
+};
 
 /** A driver error rebuilt on this side, with its SQLSTATE and the rest of its fields. */
 function rebuild(error: HostError): Error {
@@ -183,6 +190,7 @@ export async function openPgliteWorker(options: WorkerOpenOptions): Promise<Embe
     transaction: transaction as PGlite['transaction'],
     listen: listen as PGlite['listen'],
     dumpDataDir: ((compression) => call({ op: 'dump', compression })) as PGlite['dumpDataDir'],
+    pipeline: (steps) => call<PipelineOutcome>({ op: 'pipeline', steps }),
     async close() {
       if (gone) return;
       try {

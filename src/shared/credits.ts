@@ -1,5 +1,6 @@
 import type { CreditPrices } from '../config.ts';
 import type { Db, Tx } from '../db/client.ts';
+import type { PipelineStep } from '../db/pipeline.ts';
 import type { CreditTransactionKind } from '../db/schema/index.ts';
 
 /**
@@ -70,6 +71,18 @@ export interface Credits {
   assert(db: Conn, userId: string, feature: MeteredFeature, units?: number): Promise<void>;
   /** Takes the cost of `units` of `feature`: all of it or 402 (default), or what there is (`partial`). */
   spend(db: Conn, userId: string, feature: MeteredFeature, units: number, options?: SpendOptions): Promise<SpendResult>;
+  /**
+   * `spend` of all `units` as one statement of a pipelined transaction (src/db/pipeline.ts), which answers a row only
+   * when it charged: not when the balance is short, the account is not open yet or a `credits.low` alert may be due
+   * (the caller then runs `spend`); undefined when nothing is charged (metering off, no cost).
+   */
+  spendStatement(
+    db: Conn,
+    userId: string,
+    feature: MeteredFeature,
+    units: number,
+    options?: Pick<SpendOptions, 'reason'>,
+  ): PipelineStep | undefined;
   /**
    * Gives back what `units` of `feature` cost, for metered work that was charged before it ran and then did not
    * happen (a mail the server refused): a `refund` row naming the feature with negative units, so usage by feature

@@ -1,4 +1,5 @@
 import type { Db, Tx } from '../db/client.ts';
+import type { PipelineStep } from '../db/pipeline.ts';
 
 /** Every event type webhooks can carry (README, Webhooks; the OpenAPI document's `webhooks` has their payloads). */
 export const EVENT_TYPES = [
@@ -33,16 +34,21 @@ export interface EmitOptions {
 }
 
 /**
- * Writes an event and its deliveries to the outbox in the caller's transaction. The webhooks module implements it
- * (its repository owns the outbox tables) and `assembleDeps` installs it, so shared code imports no module.
+ * The event outbox. The webhooks module implements it (its repository owns the outbox tables) and `assembleDeps`
+ * installs it, so shared code imports no module.
  */
-export type EventOutbox = (
-  db: Db | Tx,
-  userId: string,
-  type: EventType,
-  data: Record<string, unknown>,
-  options: EmitOptions,
-) => Promise<{ eventId: string; deliveryIds: string[] } | undefined>;
+export interface EventOutbox {
+  /** Writes an event and its deliveries in the caller's transaction. */
+  record(
+    db: Db | Tx,
+    userId: string,
+    type: EventType,
+    data: Record<string, unknown>,
+    options: EmitOptions,
+  ): Promise<{ eventId: string; deliveryIds: string[] } | undefined>;
+  /** A pipelined transaction's step (src/db/pipeline.ts) that stops it unless `record` would write nothing. */
+  nothingToRecord(userId: string, type: EventType): PipelineStep;
+}
 
 let outbox: EventOutbox | undefined;
 
@@ -60,5 +66,14 @@ export async function emitEvent(
   options?: EmitOptions,
 ): Promise<void> {
   if (!outbox) throw new Error('No event outbox installed: build the dependencies with assembleDeps first');
-  await outbox(db, userId, type, data, options ?? {});
+  await outbox.record(db, userId, type, data, options ?? {});
+}
+
+/**
+ * For a pipelined transaction (src/db/pipeline.ts), where `emitEvent` cannot run: a step that stops it when the event
+ * would be written (an endpoint subscribes to it), so the caller takes its interactive path and emits it there.
+ */
+export function nothingToEmit(userId: string, type: EventType): PipelineStep {
+  if (!outbox) throw new Error('No event outbox installed: build the dependencies with assembleDeps first');
+  return outbox.nothingToRecord(userId, type);
 }

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { Config, CreditPrices } from '../../config.ts';
-import { type Db, queryRows, type Tx } from '../../db/client.ts';
+import { type Db, pipelineStep, queryRows, type Tx } from '../../db/client.ts';
 import type { CreditTransactionKind } from '../../db/schema/index.ts';
 import type { Clock } from '../../shared/clock.ts';
 import { AI_TOKENS_PER_PRICE_UNIT, type Credits, type MeteredFeature } from '../../shared/credits.ts';
@@ -167,6 +167,26 @@ export function createCredits(config: Config, clock: Clock, emit: typeof emitEve
         });
         return { charged, paidUnits, balance };
       });
+    },
+
+    spendStatement(db, userId, feature, units, options = {}) {
+      const cost = costOf(prices, feature, units);
+      if (!enabled || cost === 0) return undefined;
+      // The cases `spend` reads before it writes (no account yet, a short balance, a low-balance alert) answer no row.
+      const debit = creditsRepository(db).debitIfCovered(
+        {
+          userId,
+          kind: 'usage',
+          amount: -cost,
+          feature,
+          units,
+          reason: options.reason,
+          actor: 'system',
+          createdAt: clock.now(),
+        },
+        threshold,
+      );
+      return pipelineStep(debit, 'rows');
     },
 
     async giveBack(db, userId, feature, units, reason) {

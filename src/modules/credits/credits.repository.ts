@@ -59,6 +59,29 @@ export function creditsRepository(db: Db | Tx) {
       const [row] = await db.insert(creditTransactions).values(values).returning();
       return row!;
     },
+    /**
+     * `setBalanceAndAppend` of a debit as a statement that reads nothing first (a pipelined transaction's: no JavaScript
+     * between its statements): the balance row is locked and changed only when it holds `amount` and stays at or above
+     * `keepAbove` (0: no floor); one row (`balance`, after) when it did, none otherwise.
+     */
+    debitIfCovered(
+      values: Omit<typeof creditTransactions.$inferInsert, 'balanceAfter' | 'createdAt'> & { createdAt: Date },
+      keepAbove: number,
+    ) {
+      const amount = -values.amount;
+      return sql`WITH b AS (
+          UPDATE credit_balances SET balance = balance - ${amount}::int, updated_at = ${values.createdAt}
+          WHERE user_id = ${values.userId} AND balance >= ${amount}::int
+            AND NOT (balance >= ${keepAbove}::int AND balance - ${amount}::int < ${keepAbove}::int)
+          RETURNING balance)
+        INSERT INTO credit_transactions
+          (id, user_id, kind, amount, balance_after, feature, units, reason, actor, reference, created_at)
+        SELECT ${values.id ?? newId()}, ${values.userId}, ${values.kind}, ${values.amount}::int, b.balance,
+          ${values.feature ?? null}, ${values.units ?? null}::int, ${values.reason ?? null}, ${values.actor ?? null},
+          ${values.reference ?? null}, ${values.createdAt}
+        FROM b
+        RETURNING balance_after AS balance`;
+    },
     /** Newest first; `limit + 1` rows so the caller can tell whether another page exists. */
     transactions(userId: string, limit: number, before?: string): Promise<CreditTransactionRow[]> {
       return db

@@ -14,6 +14,12 @@ import { newId } from '../../shared/ids.ts';
 
 const uuidArray = (ids: readonly string[]) => `{${ids.join(',')}}`;
 
+/** The endpoints an event goes to (`recordEvent` writes one delivery each; none: it writes nothing). */
+export function endpointsFor(userId: string, type: EventType, options: EmitOptions = {}): SQL {
+  const target = options.endpointId ? sql`id = ${options.endpointId}` : sql`${type} = ANY(event_types)`;
+  return sql`SELECT id FROM webhook_endpoints WHERE user_id = ${userId} AND enabled AND ${target}`;
+}
+
 /**
  * Writes the event to the outbox in the caller's transaction, with one delivery per enabled endpoint of the
  * user subscribed to `type`; nothing when there is none. The NOTIFY is part of the transaction too: it wakes the
@@ -26,11 +32,7 @@ export async function recordEvent(
   data: Record<string, unknown>,
   options: EmitOptions = {},
 ): Promise<{ eventId: string; deliveryIds: string[] } | undefined> {
-  const target = options.endpointId ? sql`id = ${options.endpointId}` : sql`${type} = ANY(event_types)`;
-  const endpoints = await queryRows<{ id: string }>(
-    db,
-    sql`SELECT id FROM webhook_endpoints WHERE user_id = ${userId} AND enabled AND ${target}`,
-  );
+  const endpoints = await queryRows<{ id: string }>(db, endpointsFor(userId, type, options));
   if (!endpoints.length) return undefined;
   const eventId = newId();
   const deliveryIds = endpoints.map(() => newId());

@@ -1,3 +1,4 @@
+import { pipelineStep } from '../../db/client.ts';
 import type { AppDeps } from '../../deps.ts';
 import { DAY_MS } from '../../shared/clock.ts';
 import { createSecretBox, secretKeyMaterial } from '../../shared/crypto.ts';
@@ -11,6 +12,7 @@ import {
   DISABLED_BY_USER,
   type EndpointHealth,
   type EndpointRow,
+  endpointsFor,
   recordEvent,
   webhookRepository,
 } from './webhooks.repository.ts';
@@ -219,5 +221,7 @@ export async function pruneWebhookHistory(deps: Pick<AppDeps, 'db' | 'clock' | '
 }
 
 /** The outbox `emitEvent` writes to (src/shared/events.ts); `assembleDeps` installs it. */
-export const eventOutbox: EventOutbox = (db, userId, type, data, options) =>
-  recordEvent(db, userId, type, data, options);
+export const eventOutbox: EventOutbox = {
+  record: recordEvent,
+  nothingToRecord: (userId, type) => pipelineStep(endpointsFor(userId, type), 'none'),
+};

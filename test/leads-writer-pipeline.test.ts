@@ -1,0 +1,138 @@
+/**
+ * The lead writer's write on the embedded database as one pipelined transaction (src/db/pipeline.ts): the usual
+ * batch (pages paid in full, no profiles, no endpoint for `lead.created`) goes as one message; the others stop it and
+ * take the interactive transaction, with the same outcome. On PostgreSQL (no pipeline) every write is interactive and
+ * the outcomes below hold as well.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { queryRows } from '../src/db/client.ts';
+import { jobs, sources } from '../src/db/schema/index.ts';
+import { createLeadWriter } from '../src/modules/leads/leads.writer.ts';
+import type { CrawledPage } from '../src/modules/scraping/scraping.types.ts';
+import { newId } from '../src/shared/ids.ts';
+import { createTestContext, type TestContext, type TestUser } from './helpers/app.ts';
+
+describe('the lead writer on a pipelined transaction', () => {
+  let ctx: TestContext;
+  let pipelines: Array<'committed' | 'stopped'>;
+  before(async () => {
+    ctx = await createTestContext({ workers: false });
+    const database = ctx.deps.database;
+    const run = database.pipeline;
+    pipelines = [];
+    // Counts what the real pipeline did (the database is not replaced).
+    if (run)
+      database.pipeline = async (steps) => {
+        const outcome = await run(steps);
+        pipelines.push('stoppedAt' in outcome ? 'stopped' : 'committed');
+        return outcome;
+      };
+  });
+  after(() => ctx.close());
+
+  const page = (n: number, count = 3): CrawledPage => ({
+    url: `https://example.com/p${n}`,
+    items: Array.from({ length: count }, (_, i) => ({
+      fields: { email: `p${n}-${i}@acme.com`, firstName: `F${i}`, company: 'Acme' },
+      matchedSelectors: { email: '.e', firstName: '.f', company: '.c' },
+      visible: true,
+    })),
+  });
+
+  async function job(user: TestUser) {
+    const sourceId = newId();
+    await ctx.deps.db
+      .insert(sources)
+      .values({ id: sourceId, userId: user.id, name: 's', url: 'https://example.com', scrapeType: 'STATIC' });
+    const [row] = await ctx.deps.db.insert(jobs).values({ userId: user.id, sourceId, name: 'j' }).returning();
+    return { userId: user.id, sourceId, jobId: row!.id };
+  }
+
+  const state = async (userId: string, jobId: string) => {
+    const [row] = await queryRows<{ leads: number; spent: number; events: number }>(
+      ctx.deps.db,
+      sql`SELECT (SELECT count(*)::int FROM leads WHERE job_id = ${jobId}) AS leads,
+        (SELECT coalesce(-sum(amount), 0)::int FROM credit_transactions WHERE user_id = ${userId} AND kind = 'usage') AS spent,
+        (SELECT count(*)::int FROM webhook_events WHERE user_id = ${userId} AND type = 'lead.created') AS events`,
+    );
+    return row!;
+  };
+  const embedded = () => ctx.deps.database.kind === 'pglite';
+
+  test('the usual batch is one message: leads stored, pages paid, duplicates skipped', async () => {
+    const user = await ctx.signup();
+    const owner = await job(user);
+    let stored = 0;
+    const writer = createLeadWriter(ctx.deps, owner, { onStored: (n) => (stored += n) });
+    pipelines.length = 0;
+    await writer.add(page(1));
+    await writer.add(page(2));
+    await writer.add(page(1)); // its leads are duplicates: the page is paid for, nothing stored
+    await writer.close();
+    assert.deepEqual(await state(user.id, owner.jobId), { leads: 6, spent: 3, events: 0 });
+    assert.equal(stored, 6);
+    // One write, or more should the flush timer fire between the pages.
+    if (embedded()) assert.ok(pipelines.length && pipelines.every((p) => p === 'committed'), String(pipelines));
+  });
+
+  test('an endpoint subscribed to lead.created stops it: the interactive write records the event with its leads', async () => {
+    const user = await ctx.signup();
+    const hook = await ctx.call(user, 'POST', '/api/webhooks', {
+      url: 'http://127.0.0.1:9/hook',
+      eventTypes: ['lead.created'],
+    });
+    assert.equal(hook.statusCode, 201, hook.body);
+    const owner = await job(user);
+    const writer = createLeadWriter(ctx.deps, owner);
+    pipelines.length = 0;
+    await writer.add(page(1));
+    await writer.close();
+    assert.deepEqual(await state(user.id, owner.jobId), { leads: 3, spent: 1, events: 1 });
+    if (embedded()) assert.ok(pipelines.length && pipelines.every((p) => p === 'stopped'), String(pipelines));
+  });
+
+  test('a balance short of the pages stops it: the interactive write stores the leads of the pages it paid', async () => {
+    const user = await ctx.signup();
+    const owner = await job(user);
+    const balance = await ctx.deps.credits.balance(ctx.deps.db, user.id);
+    await ctx.deps.credits.spend(ctx.deps.db, user.id, 'pages', balance - 2); // two pages left
+    let outOfCredits = false;
+    const writer = createLeadWriter(ctx.deps, owner, { onOutOfCredits: () => (outOfCredits = true) });
+    pipelines.length = 0;
+    for (let n = 1; n <= 4; n++) await writer.add(page(n));
+    await writer.close();
+    assert.deepEqual(await state(user.id, owner.jobId), { leads: 6, spent: balance, events: 0 });
+    assert.ok(outOfCredits);
+    if (embedded()) assert.ok(pipelines.includes('stopped'), String(pipelines));
+  });
+
+  test('a write takes whole pages up to 2,000 rows, so the lock is held for one such write; a short balance drops whole pages', async () => {
+    const user = await ctx.signup();
+    const owner = await job(user);
+    const writes: number[] = [];
+    const writer = createLeadWriter(ctx.deps, owner, { onStored: (n) => writes.push(n) });
+    // 7 pages of 900 rows: 4,000 and more rows wait at once only if the writes did not keep up, in any case no
+    // write takes more than the 2,000th row's page (2,700 rows) and the pages are never split.
+    for (let n = 1; n <= 7; n++) await writer.add(page(n, 900));
+    await writer.close();
+    assert.equal((await state(user.id, owner.jobId)).leads, 6_300);
+    assert.equal(
+      writes.reduce((a, b) => a + b, 0),
+      6_300,
+    );
+    assert.ok(writes.length >= 3, `writes of ${writes.join(', ')} rows`);
+    for (const n of writes) assert.ok(n <= 2_700 && n % 900 === 0, `writes of ${writes.join(', ')} rows`);
+
+    // Three pages left to pay for: exactly three pages' leads are stored, not part of a fourth.
+    const poorer = await ctx.signup();
+    const second = await job(poorer);
+    const balance = await ctx.deps.credits.balance(ctx.deps.db, poorer.id);
+    await ctx.deps.credits.spend(ctx.deps.db, poorer.id, 'pages', balance - 3);
+    const short = createLeadWriter(ctx.deps, second);
+    for (let n = 1; n <= 6; n++) await short.add(page(n, 900));
+    await short.close();
+    assert.deepEqual(await state(poorer.id, second.jobId), { leads: 2_700, spent: balance, events: 0 });
+  });
+});
