@@ -295,8 +295,8 @@ export class StartupError extends Error {}
 /**
  * Whether the embedded database runs in its worker thread: as PGLITE_WORKER says, and with `auto` when the machine
  * offers at least two cores (on one, the thread would only take turns with the event loop, and every statement would
- * pay two thread wake-ups). Node's count follows the CPU affinity and a cgroup's CPU quota (libuv 1.51+), so a
- * container limited to one CPU keeps PGlite in the service thread.
+ * pay two thread wake-ups). Node's count follows the CPU affinity and a cgroup's CPU quota (libuv 1.49 and later;
+ * Node 24 has 1.52), so a container limited to one CPU keeps PGlite in the service thread.
  */
 export function pgliteInWorker(config: Pick<Config, 'PGLITE_WORKER'>, cores = os.availableParallelism()): boolean {
   return config.PGLITE_WORKER === 'auto' ? cores >= 2 : config.PGLITE_WORKER;

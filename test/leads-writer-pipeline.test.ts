@@ -135,4 +135,42 @@ describe('the lead writer on a pipelined transaction', () => {
     await short.close();
     assert.deepEqual(await state(poorer.id, second.jobId), { leads: 2_700, spent: balance, events: 0 });
   });
+
+  test('pages wait while 10,000 rows are buffered: a crawl faster than its writes holds at most that and a round of pages', async () => {
+    const user = await ctx.signup();
+    const owner = await job(user);
+    // Every write (pipelined or interactive) starts 30 ms late, so the pages below come far faster than they go.
+    const late = <A extends unknown[], R>(f: (...a: A) => Promise<R>) =>
+      async (...a: A): Promise<R> => {
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        return f(...a);
+      };
+    const { db, database } = ctx.deps;
+    const slowDb = new Proxy(db, {
+      get: (target, key) => (key === 'transaction' ? late(target.transaction.bind(target)) : Reflect.get(target, key)),
+    });
+    const slowDatabase = { ...database, ...(database.pipeline ? { pipeline: late(database.pipeline) } : {}) };
+    let stored = 0;
+    const writer = createLeadWriter({ ...ctx.deps, db: slowDb, database: slowDatabase }, owner, {
+      onStored: (n) => (stored += n),
+    });
+    // 8 crawl slots, 60 pages of 1,000 rows each: a round of pages brings 8,000 rows, a write takes 2,000.
+    let added = 0;
+    let next = 1;
+    let mostWaiting = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next <= 60) {
+          const adding = writer.add(page(next++, 1_000));
+          added += 1_000;
+          mostWaiting = Math.max(mostWaiting, added - stored);
+          await adding;
+        }
+      }),
+    );
+    await writer.close();
+    assert.equal((await state(user.id, owner.jobId)).leads, 60_000);
+    // The buffer's 10,000, the 8 pages that found it full, and the write under way (whole pages up to 2,000 rows).
+    assert.ok(mostWaiting <= 10_000 + 8 * 1_000 + 2_000, `${mostWaiting} rows waited at once`);
+  });
 });

@@ -263,6 +263,12 @@ export function createLeadWriter(
       pagesSettled = Math.max(pagesSettled, throughPage);
       failedWrites = 0;
       if (inserted) options.onStored?.(inserted);
+      // The balance is spent: pages buffered after this write cannot be paid either, and are not stored (as when one
+      // write took the whole buffer), nor charged again by writes that would store nothing.
+      if (short) {
+        buffer = [];
+        pagesSettled = pagesAdded;
+      }
       if (short && !outOfCredits) {
         outOfCredits = true;
         options.onOutOfCredits?.();
@@ -332,8 +338,13 @@ export function createLeadWriter(
       const ordinal = ++pagesAdded;
       if (!pending.length) return;
       for (const p of pending) buffer.push({ ...p, page: ordinal });
-      if (closed || buffer.length >= MAX_BUFFERED_ROWS) await flush();
-      else if (buffer.length >= BATCH_ROWS && !queued) flush().catch(writeFailed);
+      if (closed) return await drain();
+      // Back-pressure: a write takes about BATCH_ROWS, so a page waits until the buffer is below the limit again.
+      while (buffer.length >= MAX_BUFFERED_ROWS) {
+        if (gaveUp) throw gaveUp;
+        await flush();
+      }
+      if (buffer.length >= BATCH_ROWS && !queued) flush().catch(writeFailed);
     },
 
     /** Writes whatever is buffered and waits for it. */
