@@ -140,7 +140,8 @@ describe('the lead writer on a pipelined transaction', () => {
     const user = await ctx.signup();
     const owner = await job(user);
     // Every write (pipelined or interactive) starts 30 ms late, so the pages below come far faster than they go.
-    const late = <A extends unknown[], R>(f: (...a: A) => Promise<R>) =>
+    const late =
+      <A extends unknown[], R>(f: (...a: A) => Promise<R>) =>
       async (...a: A): Promise<R> => {
         await new Promise((resolve) => setTimeout(resolve, 30));
         return f(...a);
