@@ -20,8 +20,9 @@ const LEAD_COLUMNS = new Set<string>(LEAD_FIELD_KEYS);
 /** Buffered leads are written at least this often, so a running job's leads show up as it goes. */
 const LEAD_FLUSH_MS = 1_000;
 /**
- * A buffer this large is written at once, without waiting for the timer; and a write takes about this many rows
- * (whole pages), so the database's lock, which reads wait for on the embedded database, is held for one such write.
+ * A buffer this large is written at once, without waiting for the timer. On the embedded database a write also takes
+ * about this many rows at most (whole pages): its lock, which every read waits for, is held for one such write, not
+ * for a backlog. PostgreSQL's reads wait for no writer, so there a write takes the whole buffer.
  */
 const BATCH_ROWS = 2_000;
 /**
@@ -134,6 +135,7 @@ export function createLeadWriter(
   const owner = { userId: ctx.userId, sourceId: ctx.sourceId, jobId: ctx.jobId };
   // PGlite: parents checked once per batch, rows through COPY (leadRepository.insertScraped); PostgreSQL: undefined.
   const embedded = embeddedWrite(deps.database);
+  const writeRows = deps.database.kind === 'pglite' ? BATCH_ROWS : Number.POSITIVE_INFINITY;
   let buffer: Pending[] = [];
   // The write in progress (or the last one), and the one queued after it that takes the buffer when it starts.
   let current: Promise<void> = Promise.resolve();
@@ -282,14 +284,14 @@ export function createLeadWriter(
 
   /**
    * Writes what is buffered: one write at a time, and requests made while one runs share the next. A write takes
-   * whole pages up to BATCH_ROWS rows (a page is never split, so a short balance drops whole pages) and pays through
+   * whole pages up to `writeRows` rows (a page is never split, so a short balance drops whole pages) and pays through
    * its last page; what it leaves is written by the next, queued at once.
    */
   function flush(): Promise<void> {
     if (!queued) {
       const next = current.then(() => {
         queued = undefined;
-        let take = Math.min(buffer.length, BATCH_ROWS);
+        let take = Math.min(buffer.length, writeRows);
         while (take < buffer.length && buffer[take]!.page === buffer[take - 1]!.page) take++;
         const batch = buffer.splice(0, take);
         return write(batch, buffer.length ? batch.at(-1)!.page : pagesAdded);
@@ -339,7 +341,7 @@ export function createLeadWriter(
       if (!pending.length) return;
       for (const p of pending) buffer.push({ ...p, page: ordinal });
       if (closed) return await drain();
-      // Back-pressure: a write takes about BATCH_ROWS, so a page waits until the buffer is below the limit again.
+      // Back-pressure: a write may take only part of the buffer, so a page waits until it is below the limit again.
       while (buffer.length >= MAX_BUFFERED_ROWS) {
         if (gaveUp) throw gaveUp;
         await flush();
