@@ -108,6 +108,30 @@ describe('the lead writer on a pipelined transaction', () => {
     if (embedded()) assert.ok(pipelines.includes('stopped'), String(pipelines));
   });
 
+  test('a low-balance alert due stops it: the interactive write charges the pages and records credits.low with them', async () => {
+    const user = await ctx.signup();
+    const hook = await ctx.call(user, 'POST', '/api/webhooks', {
+      url: 'http://127.0.0.1:9/hook',
+      eventTypes: ['credits.low'],
+    });
+    assert.equal(hook.statusCode, 201, hook.body);
+    const owner = await job(user);
+    const balance = await ctx.deps.credits.balance(ctx.deps.db, user.id);
+    // 102 left: the 4 pages below take it under CREDITS_LOW_THRESHOLD (100), which `spend` must decide on.
+    await ctx.deps.credits.spend(ctx.deps.db, user.id, 'pages', balance - 102);
+    const writer = createLeadWriter(ctx.deps, owner);
+    pipelines.length = 0;
+    for (let n = 1; n <= 4; n++) await writer.add(page(n));
+    await writer.close();
+    assert.deepEqual(await state(user.id, owner.jobId), { leads: 12, spent: balance - 98, events: 0 });
+    const [alerts] = await queryRows<{ n: number }>(
+      ctx.deps.db,
+      sql`SELECT count(*)::int AS n FROM webhook_events WHERE user_id = ${user.id} AND type = 'credits.low'`,
+    );
+    assert.equal(alerts!.n, 1);
+    if (embedded()) assert.ok(pipelines.includes('stopped'), String(pipelines));
+  });
+
   test('on the embedded database a write takes whole pages up to 2,000 rows (the lock is held for one such write); a short balance drops whole pages', async () => {
     const user = await ctx.signup();
     const owner = await job(user);
